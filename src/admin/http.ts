@@ -1,0 +1,17 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { BatonApi } from "../http/api.ts"
+import { Settings, settingsReport } from "../settings/settings.ts"
+import { COMPATIBLE_SERVER_VERSION } from "../version.ts"
+
+export const AdminLive =
+  HttpApiBuilder.group(BatonApi, "admin", (handlers) =>
+    Effect.gen(function* () {
+      const settings = yield* Settings
+      // Settings never change while the server runs: build the report once.
+      const report = settingsReport(settings)
+      return handlers
+        .handle("readSettings", () => Effect.succeed(report))
+        .handle("readVersion", () => Effect.succeed(COMPATIBLE_SERVER_VERSION))
+    })
+  )

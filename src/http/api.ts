@@ -1,0 +1,29 @@
+/**
+ * The one Api: a group per area. Clients derive typed clients from it (HttpApiClient), the server
+ * derives its routes and the OpenAPI document from it.
+ */
+import { HttpApi, OpenApi } from "@effect/platform"
+import { AdminApi } from "../admin/api.ts"
+import { RootApi } from "../root/api.ts"
+import { API_VERSION } from "../version.ts"
+import {
+  BadRequestResponse,
+  ConflictResponse,
+  MethodNotAllowedResponse,
+  NotFoundResponse,
+  ServiceUnavailableResponse,
+  ValidationErrorResponse
+} from "./errors.ts"
+
+export class BatonApi extends HttpApi.make("baton")
+  .add(RootApi)
+  .add(AdminApi)
+  .addError(ValidationErrorResponse)
+  .addError(NotFoundResponse)
+  .addError(ConflictResponse)
+  .addError(BadRequestResponse)
+  .addError(MethodNotAllowedResponse)
+  .addError(ServiceUnavailableResponse)
+  .annotate(OpenApi.Title, "Baton REST API")
+  .annotate(OpenApi.Version, API_VERSION)
+{}

@@ -1,0 +1,60 @@
+/**
+ * The errors every endpoint may answer with, declared once on the Api. On the wire each is just
+ * the reference's body (`{"detail": …}`): the class tag never leaves the server.
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/** One entry of a 422 answer, in the reference's shape. */
+export const ValidationDetailItem = Schema.Struct({
+  loc: Schema.Array(Schema.Union(Schema.String, Schema.Number)),
+  msg: Schema.String,
+  type: Schema.String,
+  input: Schema.optional(Schema.Unknown),
+  ctx: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}).annotations({ identifier: "ValidationErrorItem" })
+export type ValidationDetailItem = typeof ValidationDetailItem.Type
+
+/**
+ * `detail` is either the reference's list of field problems or, for rules a handler checks itself
+ * (e.g. "Invalid limit: must be less than or equal to 200."), a plain message.
+ */
+const ValidationDetail = Schema.Union(Schema.Array(ValidationDetailItem), Schema.String)
+
+export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
+  detail: ValidationDetail
+}) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { detail: Schema.String }) {}
+
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", { detail: Schema.String }) {}
+
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { detail: Schema.String }) {}
+
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+  detail: Schema.String
+}) {}
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  detail: Schema.String
+}) {}
+
+/** The wire form of an error class: `{"detail": …}` with the given status, decoding back to the class. */
+const wire = <Self extends { readonly detail: D }, D, DI>(
+  errorClass: Schema.Schema<Self, any> & (new(props: { readonly detail: D }) => Self),
+  detail: Schema.Schema<D, DI>,
+  status: number,
+  identifier: string
+) =>
+  Schema.transform(Schema.Struct({ detail }), Schema.typeSchema(errorClass), {
+    strict: false,
+    decode: (body) => new errorClass({ detail: body.detail }),
+    encode: (error) => ({ detail: error.detail })
+  }).annotations(HttpApiSchema.annotations({ status, identifier }))
+
+export const ValidationErrorResponse = wire(ValidationError, ValidationDetail, 422, "HTTPValidationError")
+export const NotFoundResponse = wire(NotFound, Schema.String, 404, "NotFound")
+export const ConflictResponse = wire(Conflict, Schema.String, 409, "Conflict")
+export const BadRequestResponse = wire(BadRequest, Schema.String, 400, "BadRequest")
+export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 405, "MethodNotAllowed")
+export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")

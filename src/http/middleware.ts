@@ -1,0 +1,250 @@
+/**
+ * Api-level middleware: the version header check, and the one place where failures that happen
+ * before a handler runs (decoding, routing, malformed JSON) become the reference's answers.
+ */
+import {
+  HttpApi,
+  HttpApiBuilder,
+  type HttpApiEndpoint,
+  type HttpApp,
+  HttpServerError,
+  HttpServerRequest
+} from "@effect/platform"
+import { Effect, Either, Option, Schema } from "effect"
+import { API_VERSION } from "../version.ts"
+import { BadRequest, MethodNotAllowed, NotFound, ValidationError, type ValidationDetailItem } from "./errors.ts"
+import { detailItems, invalidJsonItem } from "./validation.ts"
+
+export const VERSION_HEADER = "x-service-api-version"
+
+interface Route {
+  readonly method: string
+  readonly pattern: RegExp
+  readonly params: ReadonlyArray<string>
+  readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+}
+
+/** Every endpoint of the Api as a matcher, used only when a request failed before its handler ran. */
+const routesOf = (api: HttpApi.HttpApi.Any): ReadonlyArray<Route> => {
+  const routes: Array<Route> = []
+  HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      const params: Array<string> = []
+      const source = endpoint.path
+        .split("/")
+        .map((segment) => {
+          if (!segment.startsWith(":")) return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+          params.push(segment.slice(1).replace(/\?$/, ""))
+          return "([^/]+)"
+        })
+        .join("/")
+      routes.push({
+        method: endpoint.method,
+        pattern: new RegExp(`^${source}$`),
+        params,
+        endpoint: endpoint as unknown as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+      })
+    }
+  })
+  return routes
+}
+
+const safeDecodeURIComponent = (s: string) => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+const pathnameOf = (url: string) => {
+  const q = url.indexOf("?")
+  return q === -1 ? url : url.slice(0, q)
+}
+
+const matchRoute = (routes: ReadonlyArray<Route>, method: string, pathname: string) => {
+  for (const route of routes) {
+    if (route.method !== method) continue
+    const m = route.pattern.exec(pathname)
+    if (m === null) continue
+    const params: Record<string, string> = {}
+    route.params.forEach((name, i) => (params[name] = safeDecodeURIComponent(m[i + 1]!)))
+    return { route, params }
+  }
+  return undefined
+}
+
+const searchParamsRecord = (url: string): Record<string, string | Array<string>> => {
+  const out: Record<string, string | Array<string>> = {}
+  const q = url.indexOf("?")
+  if (q === -1) return out
+  for (const [key, value] of new URLSearchParams(url.slice(q + 1))) {
+    const previous = out[key]
+    out[key] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value]
+  }
+  return out
+}
+
+/** Query values arrive as strings; a key the schema expects as a list gets a one-element list. */
+const normalizeQuery = (
+  params: Record<string, string | Array<string>>,
+  schema: Schema.Schema.Any
+): Record<string, unknown> => {
+  const ast = schema.ast
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(params)) {
+    out[key] = Array.isArray(value) || !expectsArray(ast, key) ? value : [value]
+  }
+  return out
+}
+
+const expectsArray = (ast: Schema.Schema.Any["ast"], key: string): boolean => {
+  switch (ast._tag) {
+    case "TypeLiteral": {
+      const ps = ast.propertySignatures.find((p) => p.name === key)
+      return ps !== undefined && isArrayType(ps.type)
+    }
+    case "Transformation":
+      return expectsArray(ast.from, key)
+    case "Refinement":
+      return expectsArray(ast.from, key)
+    default:
+      return false
+  }
+}
+
+const isArrayType = (ast: Schema.Schema.Any["ast"]): boolean => {
+  switch (ast._tag) {
+    case "TupleType":
+      return true
+    case "Union":
+      return ast.types.some(isArrayType)
+    case "Transformation":
+    case "Refinement":
+      return isArrayType(ast.from)
+    default:
+      return false
+  }
+}
+
+const allErrors = { errors: "all" } as const
+
+const decodeFailures = (schema: Schema.Schema.Any, input: unknown) =>
+  Either.match(Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>, allErrors)(input), {
+    onLeft: (error) => Option.some(error.issue),
+    onRight: () => Option.none()
+  })
+
+/**
+ * Decodes path, query and body again, each on its own and reporting every problem, to say where the
+ * request went wrong. A path id that is not a UUID matches no route in the reference: 404.
+ */
+const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function* () {
+    const match = matchRoute(routes, request.method, pathnameOf(request.url))
+    if (match === undefined) return Option.none<NotFound | ValidationError>()
+    const { endpoint } = match.route
+    const items: Array<ValidationDetailItem> = []
+    if (Option.isSome(endpoint.pathSchema)) {
+      const issue = decodeFailures(endpoint.pathSchema.value, match.params)
+      if (Option.isSome(issue)) {
+        const pathItems = detailItems("path", issue.value)
+        if (pathItems.some((i) => i.type === "uuid_parsing")) {
+          return Option.some(new NotFound({ detail: "Not Found" }))
+        }
+        items.push(...pathItems)
+      }
+    }
+    const query = searchParamsRecord(request.url)
+    if (Option.isSome(endpoint.urlParamsSchema)) {
+      const schema = endpoint.urlParamsSchema.value
+      const issue = decodeFailures(schema, normalizeQuery(query, schema))
+      if (Option.isSome(issue)) items.push(...detailItems("query", issue.value))
+    }
+    if (Option.isSome(endpoint.payloadSchema)) {
+      const schema = endpoint.payloadSchema.value
+      const hasBody = request.method !== "GET" && request.method !== "HEAD" && request.method !== "DELETE"
+      const input = hasBody ? yield* Effect.orElseSucceed(request.json, () => undefined) : normalizeQuery(query, schema)
+      const issue = decodeFailures(schema, input ?? {})
+      if (Option.isSome(issue)) items.push(...detailItems(hasBody ? "body" : "query", issue.value))
+    }
+    return items.length === 0 ? Option.none() : Option.some(new ValidationError({ detail: items }))
+  })
+
+const checkVersionHeader = (request: HttpServerRequest.HttpServerRequest) => {
+  const value = request.headers[VERSION_HEADER]
+  if (value === undefined || value === "") return Effect.void
+  const parts = value.split(".")
+  if (parts.length !== 3 || parts.some((p) => !/^\d+$/.test(p))) {
+    return Effect.fail(
+      new BadRequest({
+        detail: `Invalid ${VERSION_HEADER} header format. Expected header in format 'x.y.z' but received ${value}`
+      })
+    )
+  }
+  const major = API_VERSION.split(".")[0]
+  if (String(Number(parts[0])) !== major) {
+    return Effect.fail(
+      new BadRequest({
+        detail: `The request specified API version ${value} but this server serves API version ${API_VERSION}; the major versions must match.`
+      })
+    )
+  }
+  return Effect.void
+}
+
+const isJsonDecodeDefect = (defect: unknown): defect is HttpServerError.RequestError =>
+  HttpServerError.isServerError(defect) && defect._tag === "RequestError" && defect.reason === "Decode"
+
+type ApiFailure = ValidationError | NotFound | MethodNotAllowed | BadRequest
+
+const isDecodeError = (error: unknown) =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "HttpApiDecodeError"
+
+const isRouteNotFound = (error: unknown) => HttpServerError.isServerError(error) && error._tag === "RouteNotFound"
+
+/** The Api middleware Layer for `api`: version header, decode errors, unknown routes, bad JSON. */
+export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
+  const routes = routesOf(api)
+
+  const recover = (
+    request: HttpServerRequest.HttpServerRequest,
+    error: unknown
+  ): Effect.Effect<never, ApiFailure | unknown> => {
+    if (isDecodeError(error)) {
+      return Effect.flatMap(explainDecodeFailure(routes, request), (explained) =>
+        Option.isSome(explained) ? Effect.fail(explained.value) : Effect.die(error)
+      )
+    }
+    if (isRouteNotFound(error)) {
+      const pathname = pathnameOf(request.url)
+      const otherMethod = routes.some((r) => r.method !== request.method && r.pattern.test(pathname))
+      return otherMethod
+        ? Effect.fail(new MethodNotAllowed({ detail: "Method Not Allowed" }))
+        : Effect.fail(new NotFound({ detail: "Not Found" }))
+    }
+    return Effect.fail(error)
+  }
+
+  const recoverDefect = (defect: unknown): Effect.Effect<never, ValidationError> =>
+    isJsonDecodeDefect(defect)
+      ? Effect.fail(
+          new ValidationError({
+            detail: [invalidJsonItem(defect.cause instanceof Error ? defect.cause.message : String(defect.cause))]
+          })
+        )
+      : Effect.die(defect)
+
+  const middleware = (app: HttpApp.Default): HttpApp.Default<unknown> =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      yield* checkVersionHeader(request)
+      // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
+      return yield* (app as HttpApp.Default<unknown>).pipe(
+        Effect.catchAll((error) => recover(request, error)),
+        Effect.catchAllDefect(recoverDefect)
+      )
+    })
+  return HttpApiBuilder.middleware(middleware as unknown as HttpApiBuilder.MiddlewareFn<never>)
+}

@@ -1,0 +1,199 @@
+/**
+ * Turns a Schema ParseIssue into the reference's 422 detail items: one item per failing field, each
+ * with `loc` (starting at "body", "query" or "path"), a pydantic-style `type` and `msg`, the
+ * offending `input` and, for bounds and patterns, `ctx`.
+ */
+import { Option, type ParseResult, Schema, SchemaAST as AST } from "effect"
+import type { ValidationDetailItem } from "./errors.ts"
+
+export type Location = "body" | "query" | "path"
+type Loc = ReadonlyArray<string | number>
+type Item = ValidationDetailItem
+
+const item = (loc: Loc, type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): Item =>
+  ctx === undefined ? { loc, type, msg, input } : { loc, type, msg, input, ctx }
+
+export const detailItems = (location: Location, issue: ParseResult.ParseIssue): ReadonlyArray<Item> =>
+  collect([location], issue, undefined)
+
+/** JSON that does not parse: the reference reports it at the body's position 0. */
+export const invalidJsonItem = (message: string): Item =>
+  item(["body", 0], "json_invalid", "JSON decode error", {}, { error: message })
+
+const collect = (loc: Loc, issue: ParseResult.ParseIssue, parent: unknown): ReadonlyArray<Item> => {
+  switch (issue._tag) {
+    case "Pointer": {
+      const keys: ReadonlyArray<PropertyKey> = Array.isArray(issue.path) ? issue.path : [issue.path as PropertyKey]
+      return collect([...loc, ...keys.map(keyOf)], issue.issue, issue.actual)
+    }
+    case "Composite": {
+      const issues = Array.isArray(issue.issues) ? issue.issues : [issue.issues as ParseResult.ParseIssue]
+      if (issue.ast._tag === "Union") {
+        // A value none of a set of literals matched: one "enum" item naming them all.
+        const choice = describeType(issue.ast)
+        if (choice?.type === "enum" && issues.every((i) => i._tag === "Type" || isNullish(i))) {
+          return [item(loc, choice.type, choice.msg, issue.actual, choice.ctx)]
+        }
+        return bestUnionMember(loc, issues, issue.actual, parent)
+      }
+      return issues.flatMap((inner) => collect(loc, inner, issue.actual))
+    }
+    case "Refinement":
+      return issue.kind === "From" ? collect(loc, issue.issue, parent) : [refinementItem(loc, issue)]
+    case "Transformation":
+      return transformationItems(loc, issue, parent)
+    case "Missing":
+      return [item(loc, "missing", "Field required", parent ?? null)]
+    case "Unexpected":
+      return [item(loc, "extra_forbidden", "Extra inputs are not permitted", issue.actual)]
+    case "Forbidden":
+      return [item(loc, "value_error", issue.message ?? "Value error", issue.actual)]
+    case "Type":
+      return [typeItem(loc, issue.ast, issue.actual, issue.message)]
+  }
+}
+
+const keyOf = (key: PropertyKey): string | number => (typeof key === "symbol" ? String(key) : key)
+
+const isNullish = (issue: ParseResult.ParseIssue): boolean =>
+  issue._tag === "Type" &&
+  (issue.ast._tag === "UndefinedKeyword" || (issue.ast._tag === "Literal" && issue.ast.literal === null))
+
+/**
+ * A union reports one failure per member. Optional and nullable fields would then say "expected
+ * null" beside the real problem: drop those, and of the members left keep the one that got furthest
+ * (fewest problems), as a client reads that as the intended shape.
+ */
+const bestUnionMember = (
+  loc: Loc,
+  issues: ReadonlyArray<ParseResult.ParseIssue>,
+  actual: unknown,
+  parent: unknown
+): ReadonlyArray<Item> => {
+  const meaningful = issues.filter((issue) => !isNullish(issue))
+  const candidates = (meaningful.length > 0 ? meaningful : issues).map((issue) => collect(loc, issue, parent))
+  // Members that fail only on the top-level type (e.g. "not an object") say less than one that
+  // got inside the value.
+  const deep = candidates.filter((items) => items.some((i) => i.loc.length > loc.length))
+  const pool = deep.length > 0 ? deep : candidates
+  const best = pool.reduce((a, b) => (b.length < a.length ? b : a))
+  if (pool === candidates && candidates.length > 1 && best.length === 1 && best[0]!.loc.length === loc.length) {
+    // Several scalar members all rejected the value: name the first one's expectation.
+    return [best[0]!.input === undefined ? { ...best[0]!, input: actual } : best[0]!]
+  }
+  return best
+}
+
+const refinementItem = (loc: Loc, issue: ParseResult.Refinement): Item => {
+  const ast = issue.ast
+  const json = (AST.getJSONSchemaAnnotation(ast).pipe(Option.getOrUndefined) ?? {}) as Record<string, unknown>
+  const id = AST.getSchemaIdAnnotation(ast).pipe(Option.getOrUndefined)
+  const actual = issue.actual
+  const inner = issue.issue
+  const custom = inner._tag === "Type" && inner.message !== undefined ? inner.message : undefined
+  switch (id) {
+    case Schema.GreaterThanSchemaId:
+      return item(loc, "greater_than", `Input should be greater than ${json.exclusiveMinimum}`, actual, { gt: json.exclusiveMinimum })
+    case Schema.GreaterThanOrEqualToSchemaId:
+      return item(loc, "greater_than_equal", `Input should be greater than or equal to ${json.minimum}`, actual, { ge: json.minimum })
+    case Schema.LessThanSchemaId:
+      return item(loc, "less_than", `Input should be less than ${json.exclusiveMaximum}`, actual, { lt: json.exclusiveMaximum })
+    case Schema.LessThanOrEqualToSchemaId:
+      return item(loc, "less_than_equal", `Input should be less than or equal to ${json.maximum}`, actual, { le: json.maximum })
+    case Schema.IntSchemaId:
+      return item(loc, "int_from_float", "Input should be a valid integer, got a number with a fractional part", actual)
+    case Schema.PatternSchemaId:
+      return item(loc, "string_pattern_mismatch", `String should match pattern '${json.pattern}'`, actual, { pattern: json.pattern })
+    case Schema.MinLengthSchemaId:
+      return item(loc, "string_too_short", `String should have at least ${json.minLength} characters`, actual, { min_length: json.minLength })
+    case Schema.MaxLengthSchemaId:
+      return item(loc, "string_too_long", `String should have at most ${json.maxLength} characters`, actual, { max_length: json.maxLength })
+    case Schema.MinItemsSchemaId:
+      return item(loc, "too_short", `List should have at least ${json.minItems} items`, actual, { min_length: json.minItems })
+    case Schema.MaxItemsSchemaId:
+      return item(loc, "too_long", `List should have at most ${json.maxItems} items`, actual, { max_length: json.maxItems })
+    case Schema.UUIDSchemaId:
+      return item(loc, "uuid_parsing", "Input should be a valid UUID", actual)
+    case Schema.FiniteSchemaId:
+      return item(loc, "finite_number", "Input should be a finite number", actual)
+  }
+  const message = custom ?? AST.getDescriptionAnnotation(ast).pipe(Option.getOrUndefined)
+  return item(loc, "value_error", message ? `Value error, ${message}` : "Value error", actual)
+}
+
+const transformationItems = (loc: Loc, issue: ParseResult.Transformation, parent: unknown): ReadonlyArray<Item> => {
+  // A failure of the encoded side (e.g. "not a string") or of the decoded value's checks is
+  // reported as that; a failed conversion is reported by what the transformation produces.
+  if (issue.kind !== "Transformation") return collect(loc, issue.issue, parent)
+  const kind = describeType(issue.ast.to) ?? describeType(issue.ast)
+  if (kind !== undefined) return [item(loc, kind.type, kind.msg, issue.actual)]
+  const inner = issue.issue
+  const message = inner._tag === "Type" || inner._tag === "Forbidden" ? inner.message : undefined
+  return [item(loc, "value_error", message ? `Value error, ${message}` : "Value error", issue.actual)]
+}
+
+const typeItem = (loc: Loc, ast: AST.AST, actual: unknown, message: string | undefined): Item => {
+  const kind = describeType(ast)
+  if (kind !== undefined) return item(loc, kind.type, kind.msg, actual, kind.ctx)
+  return item(loc, "value_error", message ? `Value error, ${message}` : "Value error", actual)
+}
+
+interface Kind {
+  readonly type: string
+  readonly msg: string
+  readonly ctx?: Record<string, unknown>
+}
+
+/** The pydantic error type and message for a value that is not of the schema's type. */
+const describeType = (ast: AST.AST): Kind | undefined => {
+  const id = AST.getIdentifierAnnotation(ast).pipe(Option.getOrUndefined)
+  if (id !== undefined) {
+    if (/uuid/i.test(id)) return { type: "uuid_parsing", msg: "Input should be a valid UUID" }
+    if (/date-?time|DateTime/i.test(id)) return { type: "datetime_parsing", msg: "Input should be a valid datetime" }
+    if (/duration/i.test(id)) return { type: "time_delta_parsing", msg: "Input should be a valid timedelta" }
+  }
+  switch (ast._tag) {
+    case "StringKeyword":
+      return { type: "string_type", msg: "Input should be a valid string" }
+    case "NumberKeyword":
+      return { type: "float_type", msg: "Input should be a valid number" }
+    case "BooleanKeyword":
+      return { type: "bool_type", msg: "Input should be a valid boolean" }
+    case "TupleType":
+      return { type: "list_type", msg: "Input should be a valid list" }
+    case "TypeLiteral":
+      return { type: "dict_type", msg: "Input should be a valid dictionary or object" }
+    case "Literal":
+      return {
+        type: "literal_error",
+        msg: `Input should be ${JSON.stringify(ast.literal)}`,
+        ctx: { expected: JSON.stringify(ast.literal) }
+      }
+    case "Enums":
+      return {
+        type: "enum",
+        msg: `Input should be ${ast.enums.map(([, v]) => `'${v}'`).join(" or ")}`,
+        ctx: { expected: ast.enums.map(([, v]) => `'${v}'`).join(" or ") }
+      }
+    case "Refinement": {
+      const schemaId = AST.getSchemaIdAnnotation(ast).pipe(Option.getOrUndefined)
+      if (schemaId === Schema.IntSchemaId) return { type: "int_type", msg: "Input should be a valid integer" }
+      if (schemaId === Schema.UUIDSchemaId) return { type: "uuid_parsing", msg: "Input should be a valid UUID" }
+      return describeType(ast.from)
+    }
+    case "Transformation":
+      return describeType(ast.to)
+    case "Declaration":
+    case "Suspend":
+      return undefined
+    case "Union": {
+      const literals = ast.types.filter((t): t is AST.Literal => t._tag === "Literal" && t.literal !== null)
+      if (literals.length === ast.types.length || literals.length === ast.types.length - 1) {
+        const expected = literals.map((l) => `'${String(l.literal)}'`).join(" or ")
+        return { type: "enum", msg: `Input should be ${expected}`, ctx: { expected } }
+      }
+      return undefined
+    }
+  }
+  return undefined
+}

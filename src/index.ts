@@ -1,0 +1,31 @@
+/**
+ * Baton as a library: the Layers that make up the server, the Api (derive a typed client with
+ * `HttpApiClient.make(BatonApi, { baseUrl })`) and the settings.
+ */
+export { BatonApi } from "./http/api.ts"
+export * as Errors from "./http/errors.ts"
+export {
+  apiServer,
+  apiServerWith,
+  ApiLive,
+  DatabaseLive,
+  HandlersLive,
+  HttpServerLive,
+  serveApi,
+  servicesServer,
+  ServicesLive
+} from "./server.ts"
+export {
+  layer as SettingsLayer,
+  leaves as settingsKeys,
+  loadSettings,
+  Settings,
+  SettingsError,
+  settingsReport,
+  type SettingsOverrides,
+  type SettingsValue
+} from "./settings/settings.ts"
+export * as Database from "./database/client.ts"
+export * as Migrator from "./database/migrator.ts"
+export { defineService, runServices, type BackgroundService } from "./services/runner.ts"
+export { API_VERSION, BATON_VERSION, COMPATIBLE_SERVER_VERSION } from "./version.ts"

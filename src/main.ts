@@ -1,0 +1,129 @@
+/**
+ * The `baton` command line, and the only place where effects are run.
+ */
+import { Command, Options, Prompt } from "@effect/cli"
+import { HttpServer } from "@effect/platform"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Cause, Console, Context, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { apiServer, servicesServer } from "./server.ts"
+import * as Migrator from "./database/migrator.ts"
+import * as Database from "./database/client.ts"
+import { layer as settingsLayer, Settings, settingsReport, type SettingsOverrides } from "./settings/settings.ts"
+import { BATON_VERSION } from "./version.ts"
+
+const logLevels = {
+  DEBUG: LogLevel.Debug,
+  INFO: LogLevel.Info,
+  WARNING: LogLevel.Warning,
+  ERROR: LogLevel.Error,
+  CRITICAL: LogLevel.Fatal
+} as const
+
+/** Logging for the server process: logfmt lines at `server.logging_level`. */
+const withServerLogging = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Settings, (settings) =>
+    effect.pipe(Logger.withMinimumLogLevel(logLevels[settings.server.logging_level]))
+  )
+
+const overridesFrom = (host: Option.Option<string>, port: Option.Option<number>): SettingsOverrides => ({
+  ...Option.match(host, { onNone: () => ({}), onSome: (h) => ({ "server.api.host": h }) }),
+  ...Option.match(port, { onNone: () => ({}), onSome: (p) => ({ "server.api.port": p }) })
+})
+
+const host = Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.optional)
+const port = Options.integer("port").pipe(Options.withDescription("Port to listen on"), Options.optional)
+const noServices = Options.boolean("no-services").pipe(
+  Options.withDescription("Serve the API only; run the background services elsewhere")
+)
+
+/** Builds `layer`, says where the API is, and runs until interrupted (SIGINT/SIGTERM). */
+const serve = (layer: Layer.Layer<HttpServer.HttpServer, unknown, never>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const context = yield* Layer.build(layer)
+      const settings = yield* Settings
+      const address = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+      yield* Console.log(`Baton ${BATON_VERSION}: API at ${address}${settings.server.api.base_path}`)
+      return yield* Effect.never
+    })
+  )
+
+const serverStart = Command.make("start", { host, port, noServices }, ({ host, port, noServices }) => {
+  const overrides = overridesFrom(host, port)
+  return serve(apiServer({ overrides, services: !noServices })).pipe(
+    withServerLogging,
+    Effect.provide(settingsLayer(overrides))
+  )
+}).pipe(Command.withDescription("Start the API server (and, unless --no-services, the background services)"))
+
+const servicesStart = Command.make("start", {}, () =>
+  Effect.gen(function* () {
+    yield* Console.log(`Baton ${BATON_VERSION}: background services running`)
+    return yield* Layer.launch(servicesServer())
+  }).pipe(withServerLogging, Effect.provide(settingsLayer()))
+).pipe(Command.withDescription("Run the background services only, without the HTTP API"))
+
+const services = Command.make("services").pipe(
+  Command.withDescription("Background services"),
+  Command.withSubcommands([servicesStart])
+)
+
+const serverCommand = Command.make("server").pipe(
+  Command.withDescription("Run the server"),
+  Command.withSubcommands([serverStart, services])
+)
+
+const databaseUpgrade = Command.make("upgrade", {}, () =>
+  Effect.gen(function* () {
+    const applied = yield* Migrator.migrate
+    yield* Console.log(applied.length === 0 ? "Database is up to date." : `Applied ${applied.length} migration(s).`)
+  }).pipe(Effect.provide(Database.layerFromSettings), Effect.provide(settingsLayer()))
+).pipe(Command.withDescription("Apply pending database migrations"))
+
+const yes = Options.boolean("yes").pipe(Options.withAlias("y"), Options.withDescription("Do not ask for confirmation"))
+
+const databaseReset = Command.make("reset", { yes }, ({ yes }) =>
+  Effect.gen(function* () {
+    const confirmed = yes || (yield* Prompt.confirm({ message: "Drop every Baton table and all its data?" }))
+    if (!confirmed) return yield* Console.log("Nothing was changed.")
+    yield* Migrator.reset
+    yield* Console.log("Database reset.")
+  }).pipe(Effect.provide(Database.layerFromSettings), Effect.provide(settingsLayer()))
+).pipe(Command.withDescription("Drop every Baton table, then migrate again"))
+
+const database = Command.make("database").pipe(
+  Command.withDescription("Manage the database"),
+  Command.withSubcommands([databaseUpgrade, databaseReset])
+)
+
+const settingsCommand = Command.make("settings", {}, () =>
+  Effect.gen(function* () {
+    const settings = yield* Settings
+    yield* Console.log(JSON.stringify(settingsReport(settings), null, 2))
+  }).pipe(Effect.provide(settingsLayer()))
+).pipe(Command.withDescription("Print the effective settings (secrets obfuscated)"))
+
+const baton = Command.make("baton").pipe(
+  Command.withDescription("Baton: a workflow orchestration server"),
+  Command.withSubcommands([serverCommand, database, settingsCommand])
+)
+
+const cli = Command.run(baton, { name: "baton", version: BATON_VERSION })
+
+/** Start-up problems the user can fix (bad settings, unreachable database) print one line, not a trace. */
+const reportExpected = (cause: Cause.Cause<unknown>) => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value as { _tag?: string; message?: string }
+    if (error._tag === "SettingsError" || error._tag === "DatabaseError" || error._tag === "MigrationError") {
+      return Console.error(error.message).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
+    }
+  }
+  return Effect.failCause(cause)
+}
+
+cli(process.argv).pipe(
+  Effect.catchAllCause(reportExpected),
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain
+)

@@ -1,0 +1,85 @@
+/**
+ * The server, composed as Layers: Settings → Database (+ migrations) → Api handlers → HTTP server,
+ * plus the background services. Another program may take any of these Layers and replace one.
+ */
+import { type HttpApi, HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { AdminLive } from "./admin/http.ts"
+import * as Database from "./database/client.ts"
+import { MigrateOnStart } from "./database/migrator.ts"
+import { BatonApi } from "./http/api.ts"
+import { edge } from "./http/edge.ts"
+import { apiMiddleware } from "./http/middleware.ts"
+import { RootLive } from "./root/http.ts"
+import { services } from "./services/registry.ts"
+import { runServices } from "./services/runner.ts"
+import * as SettingsModule from "./settings/settings.ts"
+import { Settings } from "./settings/settings.ts"
+
+export type DatabaseServices = SqlClient.SqlClient | PgClient.PgClient
+
+/** The database the settings choose (PostgreSQL or embedded), migrated when migrate_on_start asks. */
+export const DatabaseLive: Layer.Layer<DatabaseServices, Database.DatabaseError, Settings> = MigrateOnStart.pipe(
+  Layer.provideMerge(Database.layerFromSettings)
+)
+
+/** Every group's handlers. */
+export const HandlersLive = HttpApiBuilder.api(BatonApi).pipe(Layer.provide([RootLive, AdminLive]))
+
+/**
+ * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its
+ * OpenAPI document and docs page.
+ */
+export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
+  Layer.unwrapEffect(
+    Effect.map(Settings, (settings) =>
+      HttpApiBuilder.serve(edge(settings)).pipe(
+        Layer.provide(apiMiddleware(api)),
+        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+        Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+        Layer.provide(handlers)
+      )
+    )
+  )
+
+export const ApiLive = serveApi(BatonApi, HandlersLive)
+
+/** A Node HTTP server on `server.api.host` and `server.api.port` (0 picks a free port). */
+export const HttpServerLive: Layer.Layer<HttpServer.HttpServer, unknown, Settings> = Layer.unwrapEffect(
+  Effect.map(Settings, (settings) =>
+    NodeHttpServer.layer(() => createServer({ keepAliveTimeout: settings.server.api.keepalive_timeout * 1000 }), {
+      host: settings.server.api.host,
+      port: settings.server.api.port
+    })
+  )
+)
+
+/** Every background service, each started when its settings enable it. */
+export const ServicesLive = runServices(services)
+
+/**
+ * The API server without its Settings and Database, for programs (and tests) that bring their own;
+ * with the background services unless `services` is false. Its output is the HttpServer, whose
+ * address says where it listens.
+ */
+export const apiServerWith = (options: { readonly services?: boolean } = {}) => {
+  const http = ApiLive.pipe(Layer.provideMerge(HttpServerLive))
+  return options.services === false ? http : Layer.merge(http, ServicesLive)
+}
+
+/** The whole API server: settings from the environment (and `overrides`), the database they choose. */
+export const apiServer = (
+  options: { readonly services?: boolean; readonly overrides?: SettingsModule.SettingsOverrides } = {}
+) =>
+  apiServerWith(options).pipe(
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(SettingsModule.layer(options.overrides))
+  )
+
+/** The background services alone (no HTTP), for running them in their own process. */
+export const servicesServer = (options: { readonly overrides?: SettingsModule.SettingsOverrides } = {}) =>
+  ServicesLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(SettingsModule.layer(options.overrides)))

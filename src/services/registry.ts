@@ -1,0 +1,72 @@
+/**
+ * Every background service of the server, registered with the runner. Each reads `enabled` and its
+ * interval from `server.services.<name>`; an iteration's work lives in the service's own module.
+ */
+import { Duration, Effect } from "effect"
+import type { SettingsValue } from "../settings/settings.ts"
+import { type BackgroundService, defineService } from "./runner.ts"
+
+type Services = SettingsValue["server"]["services"]
+
+const loopSeconds = (pick: (s: Services) => { readonly loop_seconds: number }) => (settings: SettingsValue) =>
+  Duration.seconds(pick(settings.server.services).loop_seconds)
+
+const flushInterval = (pick: (s: Services) => { readonly flush_interval: number }) => (settings: SettingsValue) =>
+  Duration.seconds(pick(settings.server.services).flush_interval)
+
+/** Until an area brings a service's work, its iteration has nothing to do. */
+const idle = Effect.void
+
+export const services: ReadonlyArray<BackgroundService> = [
+  defineService({
+    name: "scheduler",
+    interval: loopSeconds((s) => s.scheduler),
+    tick: idle
+  }),
+  defineService({
+    name: "late_runs",
+    interval: loopSeconds((s) => s.late_runs),
+    tick: idle
+  }),
+  defineService({
+    name: "cancellation_cleanup",
+    interval: loopSeconds((s) => s.cancellation_cleanup),
+    tick: idle
+  }),
+  defineService({
+    name: "pause_expirations",
+    interval: loopSeconds((s) => s.pause_expirations),
+    tick: idle
+  }),
+  defineService({
+    name: "event_persister",
+    interval: flushInterval((s) => s.event_persister),
+    tick: idle
+  }),
+  defineService({
+    name: "task_run_recorder",
+    interval: flushInterval((s) => s.task_run_recorder),
+    tick: idle
+  }),
+  defineService({
+    name: "triggers",
+    // Proactive triggers are evaluated at this granularity.
+    interval: (s) => s.server.events.proactive_granularity,
+    tick: idle
+  }),
+  defineService({
+    name: "foreman",
+    interval: loopSeconds((s) => s.foreman),
+    tick: idle
+  }),
+  defineService({
+    name: "repossessor",
+    interval: loopSeconds((s) => s.repossessor),
+    tick: idle
+  }),
+  defineService({
+    name: "db_vacuum",
+    interval: loopSeconds((s) => s.db_vacuum),
+    tick: idle
+  })
+]

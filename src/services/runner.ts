@@ -1,0 +1,52 @@
+/**
+ * The one service runner: each background service is a fiber in the server's scope that runs its
+ * iteration (`tick`) at once and then every `interval`, logs a failed iteration and goes on, and is
+ * interrupted when the scope closes. Timing comes from Effect's Clock, so TestClock drives it.
+ */
+import { Cause, type Duration, Effect, Layer, Schedule } from "effect"
+import { Settings, type SettingsValue } from "../settings/settings.ts"
+
+export type ServiceName = keyof SettingsValue["server"]["services"]
+
+export interface BackgroundService<R = never> {
+  /** Its settings live under `server.services.<name>`; `enabled` there says whether it runs. */
+  readonly name: ServiceName
+  /** The pause between two iterations, read from its settings. */
+  readonly interval: (settings: SettingsValue) => Duration.DurationInput
+  /** One iteration. */
+  readonly tick: Effect.Effect<void, unknown, R>
+}
+
+export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
+
+/** Runs `service` forever: a failing or dying iteration is logged and the loop goes on. */
+export const loop = <R>(service: BackgroundService<R>, interval: Duration.DurationInput) =>
+  service.tick.pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logError(`Service ${service.name}: iteration failed`, cause)
+    ),
+    Effect.repeat(Schedule.spaced(interval)),
+    Effect.annotateLogs("service", service.name),
+    Effect.withSpan(`service.${service.name}`)
+  )
+
+/**
+ * Forks every enabled service into the Layer's scope; closing the scope (server shutdown)
+ * interrupts them all.
+ */
+export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): Layer.Layer<never, never, Settings | R> =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const settings = yield* Settings
+      for (const service of services) {
+        if (!settings.server.services[service.name].enabled) {
+          yield* Effect.logDebug(`Service ${service.name} is disabled`)
+          continue
+        }
+        yield* Effect.forkScoped(loop(service, service.interval(settings)))
+        yield* Effect.logDebug(`Service ${service.name} started`)
+      }
+    })
+  )

@@ -1,0 +1,242 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { API_VERSION } from "../../src/version.ts"
+import { request, testServer } from "../support/server.ts"
+import { ProbedApi, ProbedHandlers } from "./probe.ts"
+
+const ID = "5b1e4c9e-7f0a-4b8e-9c1d-2f3a4b5c6d7e"
+
+/** An error body carries `detail` and nothing internal. */
+const expectDetailOnly = (body: unknown) => {
+  expect(Object.keys(body as object)).toEqual(["detail"])
+  expect(JSON.stringify(body)).not.toContain("_tag")
+}
+
+describe("HTTP conventions", () => {
+  it.layer(testServer({ api: { api: ProbedApi, handlers: ProbedHandlers } }), { timeout: 60_000 })((it) => {
+    it.effect("lists every missing body field as a 422 detail item", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", { body: {} })
+        expect(res.status).toBe(422)
+        expectDetailOnly(res.body)
+        expect(res.body.detail).toEqual([
+          { loc: ["body", "name"], msg: "Field required", type: "missing", input: {} },
+          { loc: ["body", "paused"], msg: "Field required", type: "missing", input: {} }
+        ])
+      })
+    )
+
+    it.effect("reports wrong types with the offending input", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", { body: { name: 5, paused: "maybe", note: 3 } })
+        expect(res.status).toBe(422)
+        expect(res.body.detail).toEqual([
+          { loc: ["body", "name"], msg: "Input should be a valid string", type: "string_type", input: 5 },
+          { loc: ["body", "paused"], msg: "Input should be a valid boolean", type: "bool_type", input: "maybe" },
+          { loc: ["body", "note"], msg: "Input should be a valid string", type: "string_type", input: 3 }
+        ])
+      })
+    )
+
+    it.effect("reports bounds with ctx and unknown fields as extra_forbidden", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", {
+          body: { name: "a", paused: false, count: -1, tags: ["x", 2], surprise: true }
+        })
+        expect(res.status).toBe(422)
+        expect(res.body.detail).toEqual(
+          expect.arrayContaining([
+            {
+              loc: ["body", "count"],
+              msg: "Input should be greater than or equal to 0",
+              type: "greater_than_equal",
+              input: -1,
+              ctx: { ge: 0 }
+            },
+            { loc: ["body", "tags", 1], msg: "Input should be a valid string", type: "string_type", input: 2 },
+            { loc: ["body", "surprise"], msg: "Extra inputs are not permitted", type: "extra_forbidden", input: true }
+          ])
+        )
+        expect(res.body.detail).toHaveLength(3)
+      })
+    )
+
+    it.effect("answers a body that is not an object", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", { body: [1, 2] })
+        expect(res.status).toBe(422)
+        expect(res.body.detail[0]).toMatchObject({ loc: ["body"], type: "dict_type" })
+      })
+    )
+
+    it.effect("accepts a valid body and fills defaults", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", { body: { name: "a", paused: true } })
+        expect(res.status).toBe(201)
+        expect(res.body).toEqual({ name: "a", paused: true, tags: [] })
+      })
+    )
+
+    it.effect("answers malformed JSON with 422 json_invalid, not 500", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", { body: '{"name": "a", ' })
+        expect(res.status).toBe(422)
+        expectDetailOnly(res.body)
+        expect(res.body.detail[0]).toMatchObject({ loc: ["body", 0], type: "json_invalid", msg: "JSON decode error" })
+      })
+    )
+
+    it.effect("treats a missing body as an empty object", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/filter")
+        expect(res.status).toBe(200)
+        expect(res.body).toBe(0)
+        const bad = yield* request("POST", "/probe/filter", { body: { offset: -1 } })
+        expect(bad.status).toBe(422)
+        expect(bad.body.detail[0]).toMatchObject({ loc: ["body", "offset"], type: "greater_than_equal", ctx: { ge: 0 } })
+      })
+    )
+
+    it.effect("answers an id path segment that is not a UUID with 404", () =>
+      Effect.gen(function* () {
+        const ok = yield* request("GET", `/probe/items/${ID}`)
+        expect(ok.status).toBe(200)
+        expect(ok.body).toEqual({ id: ID })
+        const res = yield* request("GET", "/probe/items/not-a-uuid")
+        expect(res.status).toBe(404)
+        expect(res.body).toEqual({ detail: "Not Found" })
+      })
+    )
+
+    it.effect("answers other bad path parameters with 422 at loc path", () =>
+      Effect.gen(function* () {
+        const res = yield* request("GET", "/probe/kinds/month")
+        expect(res.status).toBe(422)
+        expect(res.body.detail).toEqual([
+          {
+            loc: ["path", "kind"],
+            msg: "Input should be 'day' or 'week'",
+            type: "enum",
+            input: "month",
+            ctx: { expected: "'day' or 'week'" }
+          }
+        ])
+      })
+    )
+
+    it.effect("answers bad and missing query parameters with 422 at loc query", () =>
+      Effect.gen(function* () {
+        expect((yield* request("GET", "/probe/search?limit=3")).body).toBe(3)
+        const bad = yield* request("GET", "/probe/search?limit=0")
+        expect(bad.status).toBe(422)
+        expect(bad.body.detail[0]).toMatchObject({ loc: ["query", "limit"], type: "greater_than", ctx: { gt: 0 } })
+        const missing = yield* request("GET", "/probe/search")
+        expect(missing.status).toBe(422)
+        expect(missing.body.detail[0]).toMatchObject({ loc: ["query", "limit"], type: "missing" })
+      })
+    )
+
+    it.effect("answers a handler's not-found and conflict with 404 and 409 detail bodies", () =>
+      Effect.gen(function* () {
+        const missing = yield* request("DELETE", `/probe/missing/${ID}`)
+        expect(missing.status).toBe(404)
+        expect(missing.body).toEqual({ detail: "Item not found" })
+        const conflict = yield* request("POST", "/probe/conflict", { body: {} })
+        expect(conflict.status).toBe(409)
+        expect(conflict.body).toEqual({ detail: "Object already exists" })
+      })
+    )
+
+    it.effect("routes a path with or without a trailing slash the same", () =>
+      Effect.gen(function* () {
+        for (const path of ["/health", "/health/", "/admin/version/"]) {
+          expect((yield* request("GET", path)).status).toBe(200)
+        }
+        const created = yield* request("POST", "/probe/items/", { body: { name: "b", paused: false } })
+        expect(created.status).toBe(201)
+        expect((yield* request("GET", `/probe/items/${ID}/`)).body).toEqual({ id: ID })
+      })
+    )
+
+    it.effect("answers unknown routes with 404 and known routes with another method with 405", () =>
+      Effect.gen(function* () {
+        const unknown = yield* request("GET", "/no/such/route")
+        expect(unknown.status).toBe(404)
+        expect(unknown.body).toEqual({ detail: "Not Found" })
+        const wrongMethod = yield* request("POST", "/health")
+        expect(wrongMethod.status).toBe(405)
+        expect(wrongMethod.body).toEqual({ detail: "Method Not Allowed" })
+        const outside = yield* request("GET", "/health", { fromRoot: true })
+        expect(outside.status).toBe(404)
+        expect(outside.body).toEqual({ detail: "Not Found" })
+      })
+    )
+
+    it.effect("accepts a version header of the same major version and rejects others with 400", () =>
+      Effect.gen(function* () {
+        const same = yield* request("GET", "/hello", { headers: { "x-service-api-version": API_VERSION } })
+        expect(same.status).toBe(200)
+        const otherMinor = yield* request("GET", "/hello", { headers: { "x-service-api-version": "0.99.0" } })
+        expect(otherMinor.status).toBe(200)
+        const otherMajor = yield* request("GET", "/hello", { headers: { "x-service-api-version": "1.0.0" } })
+        expect(otherMajor.status).toBe(400)
+        expectDetailOnly(otherMajor.body)
+        expect(otherMajor.body.detail).toContain("1.0.0")
+        const malformed = yield* request("GET", "/hello", { headers: { "x-service-api-version": "latest" } })
+        expect(malformed.status).toBe(400)
+        expect(malformed.body.detail).toContain("x.y.z")
+      })
+    )
+
+    it.effect("serves the OpenAPI document and a docs page generated from the Api", () =>
+      Effect.gen(function* () {
+        const doc = yield* request("GET", "/openapi.json")
+        expect(doc.status).toBe(200)
+        expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(["/health", "/admin/settings", "/probe/items"]))
+        const docs = yield* request("GET", "/docs")
+        expect(docs.status).toBe(200)
+        expect(docs.headers.get("content-type")).toContain("text/html")
+      })
+    )
+
+    it.effect("answers CORS preflights and marks responses with the allowed origin", () =>
+      Effect.gen(function* () {
+        const preflight = yield* request("OPTIONS", "/health", {
+          headers: {
+            origin: "http://ui.example",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type,authorization"
+          }
+        })
+        expect(preflight.status).toBe(204)
+        expect(preflight.headers.get("access-control-allow-origin")).toBe("*")
+        expect(preflight.headers.get("access-control-allow-headers")).toBe("content-type,authorization")
+        const plain = yield* request("GET", "/health", { headers: { origin: "http://ui.example" } })
+        expect(plain.headers.get("access-control-allow-origin")).toBe("*")
+      })
+    )
+  })
+
+  it.layer(
+    testServer({
+      overrides: {
+        "server.api.base_path": "/api/",
+        "server.api.cors_allowed_origins": "http://a.example,http://b.example"
+      }
+    }),
+    { timeout: 60_000 }
+  )((it) => {
+    it.effect("serves under the configured base path and allows only the configured origins", () =>
+      Effect.gen(function* () {
+        const health = yield* request("GET", "/api/health", { fromRoot: true })
+        expect(health.status).toBe(200)
+        expect(health.body).toBe(true)
+        expect((yield* request("GET", "/v2/api/health", { fromRoot: true })).status).toBe(404)
+        const allowed = yield* request("GET", "/api/health", { fromRoot: true, headers: { origin: "http://b.example" } })
+        expect(allowed.headers.get("access-control-allow-origin")).toBe("http://b.example")
+        const other = yield* request("GET", "/api/health", { fromRoot: true, headers: { origin: "http://c.example" } })
+        expect(other.headers.get("access-control-allow-origin")).toBeNull()
+      })
+    )
+  })
+})

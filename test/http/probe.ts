@@ -1,0 +1,70 @@
+/**
+ * A small group served beside the real Api in the HTTP tests: endpoints with a body, path ids,
+ * other path parameters and query parameters, so the shared error mechanism is exercised exactly
+ * as every area's endpoints will use it.
+ */
+import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Effect, Layer, Schema } from "effect"
+import { AdminLive } from "../../src/admin/http.ts"
+import { BatonApi } from "../../src/http/api.ts"
+import { Conflict, NotFound } from "../../src/http/errors.ts"
+import { RootLive } from "../../src/root/http.ts"
+
+const Item = Schema.Struct({
+  name: Schema.String,
+  paused: Schema.Boolean,
+  count: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))),
+  tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  note: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+export class ProbeApi extends HttpApiGroup.make("probe")
+  .add(
+    HttpApiEndpoint.post("create", "/probe/items")
+      .setPayload(Item.annotations({ parseOptions: { onExcessProperty: "error" } }))
+      .addSuccess(Item, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.get("read", "/probe/items/:id")
+      .setPath(Schema.Struct({ id: Schema.UUID }))
+      .addSuccess(Schema.Struct({ id: Schema.UUID }))
+  )
+  .add(
+    HttpApiEndpoint.get("kind", "/probe/kinds/:kind")
+      .setPath(Schema.Struct({ kind: Schema.Literal("day", "week") }))
+      .addSuccess(Schema.String)
+  )
+  .add(
+    HttpApiEndpoint.get("search", "/probe/search")
+      .setUrlParams(Schema.Struct({ limit: Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThan(0)) }))
+      .addSuccess(Schema.Number)
+  )
+  .add(
+    HttpApiEndpoint.post("filter", "/probe/filter")
+      .setPayload(Schema.Struct({ offset: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)), { default: () => 0 }) }))
+      .addSuccess(Schema.Number)
+  )
+  .add(HttpApiEndpoint.post("conflict", "/probe/conflict").addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.del("missing", "/probe/missing/:id").setPath(Schema.Struct({ id: Schema.UUID })))
+  .add(
+    HttpApiEndpoint.get("slow", "/probe/slow")
+      .setUrlParams(Schema.Struct({ ms: Schema.NumberFromString }))
+      .addSuccess(Schema.String)
+  )
+{}
+
+export const ProbedApi = BatonApi.add(ProbeApi)
+
+const ProbeLive = HttpApiBuilder.group(ProbedApi, "probe", (handlers) =>
+  handlers
+    .handle("create", ({ payload }) => Effect.succeed(payload))
+    .handle("read", ({ path }) => Effect.succeed({ id: path.id }))
+    .handle("kind", ({ path }) => Effect.succeed(path.kind))
+    .handle("search", ({ urlParams }) => Effect.succeed(urlParams.limit))
+    .handle("filter", ({ payload }) => Effect.succeed(payload.offset))
+    .handle("conflict", () => Effect.fail(new Conflict({ detail: "Object already exists" })))
+    .handle("missing", () => Effect.fail(new NotFound({ detail: "Item not found" })))
+    .handle("slow", ({ urlParams }) => Effect.as(Effect.sleep(urlParams.ms), "done"))
+)
+
+export const ProbedHandlers = HttpApiBuilder.api(ProbedApi).pipe(Layer.provide([RootLive, AdminLive, ProbeLive]))

@@ -1,0 +1,103 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Layer, Ref, TestClock } from "effect"
+import { services as registered } from "../../src/services/registry.ts"
+import { defineService, loop, runServices } from "../../src/services/runner.ts"
+import { layer as settingsLayer, loadSettings } from "../../src/settings/settings.ts"
+
+/** A service that counts its iterations, optionally failing or dying on some of them. */
+const counting = (options: { readonly failOn?: ReadonlyArray<number>; readonly dieOn?: ReadonlyArray<number> } = {}) =>
+  Effect.gen(function* () {
+    const count = yield* Ref.make(0)
+    const service = defineService({
+      name: "late_runs",
+      interval: (s) => Duration.seconds(s.server.services.late_runs.loop_seconds),
+      tick: Effect.gen(function* () {
+        const n = yield* Ref.updateAndGet(count, (c) => c + 1)
+        if (options.failOn?.includes(n)) return yield* Effect.fail(`iteration ${n} failed`)
+        if (options.dieOn?.includes(n)) return yield* Effect.die(new Error(`iteration ${n} died`))
+      })
+    })
+    return { count, service }
+  })
+
+describe("service runner", () => {
+  it.scoped("runs an iteration at once and then every loop_seconds of clock time", () =>
+    Effect.gen(function* () {
+      const { count, service } = yield* counting()
+      yield* Layer.build(runServices([service])).pipe(
+        Effect.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 10 }))
+      )
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(yield* Ref.get(count)).toBe(1)
+      yield* TestClock.adjust(Duration.seconds(9))
+      expect(yield* Ref.get(count)).toBe(1)
+      yield* TestClock.adjust(Duration.seconds(1))
+      expect(yield* Ref.get(count)).toBe(2)
+      yield* TestClock.adjust(Duration.seconds(100))
+      expect(yield* Ref.get(count)).toBe(12)
+    })
+  )
+
+  it.scoped("never runs a disabled service", () =>
+    Effect.gen(function* () {
+      const { count, service } = yield* counting()
+      yield* Layer.build(runServices([service])).pipe(
+        Effect.provide(settingsLayer({ "server.services.late_runs.enabled": false }))
+      )
+      yield* TestClock.adjust(Duration.hours(1))
+      expect(yield* Ref.get(count)).toBe(0)
+    })
+  )
+
+  it.scoped("survives failing and dying iterations", () =>
+    Effect.gen(function* () {
+      const { count, service } = yield* counting({ failOn: [2], dieOn: [3] })
+      const fiber = yield* Effect.fork(loop(service, Duration.seconds(5)))
+      yield* TestClock.adjust(Duration.seconds(30))
+      expect(yield* Ref.get(count)).toBe(7)
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* Fiber.interrupt(fiber)
+    })
+  )
+
+  it.effect("stops every service when the scope closes", () =>
+    Effect.gen(function* () {
+      const { count, service } = yield* counting()
+      yield* Effect.scoped(
+        Layer.build(runServices([service])).pipe(
+          Effect.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 1 })),
+          Effect.zipRight(TestClock.adjust(Duration.seconds(3)))
+        )
+      )
+      const afterShutdown = yield* Ref.get(count)
+      expect(afterShutdown).toBe(4)
+      yield* TestClock.adjust(Duration.seconds(60))
+      expect(yield* Ref.get(count)).toBe(afterShutdown)
+    })
+  )
+
+  it.effect("registers every background service of the settings with its interval", () =>
+    Effect.gen(function* () {
+      const settings = yield* loadSettings()
+      const names = registered.map((s) => s.name).sort()
+      expect(names).toEqual(
+        [
+          "cancellation_cleanup",
+          "db_vacuum",
+          "event_persister",
+          "foreman",
+          "late_runs",
+          "pause_expirations",
+          "repossessor",
+          "scheduler",
+          "task_run_recorder",
+          "triggers"
+        ].sort()
+      )
+      const scheduler = registered.find((s) => s.name === "scheduler")!
+      expect(Duration.toSeconds(Duration.decode(scheduler.interval(settings)))).toBe(60)
+      const lateRuns = registered.find((s) => s.name === "late_runs")!
+      expect(Duration.toSeconds(Duration.decode(lateRuns.interval(settings)))).toBe(5)
+    })
+  )
+})

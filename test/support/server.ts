@@ -1,0 +1,80 @@
+/**
+ * An in-process Baton server for tests: a real HTTP server on an ephemeral port, on the test file's
+ * own database, without background services (a test forks those itself), plus a raw client that
+ * shows status, headers and body exactly as a user's client sees them.
+ */
+import { HttpApiClient, type HttpApi, HttpServer, FetchHttpClient } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { BatonApi } from "../../src/http/api.ts"
+import { ApiLive, HttpServerLive, serveApi } from "../../src/server.ts"
+import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
+import { TestDatabase } from "./database.ts"
+
+export interface TestServerOptions {
+  readonly overrides?: SettingsOverrides
+  /** Serve another Api (e.g. BatonApi plus a probe group) with these handlers. */
+  readonly api?: { readonly api: HttpApi.HttpApi.Any; readonly handlers: Layer.Layer<HttpApi.Api, any, any> }
+}
+
+export const testServer = (options: TestServerOptions = {}) =>
+  (options.api ? serveApi(options.api.api, options.api.handlers) : ApiLive).pipe(
+    Layer.provideMerge(HttpServerLive),
+    Layer.provideMerge(TestDatabase),
+    Layer.provideMerge(
+      settingsLayer({ "server.api.host": "127.0.0.1", "server.api.port": 0, ...options.overrides })
+    )
+  )
+
+/** The server's root URL (without the base path). */
+export const serverUrl = Effect.map(HttpServer.HttpServer, (server) => {
+  const address = server.address
+  if (address._tag !== "TcpAddress") throw new Error("test server must listen on TCP")
+  return `http://127.0.0.1:${address.port}`
+})
+
+/** The API's URL: root plus base path. */
+export const apiUrl = Effect.zipWith(serverUrl, Settings, (root, settings) => root + settings.server.api.base_path)
+
+export interface RawResponse {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  readonly body: any
+}
+
+export interface RequestOptions {
+  /** A value to send as JSON, or a string sent as it is. */
+  readonly body?: unknown
+  readonly headers?: Record<string, string>
+  /** Path relative to the server root instead of the API base. */
+  readonly fromRoot?: boolean
+}
+
+/** One HTTP request to the test server, answered as the raw response. */
+export const request = (method: string, path: string, options: RequestOptions = {}) =>
+  Effect.gen(function* () {
+    const base = options.fromRoot ? yield* serverUrl : yield* apiUrl
+    const body =
+      options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body)
+    const headers = {
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      ...options.headers
+    }
+    return yield* Effect.promise(async (): Promise<RawResponse> => {
+      const response = await fetch(base + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+      const text = await response.text()
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        parsed = undefined
+      }
+      return { status: response.status, headers: response.headers, text, body: parsed }
+    })
+  })
+
+/** A typed client of the Baton Api, derived from the same Api the server serves. */
+export const client = Effect.flatMap(apiUrl, (baseUrl) => HttpApiClient.make(BatonApi, { baseUrl })).pipe(
+  Effect.provide(FetchHttpClient.layer)
+)
