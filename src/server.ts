@@ -2,7 +2,7 @@
  * The server, composed as Layers: Settings → Database (+ migrations) → Api handlers → HTTP server,
  * plus the background services. Another program may take any of these Layers and replace one.
  */
-import { type HttpApi, HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, HttpApiScalar } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
@@ -10,7 +10,7 @@ import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
 import * as Database from "./database/client.ts"
-import { MigrateOnStart } from "./database/migrator.ts"
+import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./http/api.ts"
 import { edge } from "./http/edge.ts"
 import { apiMiddleware } from "./http/middleware.ts"
@@ -23,7 +23,11 @@ import { Settings } from "./settings/settings.ts"
 export type DatabaseServices = SqlClient.SqlClient | PgClient.PgClient
 
 /** The database the settings choose (PostgreSQL or embedded), migrated when migrate_on_start asks. */
-export const DatabaseLive: Layer.Layer<DatabaseServices, Database.DatabaseError, Settings> = MigrateOnStart.pipe(
+export const DatabaseLive: Layer.Layer<
+  DatabaseServices,
+  Database.DatabaseError | MigrationError,
+  Settings
+> = MigrateOnStart.pipe(
   Layer.provideMerge(Database.layerFromSettings)
 )
 
@@ -49,7 +53,7 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
 export const ApiLive = serveApi(BatonApi, HandlersLive)
 
 /** A Node HTTP server on `server.api.host` and `server.api.port` (0 picks a free port). */
-export const HttpServerLive: Layer.Layer<HttpServer.HttpServer, unknown, Settings> = Layer.unwrapEffect(
+export const HttpServerLive = Layer.unwrapEffect(
   Effect.map(Settings, (settings) =>
     NodeHttpServer.layer(() => createServer({ keepAliveTimeout: settings.server.api.keepalive_timeout * 1000 }), {
       host: settings.server.api.host,

@@ -1,6 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Database } from "../database/client.ts"
+import { SqlClient } from "@effect/sql"
+import { ping } from "../database/client.ts"
+import { Settings } from "../settings/settings.ts"
 import { BatonApi } from "../http/api.ts"
 import { API_VERSION } from "../version.ts"
 import { DatabaseNotReady } from "./api.ts"
@@ -8,13 +10,15 @@ import { DatabaseNotReady } from "./api.ts"
 export const RootLive =
   HttpApiBuilder.group(BatonApi, "root", (handlers) =>
     Effect.gen(function* () {
-      const database = yield* Database
+      // /ready asks the database itself, with the handlers' own connection pool.
+      const context = yield* Effect.context<SqlClient.SqlClient | Settings>()
+      const databaseAnswers = Effect.provide(ping, context)
       return handlers
         .handle("health", () => Effect.succeed(true))
         .handle("version", () => Effect.succeed(API_VERSION))
         .handle("hello", () => Effect.succeed("👋"))
         .handle("ready", () =>
-          database.ping.pipe(
+          databaseAnswers.pipe(
             Effect.as({ message: "OK" }),
             Effect.catchAll(() => new DatabaseNotReady({ message: "Database is not available" }))
           )

@@ -115,7 +115,8 @@ const derive = (settings: Record<string, any>): Record<string, any> => {
   return settings
 }
 
-const derivedPaths: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+/** Paths that default to a file or folder under home: [path in the tree, name under home]. */
+export const derivedPaths: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
   [["profiles_path"], "profiles.toml"],
   [["server", "memo_store_path"], "memo_store.toml"],
   [["results", "local_storage_path"], "storage"]

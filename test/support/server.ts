@@ -4,6 +4,7 @@
  * shows status, headers and body exactly as a user's client sees them.
  */
 import { HttpApiClient, type HttpApi, HttpServer, FetchHttpClient } from "@effect/platform"
+import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { BatonApi } from "../../src/http/api.ts"
 import { ApiLive, HttpServerLive, serveApi } from "../../src/server.ts"
@@ -13,7 +14,10 @@ import { TestDatabase } from "./database.ts"
 export interface TestServerOptions {
   readonly overrides?: SettingsOverrides
   /** Serve another Api (e.g. BatonApi plus a probe group) with these handlers. */
-  readonly api?: { readonly api: HttpApi.HttpApi.Any; readonly handlers: Layer.Layer<HttpApi.Api, any, any> }
+  readonly api?: {
+    readonly api: HttpApi.HttpApi.Any
+    readonly handlers: Layer.Layer<HttpApi.Api, unknown, SqlClient.SqlClient | Settings>
+  }
 }
 
 export const testServer = (options: TestServerOptions = {}) =>

@@ -1,0 +1,114 @@
+/**
+ * The one database client: PostgreSQL through @effect/sql-pg, either a real server (when
+ * `server.database.connection_url` or `host` is set) or the embedded one under `{home}/database`.
+ */
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Layer, Redacted, Schema } from "effect"
+import * as path from "node:path"
+import { Settings, type SettingsValue } from "../settings/settings.ts"
+import { ensureDir, serveEmbedded } from "./embedded.ts"
+
+export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
+  message: Schema.String
+}) {}
+
+type DatabaseSettings = SettingsValue["server"]["database"]
+
+/** Pool and timeout options shared by both kinds of database. */
+const poolOptions = (db: DatabaseSettings, maxConnections: number) => ({
+  maxConnections,
+  // node-postgres waits at most this long for a pooled connection (and for a new one).
+  connectTimeout: Duration.seconds(db.sqlalchemy.pool_timeout),
+  connectionTTL: Duration.seconds(db.sqlalchemy.pool_recycle),
+  idleTimeout: Duration.seconds(Math.max(1, db.sqlalchemy.pool_recycle)),
+  applicationName: db.sqlalchemy.connect_args.application_name ?? "baton",
+  // The wire, the records and the columns are all snake_case: no name transforms.
+  transformJson: false
+})
+
+/** A connection URL for the real server, with the statement timeout as a connection option. */
+const serverUrl = (db: DatabaseSettings): string => {
+  const base = db.connection_url !== null
+    ? Redacted.value(db.connection_url)
+    : `postgresql://${encodeURIComponent(db.user ?? "postgres")}${
+      db.password !== null ? `:${encodeURIComponent(Redacted.value(db.password))}` : ""
+    }@${db.host}:${db.port ?? 5432}/${encodeURIComponent(db.name ?? "postgres")}`
+  const url = new URL(base.replace(/^postgresql\+\w+:/, "postgresql:").replace(/^postgres:/, "postgresql:"))
+  const options = [
+    db.timeout > 0 ? `-c statement_timeout=${Math.round(db.timeout * 1000)}` : "",
+    db.sqlalchemy.connect_args.search_path ? `-c search_path=${db.sqlalchemy.connect_args.search_path}` : ""
+  ].filter(Boolean)
+  if (options.length > 0 && !url.searchParams.has("options")) url.searchParams.set("options", options.join(" "))
+  return url.toString()
+}
+
+/** Whether the settings name a real PostgreSQL server. */
+export const usesServer = (db: DatabaseSettings) => db.connection_url !== null || db.host !== null
+
+/** Describes where the database is, without credentials, for messages. */
+const describe = (settings: SettingsValue) => {
+  const db = settings.server.database
+  if (!usesServer(db)) return `the embedded database in ${path.join(settings.home, "database")}`
+  const url = new URL(serverUrl(db))
+  return `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`
+}
+
+const connectionFailed = (settings: SettingsValue) => (cause: unknown) =>
+  new DatabaseError({
+    message: `Cannot connect to ${describe(settings)}: ${
+      (cause as { cause?: { message?: string } })?.cause?.message ?? (cause as { message?: string })?.message ?? String(cause)
+    }`
+  })
+
+/** A client of a real PostgreSQL server. */
+export const layerServer = (settings: SettingsValue) => {
+  const db = settings.server.database
+  return PgClient.layer({
+    url: Redacted.make(serverUrl(db)),
+    ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {}),
+    ...poolOptions(db, db.sqlalchemy.pool_size + db.sqlalchemy.max_overflow),
+    minConnections: 0
+  }).pipe(Layer.mapError(connectionFailed(settings)))
+}
+
+/** A client of an embedded database served on a socket in `socketDir`. */
+export const layerSocket = (socketDir: string, settings: SettingsValue) =>
+  PgClient.layer({
+    host: socketDir,
+    database: "postgres",
+    username: "postgres",
+    ...poolOptions(settings.server.database, 1)
+  }).pipe(Layer.mapError(connectionFailed(settings)))
+
+/** The embedded database stored under `{home}/database`, with its client. */
+export const layerEmbedded = (settings: SettingsValue) =>
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const dataDir = path.join(settings.home, "database")
+      yield* ensureDir(settings.home)
+      const embedded = yield* serveEmbedded({ dataDir, socketDir: path.join(settings.home, "run") })
+      return layerSocket(embedded.socketDir, settings)
+    }).pipe(Effect.mapError((e) => new DatabaseError({ message: e.message })))
+  )
+
+/** The database the settings choose. */
+export const layerFromSettings: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, DatabaseError, Settings> =
+  Layer.unwrapEffect(
+    Effect.map(Settings, (settings) =>
+      usesServer(settings.server.database) ? layerServer(settings) : layerEmbedded(settings)
+    )
+  )
+
+/** Whether the database answers, within `server.database.connection_timeout`. */
+export const ping = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const settings = yield* Settings
+  yield* sql`SELECT 1`.pipe(
+    Effect.timeoutFail({
+      duration: Duration.seconds(settings.server.database.connection_timeout),
+      onTimeout: () => new DatabaseError({ message: "The database did not answer in time" })
+    }),
+    Effect.mapError((e) => new DatabaseError({ message: e.message }))
+  )
+})

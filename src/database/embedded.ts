@@ -1,0 +1,83 @@
+/**
+ * The embedded database: PGlite (PostgreSQL compiled to WebAssembly) served on a private Unix socket
+ * by pglite-socket, so Baton reaches it through the same PostgreSQL driver as a real server.
+ */
+import { PGlite } from "@electric-sql/pglite"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { Data, Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface EmbeddedOptions {
+  /** Folder of the data files; omitted for an in-memory database. */
+  readonly dataDir?: string
+  /** A dump (from `dumpDataDir`) to start from. */
+  readonly loadDataDir?: Blob
+  /** Folder for the socket; PostgreSQL clients look for `.s.PGSQL.5432` in it. */
+  readonly socketDir: string
+}
+
+export interface EmbeddedDatabase {
+  readonly db: PGlite
+  /** Pass as `host` to a PostgreSQL client. */
+  readonly socketDir: string
+}
+
+/** The socket file name PostgreSQL clients derive from a host directory and port 5432. */
+export const SOCKET_FILE = ".s.PGSQL.5432"
+
+/**
+ * Opens PGlite and serves it on `{socketDir}/.s.PGSQL.5432`; closing the scope stops the socket and
+ * closes PGlite cleanly (an unclosed PGlite keeps the process alive and leaves the data directory
+ * to be recovered on the next start).
+ */
+export const serveEmbedded = (options: EmbeddedOptions) =>
+  Effect.gen(function* () {
+    const db = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () =>
+          PGlite.create({
+            ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+            ...(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {})
+          }),
+        catch: (cause) =>
+          new EmbeddedDatabaseError({
+            message: `Cannot open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ""}: ${String(cause)}`,
+            cause
+          })
+      }),
+      (db) => Effect.promise(() => db.close()).pipe(Effect.orDie, Effect.ignoreLogged)
+    )
+    yield* Effect.try({
+      try: () => {
+        fs.mkdirSync(options.socketDir, { recursive: true, mode: 0o700 })
+        // A socket left by a process that did not stop cleanly would make listen() fail.
+        fs.rmSync(path.join(options.socketDir, SOCKET_FILE), { force: true })
+      },
+      catch: (cause) => new EmbeddedDatabaseError({ message: `Cannot prepare ${options.socketDir}: ${String(cause)}`, cause })
+    })
+    // Messages of different connections may interleave on PGlite's single session outside an
+    // explicit transaction, so the client pool uses one connection; a second one is allowed so a
+    // recycled connection can overlap its successor.
+    const server = new PGLiteSocketServer({ db, path: path.join(options.socketDir, SOCKET_FILE), maxConnections: 2 })
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => server.start(),
+        catch: (cause) => new EmbeddedDatabaseError({ message: `Cannot serve the embedded database: ${String(cause)}`, cause })
+      }),
+      () => Effect.promise(() => server.stop())
+    )
+    return { db, socketDir: options.socketDir } satisfies EmbeddedDatabase
+  })
+
+/** Ensures `dir` exists and is private to this user. */
+export const ensureDir = (dir: string) =>
+  Effect.try({
+    try: () => fs.mkdirSync(dir, { recursive: true, mode: 0o700 }),
+    catch: (cause) => new EmbeddedDatabaseError({ message: `Cannot create ${dir}: ${String(cause)}`, cause })
+  })

@@ -1,0 +1,9 @@
+/**
+ * Every migration, in order. A landed migration is never edited: add the next file and list it here.
+ * Keys are `<id>_<name>` as the Migrator expects.
+ */
+import m0001 from "./0001_initial.ts"
+
+export const migrations = {
+  "0001_initial": m0001
+}

@@ -1,0 +1,188 @@
+/** The `server` section of the settings tree: the API, database, events and background services. */
+import * as S from "./define.ts"
+
+const enabled = (on: boolean, service: string) => S.boolean(on, `Whether the ${service} service runs.`)
+const loopSeconds = (seconds: number, service: string) =>
+  S.number(seconds, `Seconds between two iterations of the ${service} service.`, { min: 0 })
+
+export const server = {
+  logging_level: S.logLevel("WARNING", "Log level of the server."),
+  analytics_enabled: S.boolean(true, "Sends anonymous usage data (such as counts of runs) at start-up."),
+  metrics_enabled: S.boolean(false, "The API serves Prometheus metrics."),
+  log_retryable_errors: S.boolean(false, "Logs errors of the API and its services that clients may retry."),
+  register_blocks_on_start: S.boolean(true, "Registers the system block types and schemas at start."),
+  memoize_block_auto_registration: S.boolean(true, "Skips block registration when nothing changed since the last start."),
+  memo_store_path: S.optionalString("File remembering block registration; defaults to {home}/memo_store.toml."),
+  deployment_schedule_max_scheduled_runs: S.integer(50, "Most scheduled runs kept ahead per deployment schedule.", { min: 1 }),
+  api: {
+    auth_string: S.secret("HTTP Basic credential (user:password) every API request must carry."),
+    host: S.string("127.0.0.1", "Address the API server listens on."),
+    port: S.integer(4200, "Port the API server listens on (0 picks a free one).", { min: 0, max: 65535 }),
+    base_path: S.string("/v2/api", "Path prefix the API is served under."),
+    default_limit: S.integer(200, "Default and largest page size of filter operations.", { min: 1 }),
+    keepalive_timeout: S.integer(5, "Seconds an idle keep-alive connection is kept open.", { min: 0 }),
+    csrf_protection_enabled: S.boolean(false, "State-changing requests need a CSRF token."),
+    csrf_token_expiration: S.duration("PT1H", "How long a CSRF token stays valid."),
+    cors_allowed_origins: S.string("*", "Comma-separated origins CORS allows (* for any)."),
+    cors_allowed_methods: S.string("*", "Comma-separated methods CORS allows (* for any)."),
+    cors_allowed_headers: S.string("*", "Comma-separated headers CORS allows (* for any)."),
+    max_parameter_size: S.integer(524288, "Largest `parameters` object of a run or deployment, in bytes.", { min: 0 })
+  },
+  concurrency: {
+    lease_storage: S.string("memory", "Implementation that stores concurrency leases; memory keeps them in the server process."),
+    initial_deployment_lease_duration: S.number(300, "Seconds a deployment concurrency lease lasts before renewal.", { min: 0 }),
+    maximum_concurrency_slot_wait_seconds: S.number(30, "Longest wait, in seconds, a client is told to retry after.", { min: 0 })
+  },
+  database: {
+    sqlalchemy: {
+      connect_args: {
+        application_name: S.optionalString("The application_name of pooled PostgreSQL connections."),
+        search_path: S.optionalString("The PostgreSQL search_path set on pooled connections (include the public schema)."),
+        statement_cache_size: S.optionalInteger("Statements cached per PostgreSQL connection (0 behind PgBouncer in transaction mode)."),
+        prepared_statement_cache_size: S.optionalInteger("Prepared statements cached per PostgreSQL connection (0 turns caching off)."),
+        tls: {
+          enabled: S.boolean(false, "Connects to PostgreSQL over TLS."),
+          ca_file: S.optionalString("CA certificate file for TLS."),
+          cert_file: S.optionalString("Client certificate file for TLS."),
+          key_file: S.optionalString("Client key file for TLS."),
+          check_hostname: S.boolean(true, "Verifies the server's host name over TLS.")
+        }
+      },
+      pool_size: S.integer(5, "Connections kept in the pool.", { min: 1 }),
+      pool_recycle: S.integer(3600, "Seconds after which a pooled connection is replaced.", { min: 0 }),
+      pool_timeout: S.number(30, "Seconds to wait for a free connection.", { min: 0 }),
+      max_overflow: S.integer(10, "Connections allowed beyond pool_size under load.", { min: 0 })
+    },
+    connection_url: S.secret("PostgreSQL connection URL; when it and host are unset, the embedded database is used."),
+    driver: S.string("postgresql+asyncpg", "Database driver name, kept for compatibility; Baton always speaks PostgreSQL."),
+    host: S.optionalString("PostgreSQL host, used when connection_url is unset."),
+    port: S.optionalInteger("PostgreSQL port."),
+    user: S.optionalString("PostgreSQL user."),
+    name: S.optionalString("PostgreSQL database name."),
+    password: S.secret("PostgreSQL password."),
+    echo: S.boolean(false, "Logs every SQL statement."),
+    migrate_on_start: S.boolean(true, "Applies pending migrations at start."),
+    timeout: S.number(10, "Statement timeout in seconds.", { min: 0 }),
+    connection_timeout: S.number(5, "Connection timeout in seconds.", { min: 0 })
+  },
+  deployments: {
+    concurrency_slot_wait_seconds: S.number(30, "Seconds a run waits before asking again for a deployment concurrency slot.", { min: 0 })
+  },
+  docket: {
+    name: S.string("baton-server", "Name of the background task docket."),
+    url: S.string("memory://", "URL of the background task docket.")
+  },
+  ephemeral: {
+    enabled: S.boolean(false, "Runs an ephemeral server inside the client process."),
+    startup_timeout_seconds: S.integer(20, "Seconds an ephemeral server may take to start.", { min: 0 })
+  },
+  events: {
+    stream_out_enabled: S.boolean(true, "Events can be streamed out over the websocket."),
+    related_resource_cache_ttl: S.duration("PT5M", "How long related resources are cached."),
+    maximum_labels_per_resource: S.integer(500, "Most labels an event resource may have.", { min: 0 }),
+    maximum_related_resources: S.integer(100, "Most related resources an event may have.", { min: 0 }),
+    maximum_size_bytes: S.integer(1500000, "Largest event, in bytes.", { min: 0 }),
+    expired_bucket_buffer: S.duration("PT1M", "How long an expired trigger bucket is kept."),
+    proactive_granularity: S.duration("PT5S", "How often proactive triggers are evaluated."),
+    retention_period: S.duration("P7D", "How long events are kept."),
+    maximum_websocket_backfill: S.duration("PT15M", "How far back the event websocket backfills."),
+    websocket_backfill_page_size: S.integer(250, "Events per page of a websocket backfill.", { min: 1 }),
+    messaging_broker: S.string("memory", "Implementation of the event messaging broker; memory keeps messages in the server process."),
+    messaging_cache: S.string("memory", "Implementation of the message deduplication cache; memory keeps it in the server process."),
+    causal_ordering: S.string("memory", "Implementation of the causal ordering of events; memory keeps it in the server process."),
+    maximum_event_name_length: S.integer(1024, "Longest event name, in characters.", { min: 1 })
+  },
+  flow_run_graph: {
+    max_nodes: S.integer(10000, "Most nodes of a flow run graph.", { min: 1 }),
+    max_artifacts: S.integer(10000, "Most artifacts of a flow run graph.", { min: 0 })
+  },
+  logs: {
+    stream_out_enabled: S.boolean(false, "Logs can be streamed out over the websocket."),
+    stream_publishing_enabled: S.boolean(false, "Logs are published to the streaming system.")
+  },
+  services: {
+    cancellation_cleanup: {
+      enabled: enabled(true, "cancellation cleanup"),
+      loop_seconds: loopSeconds(20, "cancellation cleanup")
+    },
+    db_vacuum: {
+      enabled: enabled(false, "database vacuum"),
+      loop_seconds: loopSeconds(3600, "database vacuum"),
+      retention_period: S.duration("P90D", "How long terminal runs are kept before the vacuum deletes them."),
+      batch_size: S.integer(200, "Rows the vacuum deletes per batch.", { min: 1 })
+    },
+    event_persister: {
+      enabled: enabled(true, "event persister"),
+      batch_size: S.integer(20, "Events written per batch.", { min: 1 }),
+      read_batch_size: S.integer(1, "Messages read from the broker at once.", { min: 1 }),
+      flush_interval: S.number(5, "Seconds between flushes of buffered events.", { min: 0 }),
+      batch_size_delete: S.integer(10000, "Expired events deleted per batch.", { min: 1 }),
+      queue_max_size: S.integer(50000, "Most events buffered before new ones are dropped.", { min: 1 }),
+      max_flush_retries: S.integer(5, "Times a failed flush is retried.", { min: 0 })
+    },
+    event_logger: {
+      enabled: enabled(false, "event logger")
+    },
+    foreman: {
+      enabled: enabled(true, "foreman"),
+      loop_seconds: loopSeconds(15, "foreman"),
+      inactivity_heartbeat_multiple: S.integer(3, "Missed heartbeat intervals after which a worker is OFFLINE.", { min: 1 }),
+      fallback_heartbeat_interval_seconds: S.integer(30, "Heartbeat interval of a worker that reports none.", { min: 1 }),
+      deployment_last_polled_timeout_seconds: S.integer(60, "Seconds without a poll after which a deployment is NOT_READY.", { min: 1 }),
+      work_queue_last_polled_timeout_seconds: S.integer(60, "Seconds without a poll after which a work queue is NOT_READY.", { min: 1 })
+    },
+    late_runs: {
+      enabled: enabled(true, "late runs"),
+      loop_seconds: loopSeconds(5, "late runs"),
+      after_seconds: S.duration("PT15S", "How long past its scheduled time a run becomes Late.")
+    },
+    scheduler: {
+      enabled: enabled(true, "scheduler"),
+      loop_seconds: loopSeconds(60, "scheduler"),
+      deployment_batch_size: S.integer(100, "Deployments scheduled per batch.", { min: 1 }),
+      max_runs: S.integer(100, "Most runs scheduled ahead per deployment.", { min: 1 }),
+      min_runs: S.integer(3, "Fewest runs scheduled ahead per deployment.", { min: 0 }),
+      max_scheduled_time: S.duration("P100D", "How far ahead runs are scheduled at most."),
+      min_scheduled_time: S.duration("PT1H", "How far ahead runs are scheduled at least."),
+      insert_batch_size: S.integer(500, "Runs inserted per statement.", { min: 1 }),
+      recent_deployments_loop_seconds: S.number(5, "Seconds between checks for new or changed deployments.", { min: 0 })
+    },
+    pause_expirations: {
+      enabled: enabled(true, "pause expirations"),
+      loop_seconds: loopSeconds(5, "pause expirations")
+    },
+    repossessor: {
+      enabled: enabled(true, "repossessor"),
+      loop_seconds: loopSeconds(15, "repossessor")
+    },
+    task_run_recorder: {
+      enabled: enabled(true, "task run recorder"),
+      read_batch_size: S.integer(1, "Messages read from the broker at once.", { min: 1 }),
+      batch_size: S.integer(1, "Task run events recorded per batch.", { min: 1 }),
+      flush_interval: S.number(5, "Seconds between flushes of buffered task run events.", { min: 0 })
+    },
+    triggers: {
+      enabled: enabled(true, "triggers"),
+      read_batch_size: S.integer(1, "Messages read from the broker at once.", { min: 1 }),
+      pg_notify_reconnect_interval_seconds: S.integer(10, "Seconds before reconnecting a lost LISTEN connection.", { min: 1 }),
+      pg_notify_heartbeat_interval_seconds: S.integer(5, "Seconds between LISTEN connection heartbeats.", { min: 1 })
+    }
+  },
+  tasks: {
+    tag_concurrency_slot_wait_seconds: S.number(30, "Seconds a task waits before asking again for a tag concurrency slot.", { min: 0 }),
+    max_cache_key_length: S.integer(2000, "Longest task cache key, in characters.", { min: 1 }),
+    scheduling: {
+      max_scheduled_queue_size: S.integer(1000, "Most scheduled background tasks queued per key.", { min: 1 }),
+      max_retry_queue_size: S.integer(100, "Most background task retries queued per key.", { min: 1 }),
+      pending_task_timeout: S.duration("PT0S", "How long a background task may stay Pending before it is rescheduled (0: never).")
+    }
+  },
+  ui: {
+    enabled: S.boolean(true, "Serves the web UI."),
+    v2_enabled: S.boolean(false, "Serves the second version of the web UI."),
+    api_url: S.optionalString("API URL the UI talks to; defaults to the base path."),
+    serve_base: S.string("/", "Path the UI is served under."),
+    static_directory: S.optionalString("Folder of a built UI to serve."),
+    show_promotional_content: S.boolean(true, "The UI shows promotional content.")
+  }
+} satisfies S.Tree
