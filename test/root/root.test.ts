@@ -1,5 +1,12 @@
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { serveEmbedded } from "../../src/database/embedded.ts"
+import { ApiLive, HttpServerLive } from "../../src/server.ts"
+import { layer as settingsLayer } from "../../src/settings/settings.ts"
 import { API_VERSION, COMPATIBLE_SERVER_VERSION } from "../../src/version.ts"
 import { client, request, testServer } from "../support/server.ts"
 
@@ -43,4 +50,33 @@ describe("root routes", () => {
       })
     )
   })
+})
+
+describe("GET /ready when the database goes away", () => {
+  it.live("answers 503 with the reference's message once the database stops answering", () =>
+    Effect.gen(function* () {
+      const socketDir = fs.mkdtempSync(path.join(os.tmpdir(), "baton-ready-"))
+      const databaseScope = yield* Scope.make()
+      yield* serveEmbedded({ socketDir }).pipe(Scope.extend(databaseScope))
+      const server = ApiLive.pipe(
+        Layer.provideMerge(HttpServerLive),
+        Layer.provideMerge(PgClient.layer({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 })),
+        Layer.provideMerge(
+          settingsLayer({ "server.api.port": 0, "server.database.connection_timeout": 1 })
+        )
+      )
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const before = yield* request("GET", "/ready")
+          expect(before.status).toBe(200)
+          yield* Scope.close(databaseScope, Exit.void)
+          const after = yield* request("GET", "/ready")
+          expect(after.status).toBe(503)
+          expect(after.body).toEqual({ message: "Database is not available" })
+          expect((yield* request("GET", "/health")).body).toBe(true)
+        }).pipe(Effect.provide(server))
+      )
+    }),
+    60_000
+  )
 })
