@@ -9,6 +9,8 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
+import { FlowsLive } from "./flows/http.ts"
+import { FlowsRepo } from "./flows/repo.ts"
 import * as Database from "./database/client.ts"
 import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./http/api.ts"
@@ -31,8 +33,11 @@ export const DatabaseLive: Layer.Layer<
   Layer.provideMerge(Database.layerFromSettings)
 )
 
-/** Every group's handlers. */
-export const HandlersLive = HttpApiBuilder.api(BatonApi).pipe(Layer.provide([RootLive, AdminLive]))
+/** The handlers of every area's group, with the repositories they use. */
+export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive).pipe(Layer.provide(FlowsRepo.Default))
+
+/** The Api with every group's handlers. */
+export const HandlersLive = HttpApiBuilder.api(BatonApi).pipe(Layer.provide(GroupsLive))
 
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its

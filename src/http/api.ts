@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
+import { FlowsApi } from "../flows/api.ts"
 import { RootApi } from "../root/api.ts"
 import { API_VERSION } from "../version.ts"
 import {
@@ -18,6 +19,7 @@ import {
 export class BatonApi extends HttpApi.make("baton")
   .add(RootApi)
   .add(AdminApi)
+  .add(FlowsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

@@ -114,6 +114,8 @@ const refinementItem = (loc: Loc, issue: ParseResult.Refinement): Item => {
       return item(loc, "too_long", `List should have at most ${json.maxItems} items`, actual, { max_length: json.maxItems })
     case Schema.UUIDSchemaId:
       return item(loc, "uuid_parsing", "Input should be a valid UUID", actual)
+    case Schema.ValidDateSchemaId:
+      return item(loc, "datetime_parsing", "Input should be a valid datetime", actual)
     case Schema.FiniteSchemaId:
       return item(loc, "finite_number", "Input should be a finite number", actual)
   }

@@ -5,10 +5,9 @@
  */
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Effect, Layer, Schema } from "effect"
-import { AdminLive } from "../../src/admin/http.ts"
 import { BatonApi } from "../../src/http/api.ts"
 import { Conflict, NotFound } from "../../src/http/errors.ts"
-import { RootLive } from "../../src/root/http.ts"
+import { GroupsLive } from "../../src/server.ts"
 
 const Item = Schema.Struct({
   name: Schema.String,
@@ -67,4 +66,4 @@ const ProbeLive = HttpApiBuilder.group(ProbedApi, "probe", (handlers) =>
     .handle("slow", ({ urlParams }) => Effect.as(Effect.sleep(urlParams.ms), "done"))
 )
 
-export const ProbedHandlers = HttpApiBuilder.api(ProbedApi).pipe(Layer.provide([RootLive, AdminLive, ProbeLive]))
+export const ProbedHandlers = HttpApiBuilder.api(ProbedApi).pipe(Layer.provide([GroupsLive, ProbeLive]))

@@ -3,7 +3,9 @@
  * Keys are `<id>_<name>` as the Migrator expects.
  */
 import m0001 from "./0001_initial.ts"
+import m0002 from "./0002_flows.ts"
 
 export const migrations = {
-  "0001_initial": m0001
+  "0001_initial": m0001,
+  "0002_flows": m0002
 }

@@ -1,0 +1,37 @@
+/** Offset/limit pages with the server's default limit, as the reference's filter operations take them. */
+import { Effect, Schema } from "effect"
+import { ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+
+/** `limit` of a filter body: omitted means `server.api.default_limit`. */
+export const LimitField = Schema.optional(Schema.NullOr(Schema.Int))
+
+export const OffsetField = Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)), { default: () => 0 })
+
+/** The page size to use: the default when omitted; between 0 and the default limit, else 422. */
+export const resolveLimit = (limit: number | null | undefined) =>
+  Effect.flatMap(Settings, (settings) => {
+    const max = settings.server.api.default_limit
+    if (limit === null || limit === undefined) return Effect.succeed(max)
+    if (limit < 0) return Effect.fail(new ValidationError({ detail: "Invalid limit: must be greater than or equal to 0." }))
+    if (limit > max) return Effect.fail(new ValidationError({ detail: `Invalid limit: must be less than or equal to ${max}.` }))
+    return Effect.succeed(limit)
+  })
+
+/** The reference's paginate answer: a page of results with the total count. */
+export const paginated = <A>(results: ReadonlyArray<A>, count: number, limit: number, page: number) => ({
+  results,
+  count,
+  limit,
+  pages: limit === 0 ? 0 : Math.ceil(count / limit),
+  page
+})
+
+export const PaginationResponse = <S extends Schema.Schema.Any>(item: S, identifier: string) =>
+  Schema.Struct({
+    results: Schema.Array(item),
+    count: Schema.Int,
+    limit: Schema.Int,
+    pages: Schema.Int,
+    page: Schema.Int
+  }).annotations({ identifier })

@@ -1,0 +1,19 @@
+/** Field schemas several areas share. */
+import { Schema } from "effect"
+
+/** Names of flows, work queues, blocks …: no / % & > < (they appear in URL paths). */
+export const ObjectName = Schema.String.pipe(
+  Schema.pattern(/^[^/%&><]+$/, { jsonSchema: { pattern: "^[^/%&><]+$" } })
+)
+
+/** Key/value labels: string keys, scalar values. */
+export const Labels = Schema.Record({
+  key: Schema.String,
+  value: Schema.Union(Schema.Boolean, Schema.Number, Schema.String)
+}).annotations({ identifier: "KeyValueLabels" })
+
+export const Tags = Schema.Array(Schema.String)
+
+/** A body schema that rejects unknown fields (422 extra_forbidden), as the reference's create/update bodies do. */
+export const strictBody = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
+  Schema.Struct(fields).annotations({ identifier, parseOptions: { onExcessProperty: "error" } })

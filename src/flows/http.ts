@@ -1,0 +1,57 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { resolveLimit, paginated } from "../domain/pagination.ts"
+import { BatonApi } from "../http/api.ts"
+import { NotFound } from "../http/errors.ts"
+import { FlowsRepo } from "./repo.ts"
+import { Flow } from "./schemas.ts"
+
+const flowNotFound = new NotFound({ detail: "Flow not found" })
+
+const found = <A>(value: A | undefined) => (value === undefined ? Effect.fail(flowNotFound) : Effect.succeed(value))
+
+const encodeFlow = Schema.encode(Flow)
+
+export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
+  Effect.gen(function* () {
+    const flows = yield* FlowsRepo
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const { flow, created } = yield* flows.create(payload)
+          return HttpServerResponse.unsafeJson(yield* encodeFlow(flow), { status: created ? 201 : 200 })
+        }).pipe(Effect.orDie)
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(Effect.orDie(flows.update(path.id, payload)), (updated) => (updated ? Effect.void : flowNotFound))
+      )
+      .handle("count", ({ payload }) => Effect.orDie(flows.count(payload.flows)))
+      .handle("readByName", ({ path }) => Effect.flatMap(Effect.orDie(flows.readByName(path.name)), found))
+      .handle("read", ({ path }) => Effect.flatMap(Effect.orDie(flows.read(path.id)), found))
+      .handle("filter", ({ payload }) =>
+        Effect.gen(function* () {
+          const limit = yield* resolveLimit(payload.limit)
+          return yield* Effect.orDie(flows.filter({ flows: payload.flows, sort: payload.sort, offset: payload.offset, limit }))
+        })
+      )
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(Effect.orDie(flows.remove(path.id)), (deleted) => (deleted ? Effect.void : flowNotFound))
+      )
+      .handle("bulkDelete", ({ payload }) =>
+        Effect.map(Effect.orDie(flows.removeMatching(payload.flows, payload.limit)), (deleted) => ({ deleted }))
+      )
+      .handle("paginate", ({ payload }) =>
+        Effect.gen(function* () {
+          const limit = yield* resolveLimit(payload.limit)
+          const offset = (payload.page - 1) * limit
+          const [results, count] = yield* Effect.orDie(
+            Effect.all([
+              flows.filter({ flows: payload.flows, sort: payload.sort, offset, limit }),
+              flows.count(payload.flows)
+            ])
+          )
+          return paginated(results, count, limit, payload.page)
+        })
+      )
+  })
+)
