@@ -3,6 +3,7 @@
  * an embedded PGlite loaded from the template dump and served on a socket (the same path production
  * uses), or, with TEST_DATABASE_URL, a PostgreSQL database copied from the template database.
  */
+import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import * as fs from "node:fs"
@@ -43,26 +44,39 @@ const serverDatabase = (url: string, template: string | undefined) =>
     (name) => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
   )
 
-const clientFor = (options: { readonly embedded: boolean; readonly migrated: boolean }) =>
-  Layer.unwrapScoped(
-    Effect.gen(function* () {
-      const url = testDatabaseUrl()
-      if (url && !options.embedded) {
-        const name = yield* serverDatabase(url, options.migrated ? inject("templateDatabase") : undefined)
-        return PgClient.layer({ url: Redacted.make(withDatabase(url, name)), maxConnections: 10 })
-      }
-      const dir = yield* tempDir
-      const dump = options.migrated ? new Blob([fs.readFileSync(inject("embeddedDump"))]) : undefined
-      const embedded = yield* serveEmbedded({ socketDir: dir, ...(dump ? { loadDataDir: dump } : {}) })
-      return PgClient.layer({ host: embedded.socketDir, username: "postgres", database: "postgres", maxConnections: 1 })
-    })
-  ).pipe(Layer.orDie)
+export interface ScopedDatabase {
+  /** A new connection pool to the database (several may be open at once). */
+  readonly connect: () => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient>
+}
+
+/** A database that lives as long as the scope: migrated from the run's template, or empty. */
+export const scopedDatabase = (options: { readonly migrated: boolean }) =>
+  Effect.gen(function* () {
+    const url = testDatabaseUrl()
+    if (url) {
+      const name = yield* serverDatabase(url, options.migrated ? inject("templateDatabase") : undefined)
+      const connect = () =>
+        PgClient.layer({ url: Redacted.make(withDatabase(url, name)), maxConnections: 10 }).pipe(Layer.orDie)
+      return { connect } satisfies ScopedDatabase
+    }
+    const dir = yield* tempDir
+    const dump = options.migrated ? new Blob([fs.readFileSync(inject("embeddedDump"))]) : undefined
+    const embedded = yield* serveEmbedded({ socketDir: dir, ...(dump ? { loadDataDir: dump } : {}) }).pipe(Effect.orDie)
+    const connect = () =>
+      PgClient.layer({ host: embedded.socketDir, username: "postgres", database: "postgres", maxConnections: 1 }).pipe(
+        Layer.orDie
+      )
+    return { connect } satisfies ScopedDatabase
+  })
+
+const clientFor = (options: { readonly migrated: boolean }) =>
+  Layer.unwrapScoped(Effect.map(scopedDatabase(options), (database) => database.connect()))
 
 /** This test file's migrated database (embedded, or PostgreSQL with TEST_DATABASE_URL). */
-export const TestDatabase = clientFor({ embedded: false, migrated: true })
+export const TestDatabase = clientFor({ migrated: true })
 
 /** A fresh database with no tables at all, for migration tests. */
-export const FreshDatabase = clientFor({ embedded: false, migrated: false })
+export const FreshDatabase = clientFor({ migrated: false })
 
 /** Whether the tests run against a real PostgreSQL server. */
 export const onServer = () => testDatabaseUrl() !== undefined

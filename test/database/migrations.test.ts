@@ -1,0 +1,92 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { layerFromSettings } from "../../src/database/client.ts"
+import { migrate, MIGRATIONS_TABLE, reset } from "../../src/database/migrator.ts"
+import { migrations } from "../../src/database/migrations/index.ts"
+import { layer as settingsLayer } from "../../src/settings/settings.ts"
+import { scopedDatabase } from "../support/database.ts"
+
+const expected = Object.keys(migrations).map((key) => [Number(key.slice(0, 4)), key.slice(5)] as const)
+
+const tables = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(
+    sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`,
+    (rows) => rows.map((r) => r.tablename)
+  )
+)
+
+describe("migrations", () => {
+  it.scoped("apply every migration to an empty database, and nothing the second time", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const sql = Context.get(yield* Layer.build(database.connect()), SqlClient.SqlClient)
+      const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.provideService(effect, SqlClient.SqlClient, sql)
+
+      expect(yield* run(tables)).toEqual([])
+      expect(yield* run(migrate)).toEqual(expected)
+      expect(yield* run(tables)).toEqual(expect.arrayContaining(["configuration", "flow", MIGRATIONS_TABLE]))
+      expect(yield* run(migrate)).toEqual([])
+
+      yield* sql`INSERT INTO configuration (key, value) VALUES ('k', '{"a": 1}'::jsonb)`
+      const rows = yield* sql<{ value: unknown }>`SELECT value FROM configuration WHERE key = 'k'`
+      expect(rows).toEqual([{ value: { a: 1 } }])
+      const duplicate = yield* Effect.flip(sql`INSERT INTO configuration (key, value) VALUES ('k', '{}'::jsonb)`)
+      expect(duplicate._tag).toBe("SqlError")
+    }),
+    60_000
+  )
+
+  it.scoped("two servers migrating one database at once: exactly one applies, neither fails", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const first = yield* Layer.build(database.connect())
+      const second = yield* Layer.build(database.connect())
+      const [a, b] = yield* Effect.all(
+        [Effect.provide(migrate, first), Effect.provide(migrate, second)],
+        { concurrency: 2 }
+      )
+      expect([...a, ...b]).toEqual(expected)
+      expect(a.length === 0 || b.length === 0).toBe(true)
+      const applied = yield* Effect.provide(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT migration_id FROM ${sql(MIGRATIONS_TABLE)}`),
+        first
+      )
+      expect(applied).toHaveLength(expected.length)
+    }),
+    60_000
+  )
+
+  it.scoped("reset drops all data and migrates again", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: true })
+      const context = yield* Layer.build(database.connect())
+      const sql = Context.get(context, SqlClient.SqlClient)
+      yield* sql`INSERT INTO configuration (key, value) VALUES ('gone', 'true'::jsonb)`
+      expect(yield* Effect.provide(reset, context)).toEqual(expected)
+      expect(yield* sql`SELECT * FROM configuration`).toEqual([])
+      expect(yield* Effect.provide(migrate, context)).toEqual([])
+    }),
+    60_000
+  )
+
+  it.scoped("an unreachable PostgreSQL stops start-up with one clear line", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        Layer.build(layerFromSettings).pipe(
+          Effect.provide(
+            settingsLayer({
+              "server.database.connection_url": "postgresql://baton:secret@127.0.0.1:1/baton",
+              "server.database.sqlalchemy.pool_timeout": 2
+            })
+          )
+        )
+      )
+      expect(error._tag).toBe("DatabaseError")
+      expect(error.message).toMatch(/^Cannot connect to PostgreSQL at 127\.0\.0\.1:1\/baton: /)
+      expect(error.message).not.toContain("secret")
+      expect(error.message).not.toContain("\n")
+    }),
+    60_000
+  )
+})
