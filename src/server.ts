@@ -9,6 +9,8 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
+import { FlowRunsLive } from "./flow-runs/http.ts"
+import { FlowRunsRepo } from "./flow-runs/repo.ts"
 import { FlowsLive } from "./flows/http.ts"
 import { FlowsRepo } from "./flows/repo.ts"
 import * as Database from "./database/client.ts"
@@ -34,7 +36,9 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /** The handlers of every area's group, with the repositories they use. */
-export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive).pipe(Layer.provide(FlowsRepo.Default))
+export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive, FlowRunsLive).pipe(
+  Layer.provide([FlowsRepo.Default, FlowRunsRepo.Default])
+)
 
 /** The Api with every group's handlers. */
 export const HandlersLive = HttpApiBuilder.api(BatonApi).pipe(Layer.provide(GroupsLive))

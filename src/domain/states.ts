@@ -59,6 +59,8 @@ export const StateDetails = Schema.Struct({
 }).annotations({ identifier: "StateDetails" })
 export type StateDetails = typeof StateDetails.Type
 
+export const emptyStateDetails: StateDetails = Schema.decodeSync(StateDetails)({})
+
 /** A state as stored and answered. */
 export const State = Schema.Struct({
   id: Id,
@@ -77,6 +79,6 @@ export const StateCreate = Schema.Struct({
   name: nullable(Schema.String),
   message: nullable(Schema.String),
   data: Schema.optionalWith(Schema.Unknown, { default: () => null }),
-  state_details: Schema.optionalWith(StateDetails, { default: () => Schema.decodeSync(StateDetails)({}) })
+  state_details: Schema.optionalWith(StateDetails, { default: () => emptyStateDetails })
 }).annotations({ identifier: "StateCreate", parseOptions: { onExcessProperty: "error" } })
 export type StateCreate = typeof StateCreate.Type

@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
+import { FlowRunsApi } from "../flow-runs/api.ts"
 import { FlowsApi } from "../flows/api.ts"
 import { RootApi } from "../root/api.ts"
 import { API_VERSION } from "../version.ts"
@@ -20,6 +21,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(RootApi)
   .add(AdminApi)
   .add(FlowsApi)
+  .add(FlowRunsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

@@ -38,8 +38,12 @@ const collect = (loc: Loc, issue: ParseResult.ParseIssue, parent: unknown): Read
       }
       return issues.flatMap((inner) => collect(loc, inner, issue.actual))
     }
-    case "Refinement":
-      return issue.kind === "From" ? collect(loc, issue.issue, parent) : [refinementItem(loc, issue)]
+    case "Refinement": {
+      if (issue.kind === "Predicate") return [refinementItem(loc, issue)]
+      // Not even the refined type's base (e.g. "many" for an integer): name the refined type.
+      const kind = issue.issue._tag === "Type" ? describeType(issue.ast) : undefined
+      return kind === undefined ? collect(loc, issue.issue, parent) : [item(loc, kind.type, kind.msg, issue.actual, kind.ctx)]
+    }
     case "Transformation":
       return transformationItems(loc, issue, parent)
     case "Missing":

@@ -4,8 +4,10 @@
  */
 import m0001 from "./0001_initial.ts"
 import m0002 from "./0002_flows.ts"
+import m0003 from "./0003_runs.ts"
 
 export const migrations = {
   "0001_initial": m0001,
-  "0002_flows": m0002
+  "0002_flows": m0002,
+  "0003_runs": m0003
 }

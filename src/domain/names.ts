@@ -1,0 +1,9 @@
+/** Generated run names, adjective-animal ("crimson-otter"), as the reference names unnamed runs. */
+import { Effect, Random } from "effect"
+import { adjectives, animals, uniqueNamesGenerator } from "unique-names-generator"
+
+export const generateName: Effect.Effect<string> = Effect.map(Random.nextIntBetween(0, 2 ** 31 - 1), (seed) =>
+  uniqueNamesGenerator({ dictionaries: [adjectives, animals], separator: "-", length: 2, seed })
+    .toLowerCase()
+    .replace(/[^a-z-]/g, "")
+)

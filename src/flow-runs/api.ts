@@ -1,0 +1,29 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Id } from "../domain/ids.ts"
+import {
+  BulkDeleteFlowRunsBody,
+  CountFlowRunsBody,
+  FlowRun,
+  FlowRunBulkDeleteResponse,
+  FlowRunCreate,
+  FlowRunPaginationResponse,
+  FlowRunUpdate,
+  PaginateFlowRunsBody,
+  ReadFlowRunsBody
+} from "./schemas.ts"
+
+const IdPath = Schema.Struct({ id: Id })
+
+export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
+  // 200 with the existing run for a repeated idempotency key, 201 when it was created.
+  .add(HttpApiEndpoint.post("create", "/").setPayload(FlowRunCreate).addSuccess(FlowRun))
+  .add(HttpApiEndpoint.post("count", "/count").setPayload(CountFlowRunsBody).addSuccess(Schema.Int))
+  .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadFlowRunsBody).addSuccess(Schema.Array(FlowRun)))
+  .add(HttpApiEndpoint.post("paginate", "/paginate").setPayload(PaginateFlowRunsBody).addSuccess(FlowRunPaginationResponse))
+  .add(HttpApiEndpoint.post("bulkDelete", "/bulk_delete").setPayload(BulkDeleteFlowRunsBody).addSuccess(FlowRunBulkDeleteResponse))
+  .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(FlowRun))
+  .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(FlowRunUpdate).addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .prefix("/flow_runs")
+{}

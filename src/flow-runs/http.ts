@@ -1,0 +1,90 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { generateName } from "../domain/names.ts"
+import { emptyStateDetails } from "../domain/states.ts"
+import { paginated, resolveLimit } from "../domain/pagination.ts"
+import { FlowsRepo } from "../flows/repo.ts"
+import { BatonApi } from "../http/api.ts"
+import { BadRequest, Conflict, NotFound } from "../http/errors.ts"
+import { FlowRunsRepo } from "./repo.ts"
+import { FlowRun, type FlowRunCreate } from "./schemas.ts"
+
+const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
+
+/** The reference answers a reference to a missing object (a flow, a deployment) as an integrity conflict. */
+const integrityConflict = new Conflict({
+  detail:
+    "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
+})
+
+const encodeFlowRun = Schema.encode(FlowRun)
+
+export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers) =>
+  Effect.gen(function* () {
+    const runs = yield* FlowRunsRepo
+    const flows = yield* FlowsRepo
+
+    const create = (payload: FlowRunCreate) =>
+      Effect.gen(function* () {
+        if (payload.work_pool_name !== null) {
+          // Work pools arrive with their own area; until then no pool of any name exists.
+          return yield* new NotFound({ detail: `Work pool "${payload.work_pool_name}" not found.` })
+        }
+        const flow = yield* Effect.orDie(flows.read(payload.flow_id))
+        if (flow === undefined || payload.deployment_id !== null) return yield* integrityConflict
+        const { id, created } = yield* Effect.orDie(
+          runs.create({
+            ...payload,
+            name: payload.name ?? (yield* generateName),
+            // The run's labels: its flow's, the flow id, then the caller's.
+            labels: { ...flow.labels, "prefect.flow.id": flow.id, ...payload.labels },
+            // A run created without a state starts Pending.
+            state: payload.state ?? { type: "PENDING", name: null, message: null, data: null, state_details: emptyStateDetails }
+          })
+        )
+        const run = (yield* Effect.orDie(runs.read(id)))!
+        return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeFlowRun(run)), { status: created ? 201 : 200 })
+      })
+
+    return handlers
+      .handle("create", ({ payload }) => create(payload))
+      .handle("read", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.read(path.id)), (run) => (run === undefined ? flowRunNotFound : Effect.succeed(run)))
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.gen(function* () {
+          if (payload.job_variables != null) {
+            const run = yield* Effect.orDie(runs.read(path.id))
+            if (run === undefined) return yield* flowRunNotFound
+            if (run.state === null) {
+              return yield* new BadRequest({ detail: "Flow run state is required to update job variables but none exists" })
+            }
+            if (run.state.type !== "SCHEDULED") {
+              return yield* new BadRequest({ detail: `Job variables for a flow run in state ${run.state.type} cannot be updated` })
+            }
+            return yield* new BadRequest({ detail: "A deployment for the flow run could not be found" })
+          }
+          if (!(yield* Effect.orDie(runs.update(path.id, payload)))) return yield* flowRunNotFound
+        })
+      )
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.remove(path.id)), (deleted) => (deleted ? Effect.void : flowRunNotFound))
+      )
+      .handle("count", ({ payload }) => Effect.orDie(runs.count(payload)))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(runs.filter({ ...payload, limit })))
+      )
+      .handle("paginate", ({ payload }) =>
+        Effect.gen(function* () {
+          const limit = yield* resolveLimit(payload.limit)
+          const [results, count] = yield* Effect.orDie(
+            Effect.all([runs.filter({ ...payload, limit, offset: (payload.page - 1) * limit }), runs.count(payload)])
+          )
+          return paginated(results, count, limit, payload.page)
+        })
+      )
+      .handle("bulkDelete", ({ payload }) =>
+        Effect.map(Effect.orDie(runs.removeMatching(payload.flow_runs, payload.limit)), (deleted) => ({ deleted }))
+      )
+  })
+)

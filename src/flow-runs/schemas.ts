@@ -1,0 +1,189 @@
+/** Flow runs on the wire: records, create/update bodies, filter and sort, as the reference has them. */
+import { Schema } from "effect"
+import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
+import { Id } from "../domain/ids.ts"
+import { LimitField, OffsetField, PaginationResponse } from "../domain/pagination.ts"
+import { Labels, Tags } from "../domain/schemas.ts"
+import { State, StateCreate, StateType } from "../domain/states.ts"
+import { Timestamp } from "../domain/time.ts"
+import { FlowFilter } from "../flows/schemas.ts"
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const FlowRunPolicy = Schema.Struct({
+  max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
+  retry_delay_seconds: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  retries: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
+  retry_delay: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
+  pause_keys: Schema.optionalWith(Schema.NullOr(Schema.Array(Schema.String)), { default: () => [] }),
+  resuming: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => false }),
+  retry_type: Schema.optionalWith(Schema.NullOr(Schema.Literal("in_process", "reschedule")), { default: () => null })
+}).annotations({ identifier: "FlowRunPolicy" })
+export type FlowRunPolicy = typeof FlowRunPolicy.Type
+
+export const defaultFlowRunPolicy: FlowRunPolicy = Schema.decodeSync(FlowRunPolicy)({})
+
+export const CreatedBy = Schema.Struct({
+  id: Schema.optionalWith(Schema.NullOr(Id), { default: () => null }),
+  type: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  display_value: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+}).annotations({ identifier: "CreatedBy" })
+
+/** A flow run as answered (the reference's FlowRunResponse). */
+export const FlowRun = Schema.Struct({
+  id: Id,
+  created: Schema.NullOr(Timestamp),
+  updated: Schema.NullOr(Timestamp),
+  name: Schema.String,
+  flow_id: Id,
+  state_id: Schema.NullOr(Id),
+  deployment_id: Schema.NullOr(Id),
+  deployment_version: Schema.NullOr(Schema.String),
+  work_queue_id: Schema.NullOr(Id),
+  work_queue_name: Schema.NullOr(Schema.String),
+  flow_version: Schema.NullOr(Schema.String),
+  parameters: JsonObject,
+  idempotency_key: Schema.NullOr(Schema.String),
+  context: JsonObject,
+  empirical_policy: FlowRunPolicy,
+  tags: Tags,
+  labels: Schema.NullOr(Labels),
+  parent_task_run_id: Schema.NullOr(Id),
+  state_type: Schema.NullOr(StateType),
+  state_name: Schema.NullOr(Schema.String),
+  run_count: Schema.Int,
+  expected_start_time: Schema.NullOr(Timestamp),
+  next_scheduled_start_time: Schema.NullOr(Timestamp),
+  start_time: Schema.NullOr(Timestamp),
+  end_time: Schema.NullOr(Timestamp),
+  total_run_time: Schema.Number,
+  estimated_run_time: Schema.Number,
+  estimated_start_time_delta: Schema.Number,
+  auto_scheduled: Schema.Boolean,
+  infrastructure_document_id: Schema.NullOr(Id),
+  infrastructure_pid: Schema.NullOr(Schema.String),
+  created_by: Schema.NullOr(CreatedBy),
+  work_pool_id: Schema.NullOr(Id),
+  work_pool_name: Schema.NullOr(Schema.String),
+  state: Schema.NullOr(State),
+  job_variables: Schema.NullOr(JsonObject)
+}).annotations({ identifier: "FlowRunResponse" })
+export type FlowRun = typeof FlowRun.Type
+
+const nullable = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
+
+export const FlowRunCreate = Schema.Struct({
+  state: nullable(StateCreate),
+  name: Schema.optional(Schema.String),
+  flow_id: Id,
+  flow_version: nullable(Schema.String),
+  parameters: Schema.optionalWith(JsonObject, { default: () => ({}) }),
+  context: Schema.optionalWith(JsonObject, { default: () => ({}) }),
+  parent_task_run_id: nullable(Id),
+  infrastructure_document_id: nullable(Id),
+  empirical_policy: Schema.optionalWith(FlowRunPolicy, { default: () => defaultFlowRunPolicy }),
+  tags: Schema.optionalWith(Tags, { default: () => [] }),
+  labels: nullable(Labels),
+  idempotency_key: nullable(Schema.String),
+  work_pool_name: nullable(Schema.String),
+  work_queue_name: nullable(Schema.String),
+  job_variables: nullable(JsonObject),
+  deployment_id: nullable(Id)
+}).annotations({ identifier: "FlowRunCreate", parseOptions: { onExcessProperty: "error" } })
+export type FlowRunCreate = typeof FlowRunCreate.Type
+
+/** PATCH /flow_runs/{id}: every field optional; only the given ones change. */
+export const FlowRunUpdate = Schema.Struct({
+  name: Schema.optional(Schema.NullOr(Schema.String)),
+  flow_version: Schema.optional(Schema.NullOr(Schema.String)),
+  parameters: Schema.optional(JsonObject),
+  empirical_policy: Schema.optional(FlowRunPolicy),
+  tags: Schema.optional(Tags),
+  infrastructure_pid: Schema.optional(Schema.NullOr(Schema.String)),
+  job_variables: Schema.optional(Schema.NullOr(JsonObject))
+}).annotations({ identifier: "FlowRunUpdate", parseOptions: { onExcessProperty: "error" } })
+export type FlowRunUpdate = typeof FlowRunUpdate.Type
+
+const ids = criterion(Schema.Array(Id))
+const strings = criterion(Schema.Array(Schema.String))
+const flag = criterion(Schema.Boolean)
+const at = criterion(Timestamp)
+
+export const FlowRunFilter = strictStruct(
+  {
+    operator: operatorField,
+    id: criterion(strictStruct({ any_: ids, not_any_: ids }, "FlowRunFilterId")),
+    name: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String) }, "FlowRunFilterName")),
+    tags: criterion(strictStruct({ operator: operatorField, all_: strings, any_: strings, is_null_: flag }, "FlowRunFilterTags")),
+    deployment_id: criterion(strictStruct({ operator: operatorField, any_: ids, is_null_: flag }, "FlowRunFilterDeploymentId")),
+    work_queue_name: criterion(strictStruct({ operator: operatorField, any_: strings, is_null_: flag }, "FlowRunFilterWorkQueueName")),
+    state: criterion(
+      strictStruct(
+        {
+          operator: operatorField,
+          type: criterion(strictStruct({ any_: criterion(Schema.Array(StateType)), not_any_: criterion(Schema.Array(StateType)) }, "FlowRunFilterStateType")),
+          name: criterion(strictStruct({ any_: strings, not_any_: strings }, "FlowRunFilterStateName"))
+        },
+        "FlowRunFilterState"
+      )
+    ),
+    flow_version: criterion(strictStruct({ any_: strings }, "FlowRunFilterFlowVersion")),
+    start_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "FlowRunFilterStartTime")),
+    end_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "FlowRunFilterEndTime")),
+    expected_start_time: criterion(strictStruct({ before_: at, after_: at }, "FlowRunFilterExpectedStartTime")),
+    next_scheduled_start_time: criterion(strictStruct({ before_: at, after_: at }, "FlowRunFilterNextScheduledStartTime")),
+    parent_flow_run_id: criterion(strictStruct({ operator: operatorField, any_: ids }, "FlowRunFilterParentFlowRunId")),
+    parent_task_run_id: criterion(strictStruct({ operator: operatorField, any_: ids, is_null_: flag }, "FlowRunFilterParentTaskRunId")),
+    idempotency_key: criterion(strictStruct({ any_: strings, not_any_: strings }, "FlowRunFilterIdempotencyKey")),
+    created_by: criterion(strictStruct({ operator: operatorField, id_: ids, type_: strings, is_null_: flag }, "FlowRunFilterCreatedBy"))
+  },
+  "FlowRunFilter"
+)
+export type FlowRunFilter = typeof FlowRunFilter.Type
+
+export const FlowRunSort = Schema.Literal(
+  "ID_DESC",
+  "START_TIME_ASC",
+  "START_TIME_DESC",
+  "EXPECTED_START_TIME_ASC",
+  "EXPECTED_START_TIME_DESC",
+  "NAME_ASC",
+  "NAME_DESC",
+  "NEXT_SCHEDULED_START_TIME_ASC",
+  "END_TIME_DESC"
+).annotations({ identifier: "FlowRunSort" })
+export type FlowRunSort = typeof FlowRunSort.Type
+
+/** The filters a flow run query combines (deployments, work pools and queues join them as those areas arrive). */
+const filterFields = {
+  flows: criterion(FlowFilter),
+  flow_runs: criterion(FlowRunFilter)
+}
+
+export const ReadFlowRunsBody = Schema.Struct({
+  sort: Schema.optionalWith(FlowRunSort, { default: () => "ID_DESC" as const }),
+  offset: OffsetField,
+  limit: LimitField,
+  ...filterFields
+})
+
+export const CountFlowRunsBody = Schema.Struct(filterFields)
+
+export const PaginateFlowRunsBody = Schema.Struct({
+  sort: Schema.optionalWith(FlowRunSort, { default: () => "ID_DESC" as const }),
+  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
+  limit: LimitField,
+  ...filterFields
+})
+
+export const FlowRunPaginationResponse = PaginationResponse(FlowRun, "FlowRunPaginationResponse")
+
+export const BulkDeleteFlowRunsBody = Schema.Struct({
+  flow_runs: criterion(FlowRunFilter),
+  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
+})
+
+export const FlowRunBulkDeleteResponse = Schema.Struct({ deleted: Schema.Array(Id) }).annotations({
+  identifier: "FlowRunBulkDeleteResponse"
+})
