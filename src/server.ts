@@ -9,7 +9,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
-import { FlowRunsLive } from "./flow-runs/http.ts"
+import { FlowRunStatesLive, FlowRunsLive } from "./flow-runs/http.ts"
 import { FlowRunsRepo } from "./flow-runs/repo.ts"
 import { FlowsLive } from "./flows/http.ts"
 import { FlowsRepo } from "./flows/repo.ts"
@@ -36,7 +36,7 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /** The handlers of every area's group, with the repositories they use. */
-export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive, FlowRunsLive).pipe(
+export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive, FlowRunsLive, FlowRunStatesLive).pipe(
   Layer.provide([FlowsRepo.Default, FlowRunsRepo.Default])
 )
 

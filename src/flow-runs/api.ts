@@ -9,9 +9,12 @@ import {
   FlowRunCreate,
   FlowRunPaginationResponse,
   FlowRunUpdate,
+  OrchestrationResult,
   PaginateFlowRunsBody,
-  ReadFlowRunsBody
+  ReadFlowRunsBody,
+  SetFlowRunStateBody
 } from "./schemas.ts"
+import { State } from "../domain/states.ts"
 
 const IdPath = Schema.Struct({ id: Id })
 
@@ -25,5 +28,19 @@ export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(FlowRun))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(FlowRunUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  // 201 when a new state was stored, 200 otherwise.
+  .add(
+    HttpApiEndpoint.post("setState", "/:id/set_state").setPath(IdPath).setPayload(SetFlowRunStateBody).addSuccess(OrchestrationResult)
+  )
   .prefix("/flow_runs")
+{}
+
+export class FlowRunStatesApi extends HttpApiGroup.make("flowRunStates")
+  .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(State))
+  .add(
+    HttpApiEndpoint.get("list", "/")
+      .setUrlParams(Schema.Struct({ flow_run_id: Id }))
+      .addSuccess(Schema.Array(State))
+  )
+  .prefix("/flow_run_states")
 {}

@@ -7,7 +7,7 @@ import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
 import { BadRequest, Conflict, NotFound } from "../http/errors.ts"
 import { FlowRunsRepo } from "./repo.ts"
-import { FlowRun, type FlowRunCreate } from "./schemas.ts"
+import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 
 const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
 
@@ -86,5 +86,28 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(Effect.orDie(runs.removeMatching(payload.flow_runs, payload.limit)), (deleted) => ({ deleted }))
       )
+      .handle("setState", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const result = yield* Effect.orDie(runs.setState(path.id, payload.state, payload.force))
+          if (result === undefined) return yield* flowRunNotFound
+          const { created, ...answer } = result
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeResult(answer)), { status: created ? 201 : 200 })
+        })
+      )
+  })
+)
+
+const encodeResult = Schema.encode(OrchestrationResult)
+
+export const FlowRunStatesLive = HttpApiBuilder.group(BatonApi, "flowRunStates", (handlers) =>
+  Effect.gen(function* () {
+    const runs = yield* FlowRunsRepo
+    return handlers
+      .handle("read", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.readState(path.id)), (state) =>
+          state === undefined ? new NotFound({ detail: "Flow run state not found" }) : Effect.succeed(state)
+        )
+      )
+      .handle("list", ({ urlParams }) => Effect.orDie(runs.readStates(urlParams.flow_run_id)))
   })
 )

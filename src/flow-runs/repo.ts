@@ -7,6 +7,8 @@ import { defaultStateName, isFinal, type State, StateDetails, type StateCreate, 
 import { now } from "../domain/time.ts"
 import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
+import { orchestrate, type RuleState } from "../orchestration/engine.ts"
+import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { applyGlobalPolicy, type RunClock } from "../orchestration/global-policy.ts"
 import {
   type FlowRun,
@@ -99,7 +101,8 @@ interface StateRow {
   readonly id: string
   readonly type: StateType
   readonly name: string | null
-  readonly timestamp: string
+  /** A Date from a column, an ISO string from the joined JSON. */
+  readonly timestamp: string | Date
   readonly message: string | null
   readonly data: unknown
   readonly state_details: unknown
@@ -194,7 +197,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
      * Moves the run to `proposed` with the global bookkeeping and stores the state in its history.
      * Runs inside the caller's transaction, on a row it has locked.
      */
-    const writeState = Effect.fn("FlowRunsRepo.writeState")(function* (row: FlowRunRow, proposed: StateCreate) {
+    const writeState = Effect.fn("FlowRunsRepo.writeState")(function* (row: FlowRunRow, proposed: RuleState) {
       const at = yield* now
       // States of one run never share a timestamp: step past any taken one.
       const taken = yield* sql<{ timestamp: Date }>`
@@ -277,9 +280,55 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       )
     })
 
-    /** Whether a flow with this id exists. */
-    const flowExists = (flowId: string) =>
-      Effect.map(sql`SELECT 1 FROM flow WHERE id = ${flowId}`, (rows) => rows.length > 0)
+    /**
+     * Proposes a state for the run: the policy decides, an accepted (or replacement) state is stored
+     * with the global bookkeeping. The run's row is locked for the whole transaction, so two
+     * proposals for one run are decided one after the other. Undefined when there is no such run.
+     */
+    const setState = Effect.fn("FlowRunsRepo.setState")(function* (id: string, proposed: StateCreate, force: boolean) {
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          // Lock first, then read in a new statement: under READ COMMITTED a locking read of a join
+          // would see the run's new state_id but the old snapshot's states.
+          const locked = yield* sql`SELECT id FROM flow_run WHERE id = ${id} FOR UPDATE`
+          if (locked.length === 0) return undefined
+          const row = (yield* readRow(id))!
+          const at = yield* now
+          const initial = row.state === null ? null : toState(row.state)
+          const outcome = orchestrate(force ? minimalFlowPolicy : coreFlowPolicy, {
+            now: at,
+            run: { ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) },
+            initial,
+            // A state without a name is named after its type before any rule looks at it.
+            proposed: { ...proposed, name: proposed.name ?? defaultStateName[proposed.type] }
+          })
+          if (outcome.proposed !== null) yield* writeState({ ...row, empirical_policy: outcome.policy }, outcome.proposed)
+          const after = (yield* readRow(id))!
+          return {
+            status: outcome.decision.status,
+            details: outcome.decision.details,
+            state: after.state === null ? null : toState(after.state),
+            created: outcome.proposed !== null
+          }
+        })
+      )
+    })
+
+    /** One stored state of a flow run. */
+    const readState = (stateId: string) =>
+      Effect.map(
+        sql<StateRow>`SELECT * FROM flow_run_state WHERE id = ${stateId}`,
+        (rows) => (rows[0] === undefined ? undefined : toState(rows[0]))
+      )
+
+    /** A flow run's states, oldest first. */
+    const readStates = (flowRunId: string) =>
+      Effect.map(
+        sql<StateRow>`
+          SELECT * FROM flow_run_state WHERE flow_run_id = ${flowRunId} ORDER BY timestamp
+        `,
+        (rows) => rows.map(toState)
+      )
 
     /** Sets the given fields; false when there is no such run. */
     const update = Effect.fn("FlowRunsRepo.update")(function* (id: string, changes: FlowRunUpdate) {
@@ -327,7 +376,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         (rows) => rows.map((r) => r.id)
       )
 
-    return { create, read, flowExists, update, filter, count, remove, removeMatching } as const
+    return { create, read, setState, readState, readStates, update, filter, count, remove, removeMatching } as const
   })
 }) {}
 

@@ -187,3 +187,20 @@ export const BulkDeleteFlowRunsBody = Schema.Struct({
 export const FlowRunBulkDeleteResponse = Schema.Struct({ deleted: Schema.Array(Id) }).annotations({
   identifier: "FlowRunBulkDeleteResponse"
 })
+
+export const SetFlowRunStateBody = Schema.Struct({
+  state: StateCreate,
+  force: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+
+/** The engine's answer: its decision, why, and the run's state afterwards. */
+export const OrchestrationResult = Schema.Struct({
+  state: Schema.NullOr(State),
+  status: Schema.Literal("ACCEPT", "REJECT", "ABORT", "WAIT"),
+  details: Schema.Union(
+    Schema.Struct({ type: Schema.Literal("accept_details") }),
+    Schema.Struct({ type: Schema.Literal("reject_details"), reason: Schema.NullOr(Schema.String) }),
+    Schema.Struct({ type: Schema.Literal("abort_details"), reason: Schema.NullOr(Schema.String) }),
+    Schema.Struct({ type: Schema.Literal("wait_details"), delay_seconds: Schema.Int, reason: Schema.NullOr(Schema.String) })
+  )
+}).annotations({ identifier: "OrchestrationResult" })

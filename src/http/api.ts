@@ -4,7 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
-import { FlowRunsApi } from "../flow-runs/api.ts"
+import { FlowRunStatesApi, FlowRunsApi } from "../flow-runs/api.ts"
 import { FlowsApi } from "../flows/api.ts"
 import { RootApi } from "../root/api.ts"
 import { API_VERSION } from "../version.ts"
@@ -22,6 +22,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(AdminApi)
   .add(FlowsApi)
   .add(FlowRunsApi)
+  .add(FlowRunStatesApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

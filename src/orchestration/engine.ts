@@ -1,0 +1,133 @@
+/**
+ * The orchestration engine: a proposed state goes through a policy's rules in order; each rule that
+ * governs the transition (its from- and to-state types match) may accept it, change it, reject it
+ * (optionally in favour of another state), delay it (WAIT) or abort it. A rule whose transition was
+ * already changed by an earlier rule no longer applies. The engine is pure: the run, the states and
+ * "now" come in, a decision comes out; the caller stores it.
+ */
+import type { StateDetails, StateType } from "../domain/states.ts"
+
+/** A state as the rules see it (a stored one, or the one proposed). */
+export interface RuleState {
+  readonly type: StateType
+  readonly name: string | null
+  readonly message: string | null
+  readonly data: unknown
+  readonly state_details: StateDetails
+  /** Set for stored states. */
+  readonly timestamp?: Date
+}
+
+export interface RunPolicy {
+  readonly max_retries: number
+  readonly retry_delay_seconds: number
+  readonly retries: number | null
+  readonly retry_delay: number | null
+  readonly pause_keys: ReadonlyArray<string> | null
+  readonly resuming: boolean | null
+  readonly retry_type: "in_process" | "reschedule" | null
+}
+
+/** The run fields rules read. */
+export interface RuleRun {
+  readonly run_count: number
+  readonly deployment_id: string | null
+  readonly infrastructure_pid: string | null
+  readonly empirical_policy: RunPolicy
+}
+
+export type Decision =
+  | { readonly status: "ACCEPT"; readonly details: { readonly type: "accept_details" } }
+  | { readonly status: "REJECT"; readonly details: { readonly type: "reject_details"; readonly reason: string | null } }
+  | {
+    readonly status: "WAIT"
+    readonly details: { readonly type: "wait_details"; readonly delay_seconds: number; readonly reason: string | null }
+  }
+  | { readonly status: "ABORT"; readonly details: { readonly type: "abort_details"; readonly reason: string | null } }
+
+export interface TransitionContext {
+  readonly now: Date
+  readonly initial: RuleState | null
+  /** null once a rule rejects without a replacement, delays or aborts: nothing is written. */
+  proposed: RuleState | null
+  decision: Decision
+  /** The run's policy after the transition (rules update retry/pause bookkeeping here). */
+  policy: RunPolicy
+  readonly run: RuleRun
+}
+
+export interface Rule {
+  readonly name: string
+  readonly from: ReadonlySet<StateType | null>
+  readonly to: ReadonlySet<StateType | null>
+  readonly before: (context: TransitionContext) => void
+}
+
+export const ALL_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>([
+  "SCHEDULED",
+  "PENDING",
+  "RUNNING",
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "CRASHED",
+  "PAUSED",
+  "CANCELLING",
+  null
+])
+
+export const TERMINAL_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>([
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "CRASHED"
+])
+
+export const states = (...types: ReadonlyArray<StateType>): ReadonlySet<StateType | null> => new Set(types)
+
+/** Outcomes a rule applies to the context. */
+export const reject = (context: TransitionContext, replacement: RuleState | null, reason: string) => {
+  context.proposed = replacement
+  context.decision = { status: "REJECT", details: { type: "reject_details", reason } }
+}
+
+export const wait = (context: TransitionContext, delaySeconds: number, reason: string) => {
+  context.proposed = null
+  context.decision = { status: "WAIT", details: { type: "wait_details", delay_seconds: delaySeconds, reason } }
+}
+
+export const abort = (context: TransitionContext, reason: string) => {
+  context.proposed = null
+  context.decision = { status: "ABORT", details: { type: "abort_details", reason } }
+}
+
+export interface Outcome {
+  readonly decision: Decision
+  /** The state to store, or null when nothing is written. */
+  readonly proposed: RuleState | null
+  readonly policy: RunPolicy
+}
+
+/** Runs `proposed` through `rules` and says what happens. */
+export const orchestrate = (
+  rules: ReadonlyArray<Rule>,
+  input: { readonly now: Date; readonly run: RuleRun; readonly initial: RuleState | null; readonly proposed: RuleState }
+): Outcome => {
+  const fromType = input.initial?.type ?? null
+  const toType = input.proposed.type
+  const context: TransitionContext = {
+    now: input.now,
+    initial: input.initial,
+    proposed: { ...input.proposed, state_details: { ...input.proposed.state_details } },
+    decision: { status: "ACCEPT", details: { type: "accept_details" } },
+    policy: input.run.empirical_policy,
+    run: input.run
+  }
+  for (const rule of rules) {
+    if (!rule.from.has(fromType) || !rule.to.has(toType)) continue
+    // An earlier rule changed the transition this rule was chosen for: it no longer applies.
+    if ((context.proposed?.type ?? null) !== toType) continue
+    rule.before(context)
+  }
+  return { decision: context.decision, proposed: context.proposed, policy: context.policy }
+}

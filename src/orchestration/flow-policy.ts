@@ -1,0 +1,206 @@
+/**
+ * The rules flow-run transitions go through, in the reference's order. Concurrency rules arrive with
+ * concurrency limits; pausing and resuming with their endpoints.
+ */
+import { emptyStateDetails } from "../domain/states.ts"
+import { abort, ALL_STATES, reject, type Rule, type RuleState, states, TERMINAL_STATES, wait } from "./engine.ts"
+
+/** Result data that points at stored results (anything but an "unpersisted" marker). */
+const hasPersistedResult = (data: unknown): boolean =>
+  typeof data === "object" && data !== null && !Array.isArray(data) && (data as { type?: unknown }).type !== "unpersisted"
+
+const cancelled = (): RuleState => ({
+  type: "CANCELLED",
+  name: "Cancelled",
+  message: null,
+  data: null,
+  state_details: emptyStateDetails
+})
+
+/** A client retrying a request never applies the same transition twice. */
+const preventDuplicateTransitions: Rule = {
+  name: "PreventDuplicateTransitions",
+  from: ALL_STATES,
+  to: ALL_STATES,
+  before: (context) => {
+    const initialId = context.initial?.state_details.transition_id ?? null
+    const proposedId = context.proposed?.state_details.transition_id ?? null
+    if (initialId !== null && proposedId !== null && initialId === proposedId) {
+      reject(context, null, "This run has already made this state transition.")
+    }
+  }
+}
+
+/** Leaving a terminal state is only possible for a rerun of a deployment's run. */
+const handleFlowTerminalStateTransitions: Rule = {
+  name: "HandleFlowTerminalStateTransitions",
+  from: TERMINAL_STATES,
+  to: ALL_STATES,
+  before: (context) => {
+    const initial = context.initial!
+    const proposed = context.proposed!
+    if (proposed.type === "CANCELLING" || proposed.type === "PAUSED" || proposed.type === "CRASHED") {
+      return abort(context, `Run is already in terminal state ${initial.type}.`)
+    }
+    const final = TERMINAL_STATES.has(proposed.type)
+    if (initial.type === "COMPLETED" && !final && hasPersistedResult(initial.data)) {
+      return reject(context, null, "Run is already COMPLETED.")
+    }
+    if (
+      initial.type === "COMPLETED" && proposed.type === "COMPLETED" && hasPersistedResult(initial.data) &&
+      !hasPersistedResult(proposed.data)
+    ) {
+      return reject(
+        context,
+        null,
+        "Cannot overwrite a COMPLETED state that carries persisted result data with one that does not."
+      )
+    }
+    if (proposed.type === "SCHEDULED" && context.run.deployment_id === null) {
+      return abort(context, "Cannot reschedule a run without an associated deployment.")
+    }
+    if (!final) {
+      context.policy = {
+        ...context.policy,
+        resuming: false,
+        pause_keys: [],
+        retry_type: proposed.type === "SCHEDULED" ? "reschedule" : null
+      }
+    }
+  }
+}
+
+/** A cancelling run can only end Cancelled. */
+const enforceCancellingToCancelledTransition: Rule = {
+  name: "EnforceCancellingToCancelledTransition",
+  from: states("CANCELLING"),
+  to: new Set([...ALL_STATES].filter((type) => type !== "CANCELLED")),
+  before: (context) =>
+    reject(context, null, "Cannot transition flows that are cancelling to a state other than Cancelled.")
+}
+
+/** Runs that never started anything have nothing to stop: cancel them straight away. */
+const bypassCancellingFlowRunsWithNoInfra: Rule = {
+  name: "BypassCancellingFlowRunsWithNoInfra",
+  from: states("SCHEDULED", "PAUSED"),
+  to: states("CANCELLING"),
+  before: (context) => {
+    const initial = context.initial!
+    if ((initial.type === "SCHEDULED" && context.run.infrastructure_pid === null) || initial.name === "Resuming") {
+      reject(context, cancelled(), "Scheduled flow run has no infrastructure to terminate.")
+    } else if (initial.type === "PAUSED" && initial.state_details.pause_reschedule) {
+      reject(context, cancelled(), "Suspended flow run has no infrastructure to terminate.")
+    }
+  }
+}
+
+/** Only one client may move a run to Pending: a second one is told to stop. */
+const preventPendingTransitions: Rule = {
+  name: "PreventPendingTransitions",
+  from: states("PENDING", "CANCELLING", "RUNNING", "CANCELLED"),
+  to: states("PENDING"),
+  before: (context) => {
+    const initial = context.initial!
+    const proposed = context.proposed!
+    if (initial.type === "PENDING" && initial.name !== proposed.name && proposed.name !== "Pending") {
+      context.proposed = {
+        ...proposed,
+        state_details: {
+          ...proposed.state_details,
+          scheduled_time: initial.state_details.scheduled_time,
+          deployment_concurrency_lease_id: initial.state_details.deployment_concurrency_lease_id
+        }
+      }
+      return
+    }
+    abort(context, `This run is in a ${initial.type} state and cannot transition to a PENDING state.`)
+  }
+}
+
+/** "Late" is a Scheduled state, and only a scheduled run becomes late, once. */
+const ensureOnlyScheduledFlowsMarkedLate: Rule = {
+  name: "EnsureOnlyScheduledFlowsMarkedLate",
+  from: ALL_STATES,
+  to: states("SCHEDULED"),
+  before: (context) => {
+    const initial = context.initial
+    if (initial === null || context.proposed?.name !== "Late") return
+    if (initial.type !== "SCHEDULED") reject(context, null, "Only scheduled flows can be marked late.")
+    else if (initial.name === "Late") reject(context, null, "This flow run is already marked late.")
+  }
+}
+
+/** Pending keeps the time the run was scheduled for. */
+const copyScheduledTime: Rule = {
+  name: "CopyScheduledTime",
+  from: states("SCHEDULED"),
+  to: states("PENDING"),
+  before: (context) => {
+    const proposed = context.proposed!
+    if (proposed.state_details.scheduled_time === null) {
+      context.proposed = {
+        ...proposed,
+        state_details: { ...proposed.state_details, scheduled_time: context.initial!.state_details.scheduled_time }
+      }
+    }
+  }
+}
+
+/** A run may not start before its scheduled time: WAIT for the rest of it. */
+const waitForScheduledTime: Rule = {
+  name: "WaitForScheduledTime",
+  from: states("SCHEDULED", "PENDING"),
+  to: states("RUNNING"),
+  before: (context) => {
+    const scheduled = context.initial!.state_details.scheduled_time
+    if (scheduled === null) return
+    const delaySeconds = Math.round((scheduled.getTime() - context.now.getTime()) / 1000)
+    if (delaySeconds > 0) wait(context, delaySeconds, "Scheduled time is in the future")
+  }
+}
+
+/** A failing run with retries left is rescheduled as AwaitingRetry after its retry delay. */
+const retryFailedFlows: Rule = {
+  name: "RetryFailedFlows",
+  from: states("RUNNING"),
+  to: states("FAILED"),
+  before: (context) => {
+    const policy = context.run.empirical_policy
+    if (policy.retries === null || context.run.run_count > policy.retries) {
+      context.policy = { ...context.policy, retry_type: null }
+      return
+    }
+    const proposed = context.proposed!
+    context.policy = { ...context.policy, resuming: false, pause_keys: [], retry_type: "in_process" }
+    reject(
+      context,
+      {
+        type: "SCHEDULED",
+        name: "AwaitingRetry",
+        message: proposed.message,
+        data: proposed.data,
+        state_details: {
+          ...emptyStateDetails,
+          scheduled_time: new Date(context.now.getTime() + (policy.retry_delay ?? 0) * 1000)
+        }
+      },
+      "Retrying"
+    )
+  }
+}
+
+/** The core flow policy, for ordinary transitions. */
+export const coreFlowPolicy: ReadonlyArray<Rule> = [
+  preventDuplicateTransitions,
+  handleFlowTerminalStateTransitions,
+  enforceCancellingToCancelledTransition,
+  bypassCancellingFlowRunsWithNoInfra,
+  preventPendingTransitions,
+  ensureOnlyScheduledFlowsMarkedLate,
+  copyScheduledTime,
+  waitForScheduledTime,
+  retryFailedFlows
+]
+
+/** What still applies when a transition is forced. */
+export const minimalFlowPolicy: ReadonlyArray<Rule> = [bypassCancellingFlowRunsWithNoInfra]
