@@ -28,4 +28,5 @@ export {
 export * as Database from "./database/client.ts"
 export * as Migrator from "./database/migrator.ts"
 export { defineService, runServices, type BackgroundService } from "./services/runner.ts"
+export { Transitions, type StateTransition } from "./orchestration/transitions.ts"
 export { API_VERSION, BATON_VERSION, COMPATIBLE_SERVER_VERSION } from "./version.ts"

@@ -10,6 +10,7 @@ import type { FlowFilter } from "../flows/schemas.ts"
 import { orchestrate, type RuleState } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { applyGlobalPolicy, type RunClock } from "../orchestration/global-policy.ts"
+import { Transitions } from "../orchestration/transitions.ts"
 import {
   type FlowRun,
   type FlowRunFilter,
@@ -173,6 +174,7 @@ export interface FlowRunQuery {
 export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRunsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const transitions = yield* Transitions
 
     const selectRuns = sql`
       SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state
@@ -278,7 +280,16 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
           return { id, created: true }
         })
       )
-    })
+    }, (effect) =>
+      Effect.tap(effect, ({ id, created }) =>
+        created
+          ? Effect.flatMap(readRow(id), (row) =>
+            row?.state
+              ? transitions.publish({ kind: "flow_run", run_id: id, initial_state: null, validated_state: toState(row.state) })
+              : Effect.void
+          )
+          : Effect.void
+      ))
 
     /**
      * Proposes a state for the run: the policy decides, an accepted (or replacement) state is stored
@@ -286,7 +297,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
      * proposals for one run are decided one after the other. Undefined when there is no such run.
      */
     const setState = Effect.fn("FlowRunsRepo.setState")(function* (id: string, proposed: StateCreate, force: boolean) {
-      return yield* sql.withTransaction(
+      const result = yield* sql.withTransaction(
         Effect.gen(function* () {
           // Lock first, then read in a new statement: under READ COMMITTED a locking read of a join
           // would see the run's new state_id but the old snapshot's states.
@@ -308,10 +319,18 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             status: outcome.decision.status,
             details: outcome.decision.details,
             state: after.state === null ? null : toState(after.state),
+            initial,
             created: outcome.proposed !== null
           }
         })
       )
+      if (result === undefined) return undefined
+      const { initial, ...answer } = result
+      // Published once the transaction has committed.
+      if (answer.created && answer.state !== null) {
+        yield* transitions.publish({ kind: "flow_run", run_id: id, initial_state: initial, validated_state: answer.state })
+      }
+      return answer
     })
 
     /** One stored state of a flow run. */

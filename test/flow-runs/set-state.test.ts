@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect, Queue, TestClock } from "effect"
+import { Transitions } from "../../src/orchestration/transitions.ts"
 import { request, testServer } from "../support/server.ts"
 
 const setState = (id: string, state: Record<string, unknown>, force?: boolean) =>
@@ -79,6 +80,23 @@ describe("POST /flow_runs/{id}/set_state", () => {
         const one = yield* request("GET", `/flow_run_states/${history[2].id}`)
         expect(one.body).toEqual(history[2])
         expect((yield* request("GET", "/flow_run_states/00000000-0000-4000-8000-000000000000")).status).toBe(404)
+      })
+    )
+
+    it.scoped("publishes each committed transition, and nothing for one that was not", () =>
+      Effect.gen(function* () {
+        const transitions = yield* Transitions
+        const seen = yield* transitions.subscribe
+        const flowId = (yield* request("POST", "/flows/", { body: { name: "published" } })).body.id
+        const run = (yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } })).body
+        const first = yield* Queue.take(seen)
+        expect(first).toMatchObject({ kind: "flow_run", run_id: run.id, initial_state: null, validated_state: { type: "PENDING" } })
+        yield* setState(run.id, { type: "PENDING" })
+        const running = yield* setState(run.id, { type: "RUNNING" })
+        const second = yield* Queue.take(seen)
+        expect(second).toMatchObject({ run_id: run.id, initial_state: { type: "PENDING" }, validated_state: { type: "RUNNING" } })
+        expect(second.validated_state.id).toBe(running.body.state.id)
+        expect(yield* Queue.size(seen)).toBe(0)
       })
     )
 

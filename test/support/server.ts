@@ -9,6 +9,7 @@ import { Effect, Layer } from "effect"
 import { BatonApi } from "../../src/http/api.ts"
 import { ApiLive, HttpServerLive, serveApi } from "../../src/server.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
+import { Transitions } from "../../src/orchestration/transitions.ts"
 import { TestDatabase } from "./database.ts"
 
 export interface TestServerOptions {
@@ -23,6 +24,8 @@ export interface TestServerOptions {
 export const testServer = (options: TestServerOptions = {}) =>
   (options.api ? serveApi(options.api.api, options.api.handlers) : ApiLive).pipe(
     Layer.provideMerge(HttpServerLive),
+    // The same instance the handlers publish to (Layers are memoised within one build).
+    Layer.provideMerge(Transitions.Default),
     Layer.provideMerge(TestDatabase),
     Layer.provideMerge(
       settingsLayer({ "server.api.host": "127.0.0.1", "server.api.port": 0, ...options.overrides })
