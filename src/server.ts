@@ -18,6 +18,7 @@ import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./http/api.ts"
 import { edge } from "./http/edge.ts"
 import { apiMiddleware } from "./http/middleware.ts"
+import { RunStatesRepo } from "./orchestration/repo.ts"
 import { Transitions } from "./orchestration/transitions.ts"
 import { RootLive } from "./root/http.ts"
 import { services } from "./services/registry.ts"
@@ -39,6 +40,7 @@ export const DatabaseLive: Layer.Layer<
 /** The handlers of every area's group, with the repositories they use. */
 export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive, FlowRunsLive, FlowRunStatesLive).pipe(
   Layer.provide([FlowsRepo.Default, FlowRunsRepo.Default]),
+  Layer.provide(RunStatesRepo.Default),
   Layer.provideMerge(Transitions.Default)
 )
 

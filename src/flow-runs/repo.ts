@@ -3,14 +3,12 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
-import { defaultStateName, isFinal, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
+import { isFinal, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
-import { orchestrate, type RuleState } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
-import { applyGlobalPolicy, type RunClock } from "../orchestration/global-policy.ts"
-import { Transitions } from "../orchestration/transitions.ts"
+import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import {
   type FlowRun,
   type FlowRunFilter,
@@ -98,30 +96,7 @@ interface FlowRunRow {
   readonly state: StateRow | null
 }
 
-interface StateRow {
-  readonly id: string
-  readonly type: StateType
-  readonly name: string | null
-  /** A Date from a column, an ISO string from the joined JSON. */
-  readonly timestamp: string | Date
-  readonly message: string | null
-  readonly data: unknown
-  readonly state_details: unknown
-}
-
-const decodeDetails = Schema.decodeUnknownSync(StateDetails)
-const encodeDetails = Schema.encodeSync(StateDetails)
 const decodePolicy = Schema.decodeUnknownSync(FlowRunPolicy)
-
-const toState = (row: StateRow): State => ({
-  id: row.id,
-  type: row.type,
-  name: row.name,
-  timestamp: new Date(row.timestamp),
-  message: row.message,
-  data: row.data ?? null,
-  state_details: decodeDetails(row.state_details ?? {})
-})
 
 const seconds = (ms: number) => ms / 1000
 
@@ -174,7 +149,7 @@ export interface FlowRunQuery {
 export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRunsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const transitions = yield* Transitions
+    const states = yield* RunStatesRepo
 
     const selectRuns = sql`
       SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state
@@ -194,59 +169,6 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     const read = (id: string) =>
       Effect.flatMap(readRow(id), (row) => Effect.map(now, (at) => (row === undefined ? undefined : toFlowRun(row, at))))
-
-    /**
-     * Moves the run to `proposed` with the global bookkeeping and stores the state in its history.
-     * Runs inside the caller's transaction, on a row it has locked.
-     */
-    const writeState = Effect.fn("FlowRunsRepo.writeState")(function* (row: FlowRunRow, proposed: RuleState) {
-      const at = yield* now
-      // States of one run never share a timestamp: step past any taken one.
-      const taken = yield* sql<{ timestamp: Date }>`
-        SELECT timestamp FROM flow_run_state WHERE flow_run_id = ${row.id} AND timestamp >= ${at}
-      `
-      const takenTimes = new Set(taken.map((t) => t.timestamp.getTime()))
-      let stamp = at.getTime()
-      while (takenTimes.has(stamp)) stamp += 1
-      const timestamp = new Date(stamp)
-      const details = proposed.type === "SCHEDULED" && proposed.state_details.scheduled_time === null
-        ? { ...proposed.state_details, scheduled_time: timestamp }
-        : proposed.state_details
-      const name = proposed.name ?? defaultStateName[proposed.type]
-      const initial = row.state === null ? null : toState(row.state)
-      const policy = decodePolicy(row.empirical_policy ?? {})
-      const clock: RunClock = { ...row, resuming: policy.resuming }
-      const next = applyGlobalPolicy(
-        "flow_run",
-        clock,
-        initial === null
-          ? null
-          : { type: initial.type, name: initial.name, timestamp: initial.timestamp, scheduled_time: initial.state_details.scheduled_time },
-        { type: proposed.type, name, timestamp, scheduled_time: details.scheduled_time }
-      )
-      const stateId = yield* newId
-      yield* sql`
-        INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
-        VALUES (${stateId}, ${at}, ${at}, ${row.id}, ${proposed.type}, ${name}, ${timestamp}, ${proposed.message},
-                ${JSON.stringify(proposed.data ?? null)}::jsonb, ${JSON.stringify(encodeDetails({ ...details, flow_run_id: row.id }))}::jsonb)
-      `
-      yield* sql`
-        UPDATE flow_run SET
-          updated = ${at},
-          state_id = ${stateId},
-          state_type = ${next.state_type},
-          state_name = ${next.state_name},
-          state_timestamp = ${next.state_timestamp},
-          start_time = ${next.start_time},
-          end_time = ${next.end_time},
-          run_count = ${next.run_count},
-          total_run_time = ${next.total_run_time},
-          expected_start_time = ${next.expected_start_time},
-          next_scheduled_start_time = ${next.next_scheduled_start_time},
-          empirical_policy = ${JSON.stringify({ ...policy, resuming: next.resuming ?? policy.resuming })}::jsonb
-        WHERE id = ${row.id}
-      `
-    })
 
     /** Creates a run in its first state; with an idempotency key already used for the flow, returns that run. */
     const create = Effect.fn("FlowRunsRepo.create")(function* (input: NewFlowRun) {
@@ -273,81 +195,28 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             const existing = yield* sql<{ id: string }>`
               SELECT id FROM flow_run WHERE flow_id = ${input.flow_id} AND idempotency_key = ${input.idempotency_key}
             `
-            return { id: existing[0]!.id, created: false }
+            return { id: existing[0]!.id, created: false, state: undefined }
           }
           const row = (yield* readRow(id))!
-          yield* writeState(row, input.state)
-          return { id, created: true }
+          const state = yield* states.writeState("flow_run", row, input.state, input.empirical_policy)
+          return { id, created: true, state }
         })
       )
     }, (effect) =>
-      Effect.tap(effect, ({ id, created }) =>
-        created
-          ? Effect.flatMap(readRow(id), (row) =>
-            row?.state
-              ? transitions.publish({ kind: "flow_run", run_id: id, initial_state: null, validated_state: toState(row.state) })
-              : Effect.void
-          )
-          : Effect.void
-      ))
+      Effect.tap(effect, (result) => (result.created ? states.published("flow_run", result.id, null, result.state!) : Effect.void)))
 
-    /**
-     * Proposes a state for the run: the policy decides, an accepted (or replacement) state is stored
-     * with the global bookkeeping. The run's row is locked for the whole transaction, so two
-     * proposals for one run are decided one after the other. Undefined when there is no such run.
-     */
-    const setState = Effect.fn("FlowRunsRepo.setState")(function* (id: string, proposed: StateCreate, force: boolean) {
-      const result = yield* sql.withTransaction(
-        Effect.gen(function* () {
-          // Lock first, then read in a new statement: under READ COMMITTED a locking read of a join
-          // would see the run's new state_id but the old snapshot's states.
-          const locked = yield* sql`SELECT id FROM flow_run WHERE id = ${id} FOR UPDATE`
-          if (locked.length === 0) return undefined
-          const row = (yield* readRow(id))!
-          const at = yield* now
-          const initial = row.state === null ? null : toState(row.state)
-          const outcome = orchestrate(force ? minimalFlowPolicy : coreFlowPolicy, {
-            now: at,
-            run: { ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) },
-            initial,
-            // A state without a name is named after its type before any rule looks at it.
-            proposed: { ...proposed, name: proposed.name ?? defaultStateName[proposed.type] }
-          })
-          if (outcome.proposed !== null) yield* writeState({ ...row, empirical_policy: outcome.policy }, outcome.proposed)
-          const after = (yield* readRow(id))!
-          return {
-            status: outcome.decision.status,
-            details: outcome.decision.details,
-            state: after.state === null ? null : toState(after.state),
-            initial,
-            created: outcome.proposed !== null
-          }
-        })
-      )
-      if (result === undefined) return undefined
-      const { initial, ...answer } = result
-      // Published once the transaction has committed.
-      if (answer.created && answer.state !== null) {
-        yield* transitions.publish({ kind: "flow_run", run_id: id, initial_state: initial, validated_state: answer.state })
-      }
-      return answer
-    })
+    /** Proposes a state for the run through the core flow policy (the minimal one when forced). */
+    const setState = (id: string, proposed: StateCreate, force: boolean) =>
+      states.transition<FlowRunRow>({
+        kind: "flow_run",
+        id,
+        proposed,
+        rules: force ? minimalFlowPolicy : coreFlowPolicy,
+        ruleRun: (row) => Effect.succeed({ ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) })
+      })
 
-    /** One stored state of a flow run. */
-    const readState = (stateId: string) =>
-      Effect.map(
-        sql<StateRow>`SELECT * FROM flow_run_state WHERE id = ${stateId}`,
-        (rows) => (rows[0] === undefined ? undefined : toState(rows[0]))
-      )
-
-    /** A flow run's states, oldest first. */
-    const readStates = (flowRunId: string) =>
-      Effect.map(
-        sql<StateRow>`
-          SELECT * FROM flow_run_state WHERE flow_run_id = ${flowRunId} ORDER BY timestamp
-        `,
-        (rows) => rows.map(toState)
-      )
+    const readState = (stateId: string) => states.readState("flow_run", stateId)
+    const readStates = (flowRunId: string) => states.readStates("flow_run", flowRunId)
 
     /** Sets the given fields; false when there is no such run. */
     const update = Effect.fn("FlowRunsRepo.update")(function* (id: string, changes: FlowRunUpdate) {

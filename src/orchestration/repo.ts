@@ -1,0 +1,218 @@
+/**
+ * States of flow runs and task runs in SQL: one mechanism for both kinds of run. A transition locks
+ * the run's row, runs the policy, stores the resulting state with the global bookkeeping, and
+ * publishes the committed transition.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { newId } from "../domain/ids.ts"
+import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { orchestrate, type Rule, type RuleRun, type RuleState, type RunPolicy } from "./engine.ts"
+import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
+import { Transitions } from "./transitions.ts"
+
+export type RunKind = "flow_run" | "task_run"
+
+/** The columns every run table has for its state, and its current state joined as JSON. */
+export interface RunStateRow {
+  readonly id: string
+  readonly state_id: string | null
+  readonly state_type: StateType | null
+  readonly state_name: string | null
+  readonly state_timestamp: Date | null
+  readonly start_time: Date | null
+  readonly end_time: Date | null
+  readonly run_count: number
+  readonly total_run_time: number
+  readonly expected_start_time: Date | null
+  readonly next_scheduled_start_time: Date | null
+  readonly empirical_policy: unknown
+  readonly state: StateRow | null
+}
+
+export interface StateRow {
+  readonly id: string
+  readonly type: StateType
+  readonly name: string | null
+  /** A Date from a column, an ISO string from joined JSON. */
+  readonly timestamp: string | Date
+  readonly message: string | null
+  readonly data: unknown
+  readonly state_details: unknown
+}
+
+const decodeDetails = Schema.decodeUnknownSync(StateDetails)
+const encodeDetails = Schema.encodeSync(StateDetails)
+
+export const toState = (row: StateRow): State => ({
+  id: row.id,
+  type: row.type,
+  name: row.name,
+  timestamp: new Date(row.timestamp),
+  message: row.message,
+  data: row.data ?? null,
+  state_details: decodeDetails(row.state_details ?? {})
+})
+
+const toTransitionState = (state: State) => ({
+  type: state.type,
+  name: state.name,
+  timestamp: state.timestamp,
+  scheduled_time: state.state_details.scheduled_time
+})
+
+/** What a policy needs besides the run's own columns (e.g. the enclosing flow run of a task run). */
+export interface TransitionInput<Row extends RunStateRow> {
+  readonly kind: RunKind
+  readonly id: string
+  readonly proposed: StateCreate
+  readonly rules: ReadonlyArray<Rule>
+  /** The run as the rules see it, from its row (and facts the caller looks up). */
+  readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<RuleRun, unknown>
+}
+
+const tables = {
+  flow_run: { run: "flow_run", states: "flow_run_state", fk: "flow_run_id" },
+  task_run: { run: "task_run", states: "task_run_state", fk: "task_run_id" }
+} as const
+
+export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunStatesRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const transitions = yield* Transitions
+
+    /** A run's row with its current state; `select` adds the kind's own columns. */
+    const readRow = <Row extends RunStateRow>(kind: RunKind, id: string) => {
+      const t = tables[kind]
+      return Effect.map(
+        sql<Row>`
+          SELECT r.*, to_jsonb(s.*) AS state
+          FROM ${sql(t.run)} r LEFT JOIN ${sql(t.states)} s ON s.id = r.state_id
+          WHERE r.id = ${id}
+        `,
+        (rows) => rows[0]
+      )
+    }
+
+    /**
+     * Stores `proposed` as the run's new state and applies the global bookkeeping; `policy` is the
+     * run's policy after the transition. Runs inside the caller's transaction.
+     */
+    const writeState = Effect.fn("RunStatesRepo.writeState")(function* (
+      kind: RunKind,
+      row: RunStateRow,
+      proposed: RuleState,
+      policy: RunPolicy | Record<string, unknown>
+    ) {
+      const t = tables[kind]
+      const at = yield* now
+      // States of one run never share a timestamp: step past any taken one.
+      const taken = yield* sql<{ timestamp: Date }>`
+        SELECT timestamp FROM ${sql(t.states)} WHERE ${sql(t.fk)} = ${row.id} AND timestamp >= ${at}
+      `
+      const takenTimes = new Set(taken.map((s) => s.timestamp.getTime()))
+      let stamp = at.getTime()
+      while (takenTimes.has(stamp)) stamp += 1
+      const timestamp = new Date(stamp)
+      const details = proposed.type === "SCHEDULED" && proposed.state_details.scheduled_time === null
+        ? { ...proposed.state_details, scheduled_time: timestamp }
+        : proposed.state_details
+      const name = proposed.name ?? defaultStateName[proposed.type]
+      const initial = row.state === null ? null : toState(row.state)
+      const resuming = kind === "flow_run" ? ((policy as { resuming?: boolean | null }).resuming ?? false) : undefined
+      const clock: RunClock = resuming === undefined ? row : { ...row, resuming }
+      const next = applyGlobalPolicy(
+        kind,
+        clock,
+        initial === null ? null : toTransitionState(initial),
+        { type: proposed.type, name, timestamp, scheduled_time: details.scheduled_time }
+      )
+      const stateId = yield* newId
+      yield* sql`
+        INSERT INTO ${sql(t.states)} (id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details)
+        VALUES (${stateId}, ${at}, ${at}, ${row.id}, ${proposed.type}, ${name}, ${timestamp}, ${proposed.message},
+                ${JSON.stringify(proposed.data ?? null)}::jsonb,
+                ${JSON.stringify(encodeDetails({ ...details, [t.fk]: row.id }))}::jsonb)
+      `
+      const finalPolicy = kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy
+      yield* sql`
+        UPDATE ${sql(t.run)} SET
+          updated = ${at},
+          state_id = ${stateId},
+          state_type = ${next.state_type},
+          state_name = ${next.state_name},
+          state_timestamp = ${next.state_timestamp},
+          start_time = ${next.start_time},
+          end_time = ${next.end_time},
+          run_count = ${next.run_count},
+          total_run_time = ${next.total_run_time},
+          expected_start_time = ${next.expected_start_time},
+          next_scheduled_start_time = ${next.next_scheduled_start_time},
+          empirical_policy = ${JSON.stringify(finalPolicy)}::jsonb
+        WHERE id = ${row.id}
+      `
+      return toState({
+        id: stateId,
+        type: proposed.type,
+        name,
+        timestamp,
+        message: proposed.message,
+        data: proposed.data,
+        state_details: encodeDetails({ ...details, [t.fk]: row.id })
+      })
+    })
+
+    /** Publishes a committed transition. */
+    const published = (kind: RunKind, id: string, initial: State | null, validated: State) =>
+      transitions.publish({ kind, run_id: id, initial_state: initial, validated_state: validated })
+
+    /**
+     * Proposes a state: the policy decides; an accepted (or replacement) state is stored. The run's
+     * row is locked for the whole transaction, so two proposals for one run are decided one after
+     * the other. Undefined when there is no such run.
+     */
+    const transition = Effect.fn("RunStatesRepo.transition")(function* <Row extends RunStateRow>(
+      input: TransitionInput<Row>
+    ) {
+      const t = tables[input.kind]
+      const result = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          // Lock first, then read in a new statement: under READ COMMITTED a locking read of a join
+          // would see the run's new state_id but the old snapshot's states.
+          const locked = yield* sql`SELECT id FROM ${sql(t.run)} WHERE id = ${input.id} FOR UPDATE`
+          if (locked.length === 0) return undefined
+          const row = (yield* readRow<Row>(input.kind, input.id))!
+          const at = yield* now
+          const initial = row.state === null ? null : toState(row.state)
+          // A state without a name is named after its type before any rule looks at it.
+          const proposed: RuleState = { ...input.proposed, name: input.proposed.name ?? defaultStateName[input.proposed.type] }
+          const ruleRun = yield* input.ruleRun(row, proposed)
+          const outcome = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
+          const validated = outcome.proposed === null
+            ? initial
+            : yield* writeState(input.kind, row, outcome.proposed, outcome.policy)
+          return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null }
+        })
+      )
+      if (result === undefined) return undefined
+      if (result.created && result.state !== null) yield* published(input.kind, input.id, result.initial, result.state)
+      return { status: result.decision.status, details: result.decision.details, state: result.state, created: result.created }
+    })
+
+    const readState = (kind: RunKind, stateId: string) =>
+      Effect.map(
+        sql<StateRow>`SELECT * FROM ${sql(tables[kind].states)} WHERE id = ${stateId}`,
+        (rows) => (rows[0] === undefined ? undefined : toState(rows[0]))
+      )
+
+    /** A run's states, oldest first. */
+    const readStates = (kind: RunKind, runId: string) =>
+      Effect.map(
+        sql<StateRow>`SELECT * FROM ${sql(tables[kind].states)} WHERE ${sql(tables[kind].fk)} = ${runId} ORDER BY timestamp`,
+        (rows) => rows.map(toState)
+      )
+
+    return { readRow, writeState, published, transition, readState, readStates } as const
+  })
+}) {}
