@@ -21,6 +21,8 @@ import { apiMiddleware } from "./http/middleware.ts"
 import { RunStatesRepo } from "./orchestration/repo.ts"
 import { Transitions } from "./orchestration/transitions.ts"
 import { RootLive } from "./root/http.ts"
+import { TaskRunStatesLive, TaskRunsLive } from "./task-runs/http.ts"
+import { TaskRunsRepo } from "./task-runs/repo.ts"
 import { services } from "./services/registry.ts"
 import { runServices } from "./services/runner.ts"
 import * as SettingsModule from "./settings/settings.ts"
@@ -38,8 +40,16 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /** The handlers of every area's group, with the repositories they use. */
-export const GroupsLive = Layer.mergeAll(RootLive, AdminLive, FlowsLive, FlowRunsLive, FlowRunStatesLive).pipe(
-  Layer.provide([FlowsRepo.Default, FlowRunsRepo.Default]),
+export const GroupsLive = Layer.mergeAll(
+  RootLive,
+  AdminLive,
+  FlowsLive,
+  FlowRunsLive,
+  FlowRunStatesLive,
+  TaskRunsLive,
+  TaskRunStatesLive
+).pipe(
+  Layer.provide([FlowsRepo.Default, FlowRunsRepo.Default, TaskRunsRepo.Default]),
   Layer.provide(RunStatesRepo.Default),
   Layer.provideMerge(Transitions.Default)
 )

@@ -7,6 +7,7 @@ import { isFinal, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
+import type { RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import {
@@ -207,7 +208,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     /** Proposes a state for the run through the core flow policy (the minimal one when forced). */
     const setState = (id: string, proposed: StateCreate, force: boolean) =>
-      states.transition<FlowRunRow>({
+      states.transition<FlowRunRow, RuleRun>({
         kind: "flow_run",
         id,
         proposed,

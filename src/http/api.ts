@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
 import { FlowRunStatesApi, FlowRunsApi } from "../flow-runs/api.ts"
 import { FlowsApi } from "../flows/api.ts"
+import { TaskRunStatesApi, TaskRunsApi } from "../task-runs/api.ts"
 import { RootApi } from "../root/api.ts"
 import { API_VERSION } from "../version.ts"
 import {
@@ -23,6 +24,8 @@ export class BatonApi extends HttpApi.make("baton")
   .add(FlowsApi)
   .add(FlowRunsApi)
   .add(FlowRunStatesApi)
+  .add(TaskRunsApi)
+  .add(TaskRunStatesApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

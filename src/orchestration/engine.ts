@@ -28,9 +28,14 @@ export interface RunPolicy {
   readonly retry_type: "in_process" | "reschedule" | null
 }
 
-/** The run fields rules read. */
-export interface RuleRun {
+/** What every policy reads of a run; each kind of run adds its own facts. */
+export interface RuleRunBase {
   readonly run_count: number
+  readonly empirical_policy: object
+}
+
+/** The flow run fields the flow rules read. */
+export interface RuleRun extends RuleRunBase {
   readonly deployment_id: string | null
   readonly infrastructure_pid: string | null
   readonly empirical_policy: RunPolicy
@@ -45,22 +50,22 @@ export type Decision =
   }
   | { readonly status: "ABORT"; readonly details: { readonly type: "abort_details"; readonly reason: string | null } }
 
-export interface TransitionContext {
+export interface TransitionContext<Run extends RuleRunBase = RuleRun> {
   readonly now: Date
   readonly initial: RuleState | null
   /** null once a rule rejects without a replacement, delays or aborts: nothing is written. */
   proposed: RuleState | null
   decision: Decision
   /** The run's policy after the transition (rules update retry/pause bookkeeping here). */
-  policy: RunPolicy
-  readonly run: RuleRun
+  policy: Run["empirical_policy"]
+  readonly run: Run
 }
 
-export interface Rule {
+export interface Rule<Run extends RuleRunBase = RuleRun> {
   readonly name: string
   readonly from: ReadonlySet<StateType | null>
   readonly to: ReadonlySet<StateType | null>
-  readonly before: (context: TransitionContext) => void
+  readonly before: (context: TransitionContext<Run>) => void
 }
 
 export const ALL_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>([
@@ -86,36 +91,36 @@ export const TERMINAL_STATES: ReadonlySet<StateType | null> = new Set<StateType 
 export const states = (...types: ReadonlyArray<StateType>): ReadonlySet<StateType | null> => new Set(types)
 
 /** Outcomes a rule applies to the context. */
-export const reject = (context: TransitionContext, replacement: RuleState | null, reason: string) => {
+export const reject = (context: TransitionContext<any>, replacement: RuleState | null, reason: string) => {
   context.proposed = replacement
   context.decision = { status: "REJECT", details: { type: "reject_details", reason } }
 }
 
-export const wait = (context: TransitionContext, delaySeconds: number, reason: string) => {
+export const wait = (context: TransitionContext<any>, delaySeconds: number, reason: string) => {
   context.proposed = null
   context.decision = { status: "WAIT", details: { type: "wait_details", delay_seconds: delaySeconds, reason } }
 }
 
-export const abort = (context: TransitionContext, reason: string) => {
+export const abort = (context: TransitionContext<any>, reason: string) => {
   context.proposed = null
   context.decision = { status: "ABORT", details: { type: "abort_details", reason } }
 }
 
-export interface Outcome {
+export interface Outcome<Run extends RuleRunBase = RuleRun> {
   readonly decision: Decision
   /** The state to store, or null when nothing is written. */
   readonly proposed: RuleState | null
-  readonly policy: RunPolicy
+  readonly policy: Run["empirical_policy"]
 }
 
 /** Runs `proposed` through `rules` and says what happens. */
-export const orchestrate = (
-  rules: ReadonlyArray<Rule>,
-  input: { readonly now: Date; readonly run: RuleRun; readonly initial: RuleState | null; readonly proposed: RuleState }
-): Outcome => {
+export const orchestrate = <Run extends RuleRunBase>(
+  rules: ReadonlyArray<Rule<Run>>,
+  input: { readonly now: Date; readonly run: Run; readonly initial: RuleState | null; readonly proposed: RuleState }
+): Outcome<Run> => {
   const fromType = input.initial?.type ?? null
   const toType = input.proposed.type
-  const context: TransitionContext = {
+  const context: TransitionContext<Run> = {
     now: input.now,
     initial: input.initial,
     proposed: { ...input.proposed, state_details: { ...input.proposed.state_details } },

@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { orchestrate, type Rule, type RuleRun, type RuleState, type RunPolicy } from "./engine.ts"
+import { orchestrate, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
 import { Transitions } from "./transitions.ts"
 
@@ -63,13 +63,15 @@ const toTransitionState = (state: State) => ({
 })
 
 /** What a policy needs besides the run's own columns (e.g. the enclosing flow run of a task run). */
-export interface TransitionInput<Row extends RunStateRow> {
+export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBase> {
   readonly kind: RunKind
   readonly id: string
   readonly proposed: StateCreate
-  readonly rules: ReadonlyArray<Rule>
-  /** The run as the rules see it, from its row (and facts the caller looks up). */
-  readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<RuleRun, unknown>
+  readonly rules: ReadonlyArray<Rule<Run>>
+  /** The run as the rules see it, from its row (and facts the caller looks up in the transaction). */
+  readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<Run, unknown>
+  /** Work the kind of run does after storing a state, in the same transaction (e.g. the task cache). */
+  readonly afterStore?: (row: Row, state: State) => Effect.Effect<void, unknown>
 }
 
 const tables = {
@@ -103,7 +105,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       kind: RunKind,
       row: RunStateRow,
       proposed: RuleState,
-      policy: RunPolicy | Record<string, unknown>
+      policy: object
     ) {
       const t = tables[kind]
       const at = yield* now
@@ -172,8 +174,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
      * row is locked for the whole transaction, so two proposals for one run are decided one after
      * the other. Undefined when there is no such run.
      */
-    const transition = Effect.fn("RunStatesRepo.transition")(function* <Row extends RunStateRow>(
-      input: TransitionInput<Row>
+    const transition = Effect.fn("RunStatesRepo.transition")(function* <Row extends RunStateRow, Run extends RuleRunBase>(
+      input: TransitionInput<Row, Run>
     ) {
       const t = tables[input.kind]
       const result = yield* sql.withTransaction(
@@ -192,6 +194,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           const validated = outcome.proposed === null
             ? initial
             : yield* writeState(input.kind, row, outcome.proposed, outcome.policy)
+          if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated)
           return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null }
         })
       )

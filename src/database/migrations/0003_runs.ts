@@ -128,4 +128,15 @@ export default Effect.gen(function* () {
       CONSTRAINT uq_task_run_state__task_run_id_timestamp UNIQUE (task_run_id, timestamp)
     )
   `
+  // Completed task states by cache key, for runs that may reuse a cached result.
+  yield* sql`
+    CREATE TABLE task_run_state_cache (
+      id uuid PRIMARY KEY,
+      created timestamptz NOT NULL,
+      cache_key text NOT NULL,
+      cache_expiration timestamptz,
+      task_run_state_id uuid NOT NULL REFERENCES task_run_state (id) ON DELETE CASCADE
+    )
+  `
+  yield* sql`CREATE INDEX ix_task_run_state_cache__cache_key_created ON task_run_state_cache (cache_key, created DESC)`
 })

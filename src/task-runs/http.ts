@@ -1,0 +1,86 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { generateName } from "../domain/names.ts"
+import { paginated, resolveLimit } from "../domain/pagination.ts"
+import { emptyStateDetails } from "../domain/states.ts"
+import { OrchestrationResult } from "../flow-runs/schemas.ts"
+import { BatonApi } from "../http/api.ts"
+import { Conflict, NotFound } from "../http/errors.ts"
+import { TaskRunsRepo } from "./repo.ts"
+import { TaskRun } from "./schemas.ts"
+
+const taskRunNotFound = new NotFound({ detail: "Task run not found" })
+const encodeTaskRun = Schema.encode(TaskRun)
+const encodeResult = Schema.encode(OrchestrationResult)
+
+export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers) =>
+  Effect.gen(function* () {
+    const runs = yield* TaskRunsRepo
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const { id, created } = yield* runs
+            .create({
+              ...payload,
+              name: payload.name ?? (yield* generateName),
+              // A task run created without a state starts Pending.
+              state: payload.state ?? { type: "PENDING", name: null, message: null, data: null, state_details: emptyStateDetails }
+            })
+            .pipe(
+              // A flow run id that names no flow run.
+              Effect.catchTag("SqlError", () =>
+                new Conflict({
+                  detail:
+                    "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
+                })
+              )
+            )
+          const run = (yield* Effect.orDie(runs.read(id)))!
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeTaskRun(run)), { status: created ? 201 : 200 })
+        })
+      )
+      .handle("read", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.read(path.id)), (run) => (run === undefined ? taskRunNotFound : Effect.succeed(run)))
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(Effect.orDie(runs.update(path.id, payload)), (updated) => (updated ? Effect.void : taskRunNotFound))
+      )
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.remove(path.id)), (deleted) => (deleted ? Effect.void : taskRunNotFound))
+      )
+      .handle("count", ({ payload }) => Effect.orDie(runs.count(payload)))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(runs.filter({ ...payload, limit })))
+      )
+      .handle("paginate", ({ payload }) =>
+        Effect.gen(function* () {
+          const limit = yield* resolveLimit(payload.limit)
+          const [results, count] = yield* Effect.orDie(
+            Effect.all([runs.filter({ ...payload, limit, offset: (payload.page - 1) * limit }), runs.count(payload)])
+          )
+          return paginated(results, count, limit, payload.page)
+        })
+      )
+      .handle("setState", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const result = yield* Effect.orDie(runs.setState(path.id, payload.state, payload.force))
+          if (result === undefined) return yield* taskRunNotFound
+          const { created, ...answer } = result
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeResult(answer)), { status: created ? 201 : 200 })
+        })
+      )
+  })
+)
+
+export const TaskRunStatesLive = HttpApiBuilder.group(BatonApi, "taskRunStates", (handlers) =>
+  Effect.gen(function* () {
+    const runs = yield* TaskRunsRepo
+    return handlers
+      .handle("read", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.readState(path.id)), (state) =>
+          state === undefined ? new NotFound({ detail: "Task run state not found" }) : Effect.succeed(state)
+        )
+      )
+      .handle("list", ({ urlParams }) => Effect.orDie(runs.readStates(urlParams.task_run_id)))
+  })
+)

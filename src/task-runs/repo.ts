@@ -1,0 +1,259 @@
+/** Task runs in SQL; their states go through the shared state store. */
+import { SqlClient } from "@effect/sql"
+import { Effect, Random, Schema } from "effect"
+import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { isFinal, type State, type StateCreate, type StateType } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { flowRunFilterSpec } from "../flow-runs/repo.ts"
+import type { FlowRunFilter } from "../flow-runs/schemas.ts"
+import { flowFilterSpec } from "../flows/repo.ts"
+import type { FlowFilter } from "../flows/schemas.ts"
+import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
+import { coreTaskPolicy, minimalTaskPolicy, type TaskRuleRun } from "../orchestration/task-policy.ts"
+import { Settings } from "../settings/settings.ts"
+import { type TaskRun, type TaskRunCreate, type TaskRunFilter, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
+
+export const taskRunFilterSpec: FilterSpec = {
+  id: Field.oneOf("task_run.id", "uuid"),
+  name: Field.text("task_run.name"),
+  tags: Field.tags("task_run.tags"),
+  state: Field.nested({
+    type: Field.oneOf("task_run.state_type", "text"),
+    name: Field.oneOf("task_run.state_name", "text")
+  }),
+  start_time: Field.time("task_run.start_time"),
+  end_time: Field.time("task_run.end_time"),
+  expected_start_time: Field.time("task_run.expected_start_time"),
+  // Task runs that started a subflow (or not).
+  subflow_runs: (sql, c) =>
+    c.exists_ == null
+      ? []
+      : [
+        c.exists_
+          ? sql`EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)`
+          : sql`NOT EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)`
+      ],
+  flow_run_id: Field.oneOf("task_run.flow_run_id", "uuid")
+}
+
+const orderBy: Record<TaskRunSort, string> = {
+  ID_DESC: "task_run.id DESC",
+  EXPECTED_START_TIME_ASC: "task_run.expected_start_time ASC, task_run.id",
+  EXPECTED_START_TIME_DESC: "task_run.expected_start_time DESC, task_run.id",
+  NAME_ASC: "task_run.name ASC, task_run.id",
+  NAME_DESC: "task_run.name DESC, task_run.id",
+  NEXT_SCHEDULED_START_TIME_ASC: "task_run.next_scheduled_start_time ASC, task_run.id",
+  END_TIME_DESC: "task_run.end_time DESC, task_run.id"
+}
+
+interface TaskRunRow extends Omit<TaskRun, "empirical_policy" | "estimated_run_time" | "estimated_start_time_delta" | "state"> {
+  readonly state_timestamp: Date | null
+  readonly empirical_policy: unknown
+  readonly state: StateRow | null
+  readonly created: Date
+  readonly updated: Date
+}
+
+const decodePolicy = Schema.decodeUnknownSync(TaskRunPolicy)
+const seconds = (ms: number) => ms / 1000
+
+const toTaskRun = (row: TaskRunRow, at: Date): TaskRun => {
+  const runningFor = row.state_type === "RUNNING" && row.state_timestamp !== null
+    ? Math.max(0, seconds(at.getTime() - row.state_timestamp.getTime()))
+    : 0
+  let lateness = 0
+  if (row.start_time !== null && row.expected_start_time !== null && row.start_time > row.expected_start_time) {
+    lateness = seconds(row.start_time.getTime() - row.expected_start_time.getTime())
+  } else if (row.start_time === null && row.expected_start_time !== null && row.expected_start_time < at && !isFinal(row.state_type)) {
+    lateness = seconds(at.getTime() - row.expected_start_time.getTime())
+  }
+  const { state, state_timestamp: _, ...columns } = row
+  return {
+    ...columns,
+    empirical_policy: decodePolicy(row.empirical_policy ?? {}),
+    estimated_run_time: row.total_run_time + runningFor,
+    estimated_start_time_delta: lateness,
+    state: state === null ? null : toState(state)
+  }
+}
+
+export interface TaskRunQuery {
+  readonly flows?: FlowFilter | null | undefined
+  readonly flow_runs?: FlowRunFilter | null | undefined
+  readonly task_runs?: TaskRunFilter | null | undefined
+}
+
+export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRunsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const states = yield* RunStatesRepo
+    const settings = yield* Settings
+
+    const where = (query: TaskRunQuery) =>
+      sql.and([
+        compileFilter(sql, query.task_runs, taskRunFilterSpec),
+        query.flow_runs == null && query.flows == null
+          ? sql`TRUE`
+          : sql`EXISTS (
+              SELECT 1 FROM flow_run JOIN flow ON flow.id = flow_run.flow_id
+              WHERE flow_run.id = task_run.flow_run_id
+                AND ${compileFilter(sql, query.flow_runs, flowRunFilterSpec)}
+                AND ${compileFilter(sql, query.flows, flowFilterSpec)}
+            )`
+      ])
+
+    const readRow = (id: string) => states.readRow<TaskRunRow & { readonly id: string }>("task_run", id)
+
+    const read = (id: string) =>
+      Effect.flatMap(readRow(id), (row) => Effect.map(now, (at) => (row === undefined ? undefined : toTaskRun(row, at))))
+
+    /** Creates a task run in its first state; the same flow run, task key and dynamic key return the existing one. */
+    const create = Effect.fn("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
+      const id = input.id ?? (yield* newId)
+      const at = yield* now
+      const result = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const inserted = yield* sql<{ id: string }>`
+            INSERT INTO task_run (
+              id, created, updated, name, flow_run_id, task_key, dynamic_key, cache_key, cache_expiration,
+              task_version, empirical_policy, tags, labels, task_inputs
+            ) VALUES (
+              ${id}, ${at}, ${at}, ${input.name}, ${input.flow_run_id}, ${input.task_key}, ${input.dynamic_key},
+              ${input.cache_key}, ${input.cache_expiration}, ${input.task_version},
+              ${JSON.stringify(input.empirical_policy)}::jsonb, ${JSON.stringify(input.tags)}::jsonb,
+              ${JSON.stringify(input.labels ?? {})}::jsonb, ${JSON.stringify(input.task_inputs)}::jsonb
+            )
+            ON CONFLICT DO NOTHING
+            RETURNING id
+          `
+          if (inserted.length === 0) {
+            const existing = yield* sql<{ id: string }>`
+              SELECT id FROM task_run
+              WHERE (flow_run_id = ${input.flow_run_id} AND task_key = ${input.task_key} AND dynamic_key = ${input.dynamic_key})
+                 OR id = ${id}
+              LIMIT 1
+            `
+            return { id: existing[0]!.id, created: false, state: null as State | null }
+          }
+          const row = (yield* readRow(id))!
+          const state = yield* states.writeState("task_run", row, input.state, input.empirical_policy)
+          return { id, created: true, state: state as State | null }
+        })
+      )
+      if (result.created && result.state !== null) yield* states.published("task_run", result.id, null, result.state)
+      return { id: result.id, created: result.created }
+    })
+
+    /** The facts the task rules read, looked up inside the transition's transaction. */
+    const ruleRun = (row: TaskRunRow, proposed: { readonly state_details: { readonly cache_key: string | null } }) =>
+      Effect.gen(function* () {
+        const flowRuns = row.flow_run_id === null
+          ? []
+          : yield* sql<{ id: string; state_type: StateType | null; run_count: number; state_details: any }>`
+              SELECT flow_run.id, flow_run.state_type, flow_run.run_count, flow_run_state.state_details
+              FROM flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
+              WHERE flow_run.id = ${row.flow_run_id}
+            `
+        const flowRun = flowRuns[0]
+        const at = yield* now
+        const key = proposed.state_details.cache_key
+        const cached = key === null
+          ? []
+          : yield* sql<StateRow>`
+              SELECT task_run_state.* FROM task_run_state_cache
+              JOIN task_run_state ON task_run_state.id = task_run_state_cache.task_run_state_id
+              WHERE task_run_state_cache.cache_key = ${key}
+                AND (task_run_state_cache.cache_expiration IS NULL OR task_run_state_cache.cache_expiration > ${at})
+              ORDER BY task_run_state_cache.created DESC
+              LIMIT 1
+            `
+        return {
+          run_count: row.run_count,
+          flow_run_run_count: row.flow_run_run_count,
+          empirical_policy: decodePolicy(row.empirical_policy ?? {}),
+          flow_run: flowRun === undefined
+            ? null
+            : {
+              id: flowRun.id,
+              state_type: flowRun.state_type,
+              run_count: flowRun.run_count,
+              pause_timeout: flowRun.state_details?.pause_timeout ? new Date(flowRun.state_details.pause_timeout) : null,
+              pause_reschedule: flowRun.state_details?.pause_reschedule === true
+            },
+          cached: cached[0] === undefined ? null : toState(cached[0]),
+          max_cache_key_length: settings.server.tasks.max_cache_key_length,
+          jitter: yield* Random.next
+        } satisfies TaskRuleRun
+      })
+
+    /** After a stored state: remember cached results, and which flow run attempt the task belongs to. */
+    const afterStore = (row: TaskRunRow, state: State) =>
+      Effect.gen(function* () {
+        if (state.type === "COMPLETED" && state.state_details.cache_key !== null) {
+          yield* sql`
+            INSERT INTO task_run_state_cache (id, created, cache_key, cache_expiration, task_run_state_id)
+            VALUES (${yield* newId}, ${yield* now}, ${state.state_details.cache_key}, ${state.state_details.cache_expiration}, ${state.id})
+          `
+        }
+        if (state.type === "RUNNING" && row.flow_run_id !== null) {
+          yield* sql`
+            UPDATE task_run SET flow_run_run_count = (SELECT run_count FROM flow_run WHERE id = ${row.flow_run_id})
+            WHERE id = ${row.id}
+          `
+        }
+      })
+
+    const setState = (id: string, proposed: StateCreate, force: boolean) =>
+      states.transition<TaskRunRow & { readonly id: string }, TaskRuleRun>({
+        kind: "task_run",
+        id,
+        proposed,
+        rules: force ? minimalTaskPolicy : coreTaskPolicy,
+        ruleRun,
+        afterStore
+      })
+
+    const update = Effect.fn("TaskRunsRepo.update")(function* (id: string, changes: { readonly name?: string | undefined }) {
+      const at = yield* now
+      const rows = yield* sql`
+        UPDATE task_run SET updated = ${at}${changes.name !== undefined ? sql`, name = ${changes.name}` : sql``}
+        WHERE id = ${id} RETURNING id
+      `
+      return rows.length > 0
+    })
+
+    const filter = (query: TaskRunQuery & { readonly sort: TaskRunSort; readonly offset: number; readonly limit: number }) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<TaskRunRow>`
+          SELECT task_run.*, to_jsonb(task_run_state.*) AS state
+          FROM task_run LEFT JOIN task_run_state ON task_run_state.id = task_run.state_id
+          WHERE ${where(query)}
+          ORDER BY ${sql.unsafe(orderBy[query.sort])}
+          LIMIT ${query.limit} OFFSET ${query.offset}
+        `
+        const at = yield* now
+        return rows.map((row) => toTaskRun(row, at))
+      })
+
+    const count = (query: TaskRunQuery) =>
+      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM task_run WHERE ${where(query)}`, (rows) =>
+        Number(rows[0]!.count)
+      )
+
+    const remove = (id: string) =>
+      Effect.map(sql`DELETE FROM task_run WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+
+    return {
+      create,
+      read,
+      setState,
+      readState: (stateId: string) => states.readState("task_run", stateId),
+      readStates: (taskRunId: string) => states.readStates("task_run", taskRunId),
+      update,
+      filter,
+      count,
+      remove
+    } as const
+  })
+}) {}

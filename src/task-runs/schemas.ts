@@ -1,0 +1,153 @@
+/** Task runs on the wire: records, create/update bodies, filter and sort, as the reference has them. */
+import { Schema } from "effect"
+import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
+import { Id } from "../domain/ids.ts"
+import { LimitField, OffsetField, PaginationResponse } from "../domain/pagination.ts"
+import { Labels, Tags } from "../domain/schemas.ts"
+import { State, StateCreate, StateType } from "../domain/states.ts"
+import { Timestamp } from "../domain/time.ts"
+import { FlowRunFilter } from "../flow-runs/schemas.ts"
+import { FlowFilter } from "../flows/schemas.ts"
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const TaskRunPolicy = Schema.Struct({
+  max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
+  retry_delay_seconds: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  retries: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
+  retry_delay: Schema.optionalWith(Schema.NullOr(Schema.Union(Schema.Number, Schema.Array(Schema.Number))), {
+    default: () => null
+  }),
+  retry_jitter_factor: Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null })
+}).annotations({ identifier: "TaskRunPolicy" })
+export type TaskRunPolicy = typeof TaskRunPolicy.Type
+
+export const TaskRun = Schema.Struct({
+  id: Id,
+  created: Schema.NullOr(Timestamp),
+  updated: Schema.NullOr(Timestamp),
+  name: Schema.String,
+  flow_run_id: Schema.NullOr(Id),
+  task_key: Schema.String,
+  dynamic_key: Schema.String,
+  cache_key: Schema.NullOr(Schema.String),
+  cache_expiration: Schema.NullOr(Timestamp),
+  task_version: Schema.NullOr(Schema.String),
+  empirical_policy: TaskRunPolicy,
+  tags: Tags,
+  labels: Schema.NullOr(Labels),
+  state_id: Schema.NullOr(Id),
+  task_inputs: JsonObject,
+  state_type: Schema.NullOr(StateType),
+  state_name: Schema.NullOr(Schema.String),
+  run_count: Schema.Int,
+  flow_run_run_count: Schema.Int,
+  expected_start_time: Schema.NullOr(Timestamp),
+  next_scheduled_start_time: Schema.NullOr(Timestamp),
+  start_time: Schema.NullOr(Timestamp),
+  end_time: Schema.NullOr(Timestamp),
+  total_run_time: Schema.Number,
+  estimated_run_time: Schema.Number,
+  estimated_start_time_delta: Schema.Number,
+  state: Schema.NullOr(State)
+}).annotations({ identifier: "TaskRun" })
+export type TaskRun = typeof TaskRun.Type
+
+const nullable = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
+
+export const TaskRunCreate = Schema.Struct({
+  id: nullable(Id),
+  state: nullable(StateCreate),
+  name: Schema.optional(Schema.String),
+  flow_run_id: nullable(Id),
+  task_key: Schema.String,
+  dynamic_key: Schema.String,
+  cache_key: nullable(Schema.String),
+  cache_expiration: nullable(Timestamp),
+  task_version: nullable(Schema.String),
+  empirical_policy: Schema.optionalWith(TaskRunPolicy, { default: () => Schema.decodeSync(TaskRunPolicy)({}) }),
+  tags: Schema.optionalWith(Tags, { default: () => [] }),
+  labels: nullable(Labels),
+  task_inputs: Schema.optionalWith(JsonObject, { default: () => ({}) })
+}).annotations({ identifier: "TaskRunCreate", parseOptions: { onExcessProperty: "error" } })
+export type TaskRunCreate = typeof TaskRunCreate.Type
+
+export const TaskRunUpdate = Schema.Struct({ name: Schema.optional(Schema.String) }).annotations({
+  identifier: "TaskRunUpdate",
+  parseOptions: { onExcessProperty: "error" }
+})
+
+const strings = criterion(Schema.Array(Schema.String))
+const flag = criterion(Schema.Boolean)
+const at = criterion(Timestamp)
+
+export const TaskRunFilter = strictStruct(
+  {
+    operator: operatorField,
+    id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "TaskRunFilterId")),
+    name: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String) }, "TaskRunFilterName")),
+    tags: criterion(strictStruct({ operator: operatorField, all_: strings, is_null_: flag }, "TaskRunFilterTags")),
+    state: criterion(
+      strictStruct(
+        {
+          operator: operatorField,
+          type: criterion(strictStruct({ any_: criterion(Schema.Array(StateType)) }, "TaskRunFilterStateType")),
+          name: criterion(strictStruct({ any_: strings }, "TaskRunFilterStateName"))
+        },
+        "TaskRunFilterState"
+      )
+    ),
+    start_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "TaskRunFilterStartTime")),
+    end_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "TaskRunFilterEndTime")),
+    expected_start_time: criterion(strictStruct({ before_: at, after_: at }, "TaskRunFilterExpectedStartTime")),
+    subflow_runs: criterion(strictStruct({ exists_: flag }, "TaskRunFilterSubFlowRuns")),
+    flow_run_id: criterion(
+      strictStruct(
+        {
+          operator: operatorField,
+          any_: criterion(Schema.Array(Id)),
+          is_null_: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => false })
+        },
+        "TaskRunFilterFlowRunId"
+      )
+    )
+  },
+  "TaskRunFilter"
+)
+export type TaskRunFilter = typeof TaskRunFilter.Type
+
+export const TaskRunSort = Schema.Literal(
+  "ID_DESC",
+  "EXPECTED_START_TIME_ASC",
+  "EXPECTED_START_TIME_DESC",
+  "NAME_ASC",
+  "NAME_DESC",
+  "NEXT_SCHEDULED_START_TIME_ASC",
+  "END_TIME_DESC"
+).annotations({ identifier: "TaskRunSort" })
+export type TaskRunSort = typeof TaskRunSort.Type
+
+const filterFields = {
+  flows: criterion(FlowFilter),
+  flow_runs: criterion(FlowRunFilter),
+  task_runs: criterion(TaskRunFilter)
+}
+
+export const ReadTaskRunsBody = Schema.Struct({
+  sort: Schema.optionalWith(TaskRunSort, { default: () => "ID_DESC" as const }),
+  offset: OffsetField,
+  limit: LimitField,
+  ...filterFields
+})
+
+export const CountTaskRunsBody = Schema.Struct(filterFields)
+
+export const PaginateTaskRunsBody = Schema.Struct({
+  sort: Schema.optionalWith(TaskRunSort, { default: () => "ID_DESC" as const }),
+  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
+  limit: LimitField,
+  ...filterFields
+})
+
+export const TaskRunPaginationResponse = PaginationResponse(TaskRun, "TaskRunPaginationResponse")
