@@ -3,6 +3,15 @@ import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import {
   BulkDeleteFlowRunsBody,
+  BulkSetFlowRunStateBody,
+  CreateFlowRunInputBody,
+  FilterFlowRunInputBody,
+  FlowRunBulkSetStateResponse,
+  FlowRunHistoryBody,
+  FlowRunInput,
+  FlowRunLabelsBody,
+  HistoryResponse,
+  LatenessBody,
   CountFlowRunsBody,
   FlowRun,
   FlowRunBulkDeleteResponse,
@@ -17,6 +26,7 @@ import {
 import { State } from "../domain/states.ts"
 
 const IdPath = Schema.Struct({ id: Id })
+const InputPath = Schema.Struct({ id: Id, key: Schema.String })
 
 export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   // 200 with the existing run for a repeated idempotency key, 201 when it was created.
@@ -28,6 +38,26 @@ export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(FlowRun))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(FlowRunUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.post("lateness", "/lateness").setPayload(LatenessBody).addSuccess(Schema.NullOr(Schema.Number)))
+  .add(HttpApiEndpoint.post("history", "/history").setPayload(FlowRunHistoryBody).addSuccess(Schema.Array(HistoryResponse)))
+  .add(
+    HttpApiEndpoint.post("bulkSetState", "/bulk_set_state").setPayload(BulkSetFlowRunStateBody).addSuccess(FlowRunBulkSetStateResponse)
+  )
+  .add(HttpApiEndpoint.patch("updateLabels", "/:id/labels").setPath(IdPath).setPayload(FlowRunLabelsBody).addSuccess(Schema.Void))
+  .add(
+    HttpApiEndpoint.post("createInput", "/:id/input")
+      .setPath(IdPath)
+      .setPayload(CreateFlowRunInputBody)
+      .addSuccess(Schema.Null, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.post("filterInputs", "/:id/input/filter")
+      .setPath(IdPath)
+      .setPayload(FilterFlowRunInputBody)
+      .addSuccess(Schema.Array(FlowRunInput))
+  )
+  .add(HttpApiEndpoint.get("readInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.String))
+  .add(HttpApiEndpoint.del("deleteInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.Void))
   // 201 when a new state was stored, 200 otherwise.
   .add(
     HttpApiEndpoint.post("setState", "/:id/set_state").setPath(IdPath).setPayload(SetFlowRunStateBody).addSuccess(OrchestrationResult)

@@ -5,11 +5,12 @@ import { emptyStateDetails } from "../domain/states.ts"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
-import { BadRequest, Conflict, NotFound } from "../http/errors.ts"
+import { BadRequest, Conflict, NotFound, ValidationError } from "../http/errors.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 
 const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
+const flowRunInputNotFound = new NotFound({ detail: "Flow run input not found" })
 
 /** The reference answers a reference to a missing object (a flow, a deployment) as an integrity conflict. */
 const integrityConflict = new Conflict({
@@ -85,6 +86,65 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       )
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(Effect.orDie(runs.removeMatching(payload.flow_runs, payload.limit)), (deleted) => ({ deleted }))
+      )
+      .handle("updateLabels", ({ path, payload }) =>
+        Effect.flatMap(Effect.orDie(runs.updateLabels(path.id, payload)), (updated) => (updated ? Effect.void : flowRunNotFound))
+      )
+      .handle("lateness", ({ payload }) => Effect.orDie(runs.lateness(payload)))
+      .handle("history", ({ payload }) =>
+        payload.history_interval_seconds < 1
+          ? new ValidationError({ detail: "History interval must not be less than 1 second." })
+          : Effect.orDie(
+            runs.history(payload, {
+              start: payload.history_start,
+              end: payload.history_end,
+              intervalSeconds: payload.history_interval_seconds
+            })
+          )
+      )
+      .handle("bulkSetState", ({ payload }) =>
+        Effect.gen(function* () {
+          const ids = yield* Effect.orDie(runs.idsMatching(payload.flow_runs, payload.limit))
+          // One run after the other, each in its own transaction; a failure answers ABORT for that run.
+          const results = yield* Effect.forEach(ids, (id) =>
+            runs.setState(id, payload.state, payload.force).pipe(
+              Effect.map((result) => ({
+                flow_run_id: id,
+                status: result?.status ?? ("ABORT" as const),
+                state: result?.state ?? null,
+                details: result?.details ?? { type: "abort_details" as const, reason: "Flow run not found" }
+              })),
+              Effect.catchAll((error) =>
+                Effect.succeed({
+                  flow_run_id: id,
+                  status: "ABORT" as const,
+                  state: null,
+                  details: { type: "abort_details" as const, reason: String((error as { message?: string }).message ?? error) }
+                })
+              )
+            )
+          )
+          return { results }
+        })
+      )
+      .handle("createInput", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const outcome = yield* Effect.orDie(runs.createInput(path.id, payload))
+          if (outcome === "duplicate") return yield* new Conflict({ detail: "A flow run input with this key already exists." })
+          if (outcome === "missing") return yield* flowRunNotFound
+          return null
+        })
+      )
+      .handle("filterInputs", ({ path, payload }) => Effect.orDie(runs.filterInputs(path.id, payload)))
+      .handle("readInput", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.readInput(path.id, path.key)), (value) =>
+          value === undefined ? flowRunInputNotFound : Effect.succeed(HttpServerResponse.text(value))
+        )
+      )
+      .handle("deleteInput", ({ path }) =>
+        Effect.flatMap(Effect.orDie(runs.deleteInput(path.id, path.key)), (deleted) =>
+          deleted ? Effect.void : flowRunInputNotFound
+        )
       )
       .handle("setState", ({ path, payload }) =>
         Effect.gen(function* () {

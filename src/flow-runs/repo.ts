@@ -265,7 +265,103 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         (rows) => rows.map((r) => r.id)
       )
 
-    return { create, read, setState, readState, readStates, update, filter, count, remove, removeMatching } as const
+    /** Merges `labels` over the run's labels; false when there is no such run. */
+    const updateLabels = (id: string, labels: Record<string, unknown>) =>
+      Effect.flatMap(now, (at) =>
+        Effect.map(
+          sql`
+            UPDATE flow_run SET updated = ${at}, labels = coalesce(labels, '{}'::jsonb) || ${JSON.stringify(labels)}::jsonb
+            WHERE id = ${id} RETURNING id
+          `,
+          (rows) => rows.length > 0
+        )
+      )
+
+    /** Average lateness in seconds of the matching runs; null when none match. */
+    const lateness = (query: FlowRunQuery) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const rows = yield* sql<{ lateness: number | null }>`
+          SELECT avg(${states.estimatedLateness("flow_run", at)})::float8 AS lateness FROM flow_run WHERE ${where(query)}
+        `
+        return rows[0]?.lateness ?? null
+      })
+
+    const history = (query: FlowRunQuery, options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }) =>
+      states.history("flow_run", where(query), options)
+
+    /** Ids of up to `limit` runs matching the filter, newest first. */
+    const idsMatching = (flowRuns: FlowRunFilter | null | undefined, limit: number) =>
+      Effect.map(
+        sql<{ id: string }>`SELECT id FROM flow_run WHERE ${where({ flow_runs: flowRuns })} ORDER BY id DESC LIMIT ${limit}`,
+        (rows) => rows.map((r) => r.id)
+      )
+
+    /** Stores an input for the run: "duplicate" when the key is taken, "missing" without such a run. */
+    const createInput = (flowRunId: string, input: { readonly key: string; readonly value: string; readonly sender: string | null }) =>
+      Effect.gen(function* () {
+        const id = yield* newId
+        const at = yield* now
+        const rows = yield* sql<{ outcome: string }>`
+          WITH run AS (SELECT id FROM flow_run WHERE id = ${flowRunId}),
+          inserted AS (
+            INSERT INTO flow_run_input (id, created, updated, flow_run_id, key, value, sender)
+            SELECT ${id}, ${at}, ${at}, run.id, ${input.key}, ${input.value}, ${input.sender} FROM run
+            ON CONFLICT (flow_run_id, key) DO NOTHING
+            RETURNING id
+          )
+          SELECT CASE
+            WHEN EXISTS (SELECT 1 FROM inserted) THEN 'created'
+            WHEN EXISTS (SELECT 1 FROM run) THEN 'duplicate'
+            ELSE 'missing' END AS outcome
+        `
+        return rows[0]!.outcome as "created" | "duplicate" | "missing"
+      })
+
+    const filterInputs = (
+      flowRunId: string,
+      options: { readonly prefix: string; readonly limit: number; readonly exclude_keys: ReadonlyArray<string> }
+    ) =>
+      sql<{ id: string; created: Date; updated: Date; flow_run_id: string; key: string; value: string; sender: string | null }>`
+        SELECT * FROM flow_run_input
+        WHERE flow_run_id = ${flowRunId} AND key LIKE ${options.prefix + "%"}
+          AND NOT (key = ANY(${options.exclude_keys}::text[]))
+        ORDER BY created ASC
+        LIMIT ${options.limit}
+      `
+
+    const readInput = (flowRunId: string, key: string) =>
+      Effect.map(
+        sql<{ value: string }>`SELECT value FROM flow_run_input WHERE flow_run_id = ${flowRunId} AND key = ${key}`,
+        (rows) => rows[0]?.value
+      )
+
+    const deleteInput = (flowRunId: string, key: string) =>
+      Effect.map(
+        sql`DELETE FROM flow_run_input WHERE flow_run_id = ${flowRunId} AND key = ${key} RETURNING id`,
+        (rows) => rows.length > 0
+      )
+
+    return {
+      create,
+      read,
+      setState,
+      readState,
+      readStates,
+      update,
+      updateLabels,
+      filter,
+      count,
+      lateness,
+      history,
+      idsMatching,
+      remove,
+      removeMatching,
+      createInput,
+      filterInputs,
+      readInput,
+      deleteInput
+    } as const
   })
 }) {}
 

@@ -193,14 +193,84 @@ export const SetFlowRunStateBody = Schema.Struct({
   force: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 
+const SetStateStatus = Schema.Literal("ACCEPT", "REJECT", "ABORT", "WAIT")
+
+const StateResponseDetails = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("accept_details") }),
+  Schema.Struct({ type: Schema.Literal("reject_details"), reason: Schema.NullOr(Schema.String) }),
+  Schema.Struct({ type: Schema.Literal("abort_details"), reason: Schema.NullOr(Schema.String) }),
+  Schema.Struct({ type: Schema.Literal("wait_details"), delay_seconds: Schema.Int, reason: Schema.NullOr(Schema.String) })
+)
+
 /** The engine's answer: its decision, why, and the run's state afterwards. */
 export const OrchestrationResult = Schema.Struct({
   state: Schema.NullOr(State),
-  status: Schema.Literal("ACCEPT", "REJECT", "ABORT", "WAIT"),
-  details: Schema.Union(
-    Schema.Struct({ type: Schema.Literal("accept_details") }),
-    Schema.Struct({ type: Schema.Literal("reject_details"), reason: Schema.NullOr(Schema.String) }),
-    Schema.Struct({ type: Schema.Literal("abort_details"), reason: Schema.NullOr(Schema.String) }),
-    Schema.Struct({ type: Schema.Literal("wait_details"), delay_seconds: Schema.Int, reason: Schema.NullOr(Schema.String) })
-  )
+  status: SetStateStatus,
+  details: StateResponseDetails
 }).annotations({ identifier: "OrchestrationResult" })
+
+export const HistoryBody = {
+  history_start: Timestamp,
+  history_end: Timestamp,
+  history_interval_seconds: Schema.Number
+}
+
+export const FlowRunHistoryBody = Schema.Struct({ ...HistoryBody, ...filterFields })
+
+export const HistoryResponse = Schema.Struct({
+  interval_start: Timestamp,
+  interval_end: Timestamp,
+  states: Schema.Array(
+    Schema.Struct({
+      state_type: StateType,
+      state_name: Schema.String,
+      count_runs: Schema.Int,
+      sum_estimated_run_time: Schema.Number,
+      sum_estimated_lateness: Schema.Number
+    })
+  )
+}).annotations({ identifier: "HistoryResponse" })
+
+export const LatenessBody = Schema.Struct(filterFields)
+
+export const FlowRunLabelsBody = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const FlowRunInput = Schema.Struct({
+  id: Id,
+  created: Schema.NullOr(Timestamp),
+  updated: Schema.NullOr(Timestamp),
+  flow_run_id: Id,
+  key: Schema.String,
+  value: Schema.String,
+  sender: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "FlowRunInput" })
+
+export const CreateFlowRunInputBody = Schema.Struct({
+  key: Schema.String.pipe(Schema.pattern(/^[a-z0-9-]*$/, { jsonSchema: { pattern: "^[a-z0-9-]*$" } })),
+  value: Schema.String,
+  sender: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+})
+
+export const FilterFlowRunInputBody = Schema.Struct({
+  prefix: Schema.String,
+  limit: Schema.optionalWith(Schema.Int, { default: () => 1 }),
+  exclude_keys: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
+})
+
+export const BulkSetFlowRunStateBody = Schema.Struct({
+  flow_runs: criterion(FlowRunFilter),
+  state: StateCreate,
+  force: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
+})
+
+export const FlowRunBulkSetStateResponse = Schema.Struct({
+  results: Schema.Array(
+    Schema.Struct({
+      flow_run_id: Id,
+      status: SetStateStatus,
+      state: Schema.NullOr(State),
+      details: StateResponseDetails
+    })
+  )
+}).annotations({ identifier: "FlowRunBulkSetStateResponse" })

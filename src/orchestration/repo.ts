@@ -216,6 +216,70 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         (rows) => rows.map(toState)
       )
 
-    return { readRow, writeState, published, transition, readState, readStates } as const
+    /** Seconds a run has run, counting its current Running stretch (the reference's estimated_run_time). */
+    const estimatedRunTime = (table: string, at: Date) =>
+      sql`(${sql(table)}.total_run_time + CASE WHEN ${sql(table)}.state_type = 'RUNNING' AND ${sql(table)}.state_timestamp IS NOT NULL
+        THEN GREATEST(0, EXTRACT(EPOCH FROM (${at}::timestamptz - ${sql(table)}.state_timestamp))) ELSE 0 END)`
+
+    /** Seconds a run started (or, not started yet, is) late (the reference's estimated_start_time_delta). */
+    const estimatedLateness = (table: string, at: Date) =>
+      sql`(CASE
+        WHEN ${sql(table)}.start_time IS NOT NULL AND ${sql(table)}.start_time > ${sql(table)}.expected_start_time
+          THEN EXTRACT(EPOCH FROM (${sql(table)}.start_time - ${sql(table)}.expected_start_time))
+        WHEN ${sql(table)}.start_time IS NULL AND ${sql(table)}.expected_start_time < ${at}::timestamptz
+          AND (${sql(table)}.state_type IS NULL OR ${sql(table)}.state_type NOT IN ('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED'))
+          THEN EXTRACT(EPOCH FROM (${at}::timestamptz - ${sql(table)}.expected_start_time))
+        ELSE 0 END)`
+
+    /**
+     * Runs matching `where`, counted per interval of expected start time and per current state, as
+     * the reference's history: at most 500 buckets from `start`, each `interval` seconds long.
+     */
+    const history = Effect.fn("RunStatesRepo.history")(function* (
+      kind: RunKind,
+      where: ReturnType<typeof sql.and>,
+      options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }
+    ) {
+      const table = tables[kind].run
+      const at = yield* now
+      const span = (options.end.getTime() - options.start.getTime()) / 1000
+      const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
+      const until = new Date(options.start.getTime() + buckets * options.intervalSeconds * 1000)
+      const rows = yield* sql<{
+        bucket: number
+        state_type: StateType
+        state_name: string
+        count_runs: string
+        sum_estimated_run_time: number
+        sum_estimated_lateness: number
+      }>`
+        SELECT
+          floor(EXTRACT(EPOCH FROM (${sql(table)}.expected_start_time - ${options.start}::timestamptz)) / ${options.intervalSeconds})::int AS bucket,
+          ${sql(table)}.state_type, ${sql(table)}.state_name,
+          count(*) AS count_runs,
+          sum(GREATEST(0, ${estimatedRunTime(table, at)}))::float8 AS sum_estimated_run_time,
+          sum(GREATEST(0, ${estimatedLateness(table, at)}))::float8 AS sum_estimated_lateness
+        FROM ${sql(table)}
+        WHERE ${where}
+          AND ${sql(table)}.expected_start_time >= ${options.start} AND ${sql(table)}.expected_start_time < ${until}
+          AND ${sql(table)}.state_type IS NOT NULL
+        GROUP BY 1, 2, 3
+      `
+      return Array.from({ length: buckets }, (_, i) => ({
+        interval_start: new Date(options.start.getTime() + i * options.intervalSeconds * 1000),
+        interval_end: new Date(options.start.getTime() + (i + 1) * options.intervalSeconds * 1000),
+        states: rows
+          .filter((r) => r.bucket === i)
+          .map((r) => ({
+            state_type: r.state_type,
+            state_name: r.state_name,
+            count_runs: Number(r.count_runs),
+            sum_estimated_run_time: r.sum_estimated_run_time,
+            sum_estimated_lateness: r.sum_estimated_lateness
+          }))
+      }))
+    })
+
+    return { readRow, writeState, published, transition, readState, readStates, estimatedLateness, history } as const
   })
 }) {}

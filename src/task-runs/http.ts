@@ -9,6 +9,8 @@ import { Conflict, NotFound } from "../http/errors.ts"
 import { TaskRunsRepo } from "./repo.ts"
 import { TaskRun } from "./schemas.ts"
 
+// The reference says "Task not found" when reading or deleting, "Task run not found" when renaming.
+const taskNotFound = new NotFound({ detail: "Task not found" })
 const taskRunNotFound = new NotFound({ detail: "Task run not found" })
 const encodeTaskRun = Schema.encode(TaskRun)
 const encodeResult = Schema.encode(OrchestrationResult)
@@ -40,13 +42,13 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
         })
       )
       .handle("read", ({ path }) =>
-        Effect.flatMap(Effect.orDie(runs.read(path.id)), (run) => (run === undefined ? taskRunNotFound : Effect.succeed(run)))
+        Effect.flatMap(Effect.orDie(runs.read(path.id)), (run) => (run === undefined ? taskNotFound : Effect.succeed(run)))
       )
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(Effect.orDie(runs.update(path.id, payload)), (updated) => (updated ? Effect.void : taskRunNotFound))
       )
       .handle("delete", ({ path }) =>
-        Effect.flatMap(Effect.orDie(runs.remove(path.id)), (deleted) => (deleted ? Effect.void : taskRunNotFound))
+        Effect.flatMap(Effect.orDie(runs.remove(path.id)), (deleted) => (deleted ? Effect.void : taskNotFound))
       )
       .handle("count", ({ payload }) => Effect.orDie(runs.count(payload)))
       .handle("filter", ({ payload }) =>

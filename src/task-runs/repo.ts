@@ -112,6 +112,16 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const create = Effect.fn("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
       const id = input.id ?? (yield* newId)
       const at = yield* now
+      // A task run's labels: its flow run's, the flow run id, then the caller's.
+      const parentLabels = input.flow_run_id === null
+        ? {}
+        : ((yield* sql<{ labels: Record<string, unknown> | null }>`SELECT labels FROM flow_run WHERE id = ${input.flow_run_id}`)[0]
+          ?.labels ?? {})
+      const labels = {
+        ...parentLabels,
+        ...(input.flow_run_id === null ? {} : { "prefect.flow-run.id": input.flow_run_id }),
+        ...input.labels
+      }
       const result = yield* sql.withTransaction(
         Effect.gen(function* () {
           const inserted = yield* sql<{ id: string }>`
@@ -122,7 +132,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
               ${id}, ${at}, ${at}, ${input.name}, ${input.flow_run_id}, ${input.task_key}, ${input.dynamic_key},
               ${input.cache_key}, ${input.cache_expiration}, ${input.task_version},
               ${JSON.stringify(input.empirical_policy)}::jsonb, ${JSON.stringify(input.tags)}::jsonb,
-              ${JSON.stringify(input.labels ?? {})}::jsonb, ${JSON.stringify(input.task_inputs)}::jsonb
+              ${JSON.stringify(labels)}::jsonb, ${JSON.stringify(input.task_inputs)}::jsonb
             )
             ON CONFLICT DO NOTHING
             RETURNING id

@@ -39,7 +39,8 @@ describe("task runs", () => {
 
         expect((yield* request("PATCH", `/task_runs/${created.body.id}`, { body: { name: "extract-1" } })).status).toBe(204)
         expect((yield* request("GET", `/task_runs/${created.body.id}`)).body.name).toBe("extract-1")
-        expect((yield* request("GET", `/task_runs/${MISSING}`)).body).toEqual({ detail: "Task run not found" })
+        expect((yield* request("GET", `/task_runs/${MISSING}`)).body).toEqual({ detail: "Task not found" })
+        expect(created.body.labels).toMatchObject({ "prefect.flow-run.id": flowRunId, "prefect.flow.id": expect.any(String) })
         expect((yield* request("POST", "/task_runs/", { body: { task_key: "x" } })).body.detail[0]).toMatchObject({
           loc: ["body", "dynamic_key"],
           type: "missing"

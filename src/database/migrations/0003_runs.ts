@@ -76,6 +76,20 @@ export default Effect.gen(function* () {
     )
   `
 
+  // Input a paused flow run receives (and other key/value messages to a run).
+  yield* sql`
+    CREATE TABLE flow_run_input (
+      id uuid PRIMARY KEY,
+      created timestamptz NOT NULL,
+      updated timestamptz NOT NULL,
+      flow_run_id uuid NOT NULL REFERENCES flow_run (id) ON DELETE CASCADE,
+      key text NOT NULL,
+      value text NOT NULL,
+      sender text,
+      CONSTRAINT uq_flow_run_input__flow_run_id_key UNIQUE (flow_run_id, key)
+    )
+  `
+
   yield* sql`
     CREATE TABLE task_run (
       id uuid PRIMARY KEY,
