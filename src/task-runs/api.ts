@@ -2,13 +2,14 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { State } from "../domain/states.ts"
-import { OrchestrationResult, SetFlowRunStateBody } from "../flow-runs/schemas.ts"
+import { HistoryResponse, OrchestrationResult, SetFlowRunStateBody } from "../flow-runs/schemas.ts"
 import {
   CountTaskRunsBody,
   PaginateTaskRunsBody,
   ReadTaskRunsBody,
   TaskRun,
   TaskRunCreate,
+  TaskRunHistoryBody,
   TaskRunPaginationResponse,
   TaskRunUpdate
 } from "./schemas.ts"
@@ -21,6 +22,7 @@ export class TaskRunsApi extends HttpApiGroup.make("taskRuns")
   .add(HttpApiEndpoint.post("count", "/count").setPayload(CountTaskRunsBody).addSuccess(Schema.Int))
   .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadTaskRunsBody).addSuccess(Schema.Array(TaskRun)))
   .add(HttpApiEndpoint.post("paginate", "/paginate").setPayload(PaginateTaskRunsBody).addSuccess(TaskRunPaginationResponse))
+  .add(HttpApiEndpoint.post("history", "/history").setPayload(TaskRunHistoryBody).addSuccess(Schema.Array(HistoryResponse)))
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(TaskRun))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(TaskRunUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))

@@ -5,7 +5,7 @@ import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { OrchestrationResult } from "../flow-runs/schemas.ts"
 import { BatonApi } from "../http/api.ts"
-import { Conflict, NotFound } from "../http/errors.ts"
+import { Conflict, NotFound, ValidationError } from "../http/errors.ts"
 import { TaskRunsRepo } from "./repo.ts"
 import { TaskRun } from "./schemas.ts"
 
@@ -51,6 +51,17 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
         Effect.flatMap(Effect.orDie(runs.remove(path.id)), (deleted) => (deleted ? Effect.void : taskNotFound))
       )
       .handle("count", ({ payload }) => Effect.orDie(runs.count(payload)))
+      .handle("history", ({ payload }) =>
+        payload.history_interval_seconds < 1
+          ? new ValidationError({ detail: "History interval must not be less than 1 second." })
+          : Effect.orDie(
+            runs.history(payload, {
+              start: payload.history_start,
+              end: payload.history_end,
+              intervalSeconds: payload.history_interval_seconds
+            })
+          )
+      )
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(runs.filter({ ...payload, limit })))
       )

@@ -254,8 +254,12 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM task_run WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
+    const history = (query: TaskRunQuery, options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }) =>
+      states.history("task_run", where(query), options)
+
     return {
       create,
+      history,
       read,
       setState,
       readState: (stateId: string) => states.readState("task_run", stateId),

@@ -6,7 +6,7 @@ import { LimitField, OffsetField, PaginationResponse } from "../domain/paginatio
 import { Labels, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
-import { FlowRunFilter } from "../flow-runs/schemas.ts"
+import { FlowRunFilter, HistoryBody } from "../flow-runs/schemas.ts"
 import { FlowFilter } from "../flows/schemas.ts"
 
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -149,5 +149,7 @@ export const PaginateTaskRunsBody = Schema.Struct({
   limit: LimitField,
   ...filterFields
 })
+
+export const TaskRunHistoryBody = Schema.Struct({ ...HistoryBody, ...filterFields })
 
 export const TaskRunPaginationResponse = PaginationResponse(TaskRun, "TaskRunPaginationResponse")

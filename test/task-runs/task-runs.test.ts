@@ -151,6 +151,14 @@ describe("task runs", () => {
         const page = yield* request("POST", "/task_runs/paginate", { body: { ...mine, sort: "NAME_ASC", limit: 2, page: 2 } })
         expect(page.body).toMatchObject({ count: 3, pages: 2, page: 2 })
         expect(page.body.results.map((t: any) => t.name)).toEqual(["save-1"])
+
+        // All three were created Pending within the last few seconds of the test clock.
+        const history = yield* request("POST", "/task_runs/history", {
+          body: { ...mine, history_start: "1970-01-01T00:00:00Z", history_end: "1970-01-02T00:00:00Z", history_interval_seconds: 86400 }
+        })
+        expect(history.status).toBe(200)
+        expect(history.body).toHaveLength(1)
+        expect(history.body[0].states).toEqual([expect.objectContaining({ state_type: "PENDING", count_runs: 3 })])
       })
     )
   })
