@@ -21,6 +21,7 @@ import {
   OrchestrationResult,
   PaginateFlowRunsBody,
   ReadFlowRunsBody,
+  ResumeFlowRunBody,
   SetFlowRunStateBody
 } from "./schemas.ts"
 import { State } from "../domain/states.ts"
@@ -58,6 +59,7 @@ export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   )
   .add(HttpApiEndpoint.get("readInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.String))
   .add(HttpApiEndpoint.del("deleteInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.post("resume", "/:id/resume").setPath(IdPath).setPayload(ResumeFlowRunBody).addSuccess(OrchestrationResult))
   // 201 when a new state was stored, 200 otherwise.
   .add(
     HttpApiEndpoint.post("setState", "/:id/set_state").setPath(IdPath).setPayload(SetFlowRunStateBody).addSuccess(OrchestrationResult)

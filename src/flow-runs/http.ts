@@ -1,7 +1,9 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { generateName } from "../domain/names.ts"
+import { checkAgainstSchema } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
@@ -45,6 +47,64 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         )
         const run = (yield* Effect.orDie(runs.read(id)))!
         return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeFlowRun(run)), { status: created ? 201 : 200 })
+      })
+
+    const answer = (result: { readonly created: boolean } & typeof OrchestrationResult.Type) => {
+      const { created, ...body } = result
+      return Effect.map(Effect.orDie(encodeResult(body)), (json) => HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 }))
+    }
+
+    /** A refusal to resume: the run keeps its paused state (the reference calls the details abort_details). */
+    const refuse = (state: (typeof OrchestrationResult.Type)["state"], reason: string) =>
+      answer({ created: false, status: "REJECT", state, details: { type: "abort_details", reason } })
+
+    /**
+     * Resumes a paused run: a suspended one is rescheduled ("Resuming"), a paused one runs again. When
+     * the pause asked for input, `run_input` must satisfy the schema it stored, and is kept as the
+     * run's response input.
+     */
+    const resume = (id: string, runInput: Record<string, unknown> | null) =>
+      Effect.gen(function* () {
+        const run = yield* Effect.orDie(runs.read(id))
+        if (run === undefined) return yield* flowRunNotFound
+        const state = run.state
+        if (state === null || state.type !== "PAUSED") {
+          return yield* answer({
+            created: false,
+            status: "ABORT",
+            state: null,
+            details: { type: "abort_details", reason: "Cannot resume a flow run that is not paused." }
+          })
+        }
+        const keyset = state.state_details.run_input_keyset
+        const input = runInput ?? {}
+        if (keyset !== null) {
+          const stored = yield* Effect.orDie(runs.readInput(id, keyset.schema ?? ""))
+          if (stored === undefined) return yield* refuse(state, "Run input schema not found.")
+          let schema: unknown
+          try {
+            schema = JSON.parse(stored)
+          } catch {
+            return yield* refuse(state, "Run input schema is not valid JSON.")
+          }
+          const check = checkAgainstSchema(schema, input)
+          if (!check.valid) {
+            return yield* refuse(
+              state,
+              check.field === null
+                ? `Reason: Validation failed. Failure reason: ${check.message}`
+                : `Reason: Validation failed for field '${check.field}'. Failure reason: ${check.message}`
+            )
+          }
+        }
+        const proposed = state.state_details.pause_reschedule
+          ? { type: "SCHEDULED" as const, name: "Resuming", message: null, data: null, state_details: { ...emptyStateDetails, scheduled_time: yield* now } }
+          : { type: "RUNNING" as const, name: null, message: null, data: null, state_details: emptyStateDetails }
+        const result = (yield* Effect.orDie(runs.setState(id, proposed, false)))!
+        if (keyset !== null && Object.keys(input).length > 0 && result.status === "ACCEPT" && keyset.response) {
+          yield* Effect.orDie(runs.createInput(id, { key: keyset.response, value: JSON.stringify(input), sender: null }))
+        }
+        return yield* answer(result)
       })
 
     return handlers
@@ -146,12 +206,12 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           deleted ? Effect.void : flowRunInputNotFound
         )
       )
+      .handle("resume", ({ path, payload }) => resume(path.id, payload.run_input))
       .handle("setState", ({ path, payload }) =>
         Effect.gen(function* () {
           const result = yield* Effect.orDie(runs.setState(path.id, payload.state, payload.force))
           if (result === undefined) return yield* flowRunNotFound
-          const { created, ...answer } = result
-          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeResult(answer)), { status: created ? 201 : 200 })
+          return yield* answer(result)
         })
       )
   })

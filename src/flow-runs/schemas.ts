@@ -274,3 +274,7 @@ export const FlowRunBulkSetStateResponse = Schema.Struct({
     })
   )
 }).annotations({ identifier: "FlowRunBulkSetStateResponse" })
+
+export const ResumeFlowRunBody = Schema.Struct({
+  run_input: Schema.optionalWith(Schema.NullOr(JsonObject), { default: () => null })
+})

@@ -38,6 +38,7 @@ export interface RuleRunBase {
 export interface RuleRun extends RuleRunBase {
   readonly deployment_id: string | null
   readonly infrastructure_pid: string | null
+  readonly parent_task_run_id: string | null
   readonly empirical_policy: RunPolicy
 }
 
@@ -58,6 +59,8 @@ export interface TransitionContext<Run extends RuleRunBase = RuleRun> {
   decision: Decision
   /** The run's policy after the transition (rules update retry/pause bookkeeping here). */
   policy: Run["empirical_policy"]
+  /** Policy fields set once the global bookkeeping has run (the reference's after-transition hooks). */
+  policyAfter: Partial<Run["empirical_policy"]>
   readonly run: Run
 }
 
@@ -111,6 +114,7 @@ export interface Outcome<Run extends RuleRunBase = RuleRun> {
   /** The state to store, or null when nothing is written. */
   readonly proposed: RuleState | null
   readonly policy: Run["empirical_policy"]
+  readonly policyAfter: Partial<Run["empirical_policy"]>
 }
 
 /** Runs `proposed` through `rules` and says what happens. */
@@ -126,6 +130,7 @@ export const orchestrate = <Run extends RuleRunBase>(
     proposed: { ...input.proposed, state_details: { ...input.proposed.state_details } },
     decision: { status: "ACCEPT", details: { type: "accept_details" } },
     policy: input.run.empirical_policy,
+    policyAfter: {},
     run: input.run
   }
   for (const rule of rules) {
@@ -134,5 +139,5 @@ export const orchestrate = <Run extends RuleRunBase>(
     if ((context.proposed?.type ?? null) !== toType) continue
     rule.before(context)
   }
-  return { decision: context.decision, proposed: context.proposed, policy: context.policy }
+  return { decision: context.decision, proposed: context.proposed, policy: context.policy, policyAfter: context.policyAfter }
 }

@@ -130,6 +130,69 @@ const ensureOnlyScheduledFlowsMarkedLate: Rule = {
   }
 }
 
+const verbOf = (proposed: RuleState | null) => (proposed?.name === "Suspended" ? "suspend" : "pause")
+
+/** Only a running flow pauses, once per pause key; suspending needs a deployment to resume from. */
+const handlePausingFlows: Rule = {
+  name: "HandlePausingFlows",
+  from: ALL_STATES,
+  to: states("PAUSED"),
+  before: (context) => {
+    const verb = verbOf(context.proposed)
+    const initial = context.initial
+    if (initial === null) return abort(context, `Cannot ${verb} flows with no state.`)
+    if (initial.type !== "RUNNING") return reject(context, null, `Cannot ${verb} flows that are not currently running.`)
+    const proposed = context.proposed!
+    const key = proposed.state_details.pause_key ?? crypto.randomUUID()
+    const keys = context.policy.pause_keys ?? []
+    if (keys.includes(key)) return reject(context, null, `This ${verb} has already fired.`)
+    if (proposed.state_details.pause_reschedule) {
+      if (context.run.parent_task_run_id !== null) return abort(context, `Cannot ${verb} subflows.`)
+      if (context.run.deployment_id === null) return abort(context, `Cannot ${verb} flows without a deployment.`)
+    }
+    context.policy = { ...context.policy, pause_keys: [...keys, key] }
+  }
+}
+
+/** A paused run leaves Paused only to run, be rescheduled or end; past its timeout it fails. */
+const handleResumingPausedFlows: Rule = {
+  name: "HandleResumingPausedFlows",
+  from: states("PAUSED"),
+  to: ALL_STATES,
+  before: (context) => {
+    const initial = context.initial!
+    const proposed = context.proposed!
+    if (!(proposed.type === "RUNNING" || proposed.type === "SCHEDULED" || TERMINAL_STATES.has(proposed.type))) {
+      return reject(
+        context,
+        null,
+        `This run cannot transition to the StateType.${proposed.type} state from the StateType.${initial.type} state.`
+      )
+    }
+    const verb = verbOf(proposed)
+    const display = (proposed.name ?? proposed.type).toLowerCase()
+    if (initial.state_details.pause_reschedule && context.run.deployment_id === null) {
+      return reject(context, null, `Cannot reschedule a ${display} flow run without a deployment.`)
+    }
+    const timeout = initial.state_details.pause_timeout
+    if (timeout !== null && timeout < context.now) {
+      return reject(
+        context,
+        {
+          type: "FAILED",
+          name: "Failed",
+          message: `The flow was ${display} and never resumed.`,
+          data: null,
+          state_details: emptyStateDetails
+        },
+        `The flow run ${verb} has timed out and can no longer resume.`
+      )
+    }
+    // Set after the bookkeeping: the transition that resumes still counts as a run.
+    context.policyAfter = { resuming: true }
+  }
+}
+
 /** Pending keeps the time the run was scheduled for. */
 const copyScheduledTime: Rule = {
   name: "CopyScheduledTime",
@@ -197,6 +260,8 @@ export const coreFlowPolicy: ReadonlyArray<Rule> = [
   bypassCancellingFlowRunsWithNoInfra,
   preventPendingTransitions,
   ensureOnlyScheduledFlowsMarkedLate,
+  handlePausingFlows,
+  handleResumingPausedFlows,
   copyScheduledTime,
   waitForScheduledTime,
   retryFailedFlows

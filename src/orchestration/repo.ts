@@ -105,7 +105,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       kind: RunKind,
       row: RunStateRow,
       proposed: RuleState,
-      policy: object
+      policy: object,
+      policyAfter: object = {}
     ) {
       const t = tables[kind]
       const at = yield* now
@@ -137,7 +138,10 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
                 ${JSON.stringify(proposed.data ?? null)}::jsonb,
                 ${JSON.stringify(encodeDetails({ ...details, [t.fk]: row.id }))}::jsonb)
       `
-      const finalPolicy = kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy
+      const finalPolicy = {
+        ...(kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy),
+        ...policyAfter
+      }
       yield* sql`
         UPDATE ${sql(t.run)} SET
           updated = ${at},
@@ -193,7 +197,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           const outcome = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
           const validated = outcome.proposed === null
             ? initial
-            : yield* writeState(input.kind, row, outcome.proposed, outcome.policy)
+            : yield* writeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter)
           if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated)
           return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null }
         })

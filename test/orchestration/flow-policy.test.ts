@@ -10,6 +10,7 @@ const run = (overrides: Partial<RuleRun> = {}): RuleRun => ({
   run_count: 1,
   deployment_id: null,
   infrastructure_pid: null,
+  parent_task_run_id: null,
   empirical_policy: {
     max_retries: 0,
     retry_delay_seconds: 0,
