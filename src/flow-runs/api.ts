@@ -25,6 +25,8 @@ import {
   SetFlowRunStateBody
 } from "./schemas.ts"
 import { State } from "../domain/states.ts"
+import { Timestamp } from "../domain/time.ts"
+import { DependencyResult, Graph } from "./graph.ts"
 
 const IdPath = Schema.Struct({ id: Id })
 const InputPath = Schema.Struct({ id: Id, key: Schema.String })
@@ -60,6 +62,13 @@ export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   .add(HttpApiEndpoint.get("readInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.String))
   .add(HttpApiEndpoint.del("deleteInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.post("resume", "/:id/resume").setPath(IdPath).setPayload(ResumeFlowRunBody).addSuccess(OrchestrationResult))
+  .add(HttpApiEndpoint.get("graph", "/:id/graph").setPath(IdPath).addSuccess(Schema.Array(DependencyResult)))
+  .add(
+    HttpApiEndpoint.get("graphV2", "/:id/graph-v2")
+      .setPath(IdPath)
+      .setUrlParams(Schema.Struct({ since: Schema.optional(Timestamp) }))
+      .addSuccess(Graph)
+  )
   // 201 when a new state was stored, 200 otherwise.
   .add(
     HttpApiEndpoint.post("setState", "/:id/set_state").setPath(IdPath).setPayload(SetFlowRunStateBody).addSuccess(OrchestrationResult)

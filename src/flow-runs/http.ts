@@ -8,6 +8,9 @@ import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
 import { BadRequest, Conflict, NotFound, ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { TaskRunsRepo } from "../task-runs/repo.ts"
+import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 
@@ -26,6 +29,8 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
   Effect.gen(function* () {
     const runs = yield* FlowRunsRepo
     const flows = yield* FlowsRepo
+    const taskRuns = yield* TaskRunsRepo
+    const settings = yield* Settings
 
     const create = (payload: FlowRunCreate) =>
       Effect.gen(function* () {
@@ -207,6 +212,34 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         )
       )
       .handle("resume", ({ path, payload }) => resume(path.id, payload.run_input))
+      .handle("graph", ({ path }) =>
+        Effect.gen(function* () {
+          if ((yield* Effect.orDie(runs.read(path.id))) === undefined) return yield* flowRunNotFound
+          return dependencies(yield* Effect.orDie(taskRuns.forGraph(path.id)))
+        })
+      )
+      .handle("graphV2", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const run = yield* Effect.orDie(runs.read(path.id))
+          if (run === undefined) return yield* flowRunNotFound
+          const tasks = yield* Effect.orDie(taskRuns.forGraph(path.id))
+          const maxNodes = settings.server.flow_run_graph.max_nodes
+          if (tasks.length > maxNodes) {
+            return yield* new BadRequest({ detail: `The graph of flow run ${path.id} has more than ${maxNodes} nodes.` })
+          }
+          const graph = nodeGraph(tasks, urlParams.since ?? new Date(-8.64e15))
+          const history = yield* Effect.orDie(runs.readStates(path.id))
+          return {
+            start_time: run.start_time ?? run.expected_start_time,
+            end_time: run.end_time,
+            root_node_ids: graph.root_node_ids,
+            nodes: graph.nodes,
+            // Artifacts arrive with their own area; until then a run has none.
+            artifacts: [],
+            states: history.map((s) => ({ id: s.id, timestamp: s.timestamp, type: s.type, name: s.name }))
+          }
+        })
+      )
       .handle("setState", ({ path, payload }) =>
         Effect.gen(function* () {
           const result = yield* Effect.orDie(runs.setState(path.id, payload.state, payload.force))

@@ -254,11 +254,47 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM task_run WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
+    /** A flow run's task runs with the subflow run each started, for its graph. */
+    const forGraph = (flowRunId: string) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<TaskRunRow & { subflow: any }>`
+          SELECT task_run.*, to_jsonb(task_run_state.*) AS state,
+            (SELECT jsonb_build_object(
+                'id', sub.id, 'label', flow.name || ' / ' || sub.name, 'state_type', sub.state_type,
+                'expected_start_time', sub.expected_start_time, 'start_time', sub.start_time, 'end_time', sub.end_time)
+             FROM flow_run sub JOIN flow ON flow.id = sub.flow_id
+             WHERE sub.parent_task_run_id = task_run.id LIMIT 1) AS subflow
+          FROM task_run LEFT JOIN task_run_state ON task_run_state.id = task_run.state_id
+          WHERE task_run.flow_run_id = ${flowRunId}
+          ORDER BY coalesce(task_run.start_time, task_run.expected_start_time), task_run.id
+        `
+        const at = yield* now
+        const date = (v: string | null) => (v === null ? null : new Date(v))
+        return rows.map((row) => {
+          const task = toTaskRun(row, at)
+          const sub = row.subflow
+          return {
+            ...task,
+            subflow: sub === null
+              ? null
+              : {
+                id: sub.id,
+                label: sub.label,
+                state_type: sub.state_type,
+                expected_start_time: date(sub.expected_start_time),
+                start_time: date(sub.start_time),
+                end_time: date(sub.end_time)
+              }
+          }
+        })
+      })
+
     const history = (query: TaskRunQuery, options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }) =>
       states.history("task_run", where(query), options)
 
     return {
       create,
+      forGraph,
       history,
       read,
       setState,
