@@ -61,6 +61,8 @@ export interface TransitionContext<Run extends RuleRunBase = RuleRun> {
   policy: Run["empirical_policy"]
   /** Policy fields set once the global bookkeeping has run (the reference's after-transition hooks). */
   policyAfter: Partial<Run["empirical_policy"]>
+  /** The run starts counting its runs afresh (a task rerun out of a terminal state). */
+  resetRunCount: boolean
   readonly run: Run
 }
 
@@ -115,6 +117,7 @@ export interface Outcome<Run extends RuleRunBase = RuleRun> {
   readonly proposed: RuleState | null
   readonly policy: Run["empirical_policy"]
   readonly policyAfter: Partial<Run["empirical_policy"]>
+  readonly resetRunCount: boolean
 }
 
 /** Runs `proposed` through `rules` and says what happens. */
@@ -131,6 +134,7 @@ export const orchestrate = <Run extends RuleRunBase>(
     decision: { status: "ACCEPT", details: { type: "accept_details" } },
     policy: input.run.empirical_policy,
     policyAfter: {},
+    resetRunCount: false,
     run: input.run
   }
   for (const rule of rules) {
@@ -139,5 +143,11 @@ export const orchestrate = <Run extends RuleRunBase>(
     if ((context.proposed?.type ?? null) !== toType) continue
     rule.before(context)
   }
-  return { decision: context.decision, proposed: context.proposed, policy: context.policy, policyAfter: context.policyAfter }
+  return {
+    decision: context.decision,
+    proposed: context.proposed,
+    policy: context.policy,
+    policyAfter: context.policyAfter,
+    resetRunCount: context.resetRunCount
+  }
 }

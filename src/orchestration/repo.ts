@@ -106,7 +106,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       row: RunStateRow,
       proposed: RuleState,
       policy: object,
-      policyAfter: object = {}
+      policyAfter: object = {},
+      resetRunCount = false
     ) {
       const t = tables[kind]
       const at = yield* now
@@ -124,7 +125,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const name = proposed.name ?? defaultStateName[proposed.type]
       const initial = row.state === null ? null : toState(row.state)
       const resuming = kind === "flow_run" ? ((policy as { resuming?: boolean | null }).resuming ?? false) : undefined
-      const clock: RunClock = resuming === undefined ? row : { ...row, resuming }
+      const counted = resetRunCount ? { ...row, run_count: 0 } : row
+      const clock: RunClock = resuming === undefined ? counted : { ...counted, resuming }
       const next = applyGlobalPolicy(
         kind,
         clock,
@@ -197,7 +199,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           const outcome = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
           const validated = outcome.proposed === null
             ? initial
-            : yield* writeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter)
+            : yield* writeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount)
           if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated)
           return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null }
         })

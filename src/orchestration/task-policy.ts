@@ -62,6 +62,7 @@ const handleTaskTerminalStateTransitions: Rule<TaskRuleRun> = {
     if (initial.type === "COMPLETED" && data && data.type !== "unpersisted") {
       return reject(context, null, "This run is already completed.")
     }
+    if (!TERMINAL_STATES.has(proposed.type)) context.resetRunCount = true
     const flowRun = context.run.flow_run
     if (proposed.type === "RUNNING" && flowRun !== null && context.run.flow_run_run_count < flowRun.run_count) {
       rename(context, "Retrying")

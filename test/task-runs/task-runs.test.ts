@@ -98,6 +98,12 @@ describe("task runs", () => {
         ])
         expect((yield* request("GET", `/task_run_states/${history[1].id}`)).body).toEqual(history[1])
         expect((yield* request("GET", `/task_runs/${task.id}`)).body.run_count).toBe(3)
+        // Forced back to Running out of Failed, the task counts its runs afresh.
+        yield* TestClock.adjust("1 second")
+        yield* request("POST", `/task_runs/${task.id}/set_state`, { body: { state: { type: "SCHEDULED" } } })
+        const rerun2 = yield* setState(task.id, { type: "RUNNING" })
+        expect(rerun2.body).toMatchObject({ status: "ACCEPT", state: { name: "Running" } })
+        expect((yield* request("GET", `/task_runs/${task.id}`)).body.run_count).toBe(1)
       })
     )
 
