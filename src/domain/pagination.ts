@@ -27,6 +27,18 @@ export const paginated = <A>(results: ReadonlyArray<A>, count: number, limit: nu
   page
 })
 
+/** One page: the rows of `read(limit, offset)` for `page` (from 1) and the total `count`. */
+export const paginate = <A, E, R>(
+  options: { readonly limit?: number | null | undefined; readonly page: number },
+  read: (limit: number, offset: number) => Effect.Effect<ReadonlyArray<A>, E, R>,
+  count: Effect.Effect<number, E, R>
+) =>
+  Effect.gen(function* () {
+    const limit = yield* resolveLimit(options.limit)
+    const [results, total] = yield* Effect.orDie(Effect.all([read(limit, (options.page - 1) * limit), count]))
+    return paginated(results, total, limit, options.page)
+  })
+
 export const PaginationResponse = <S extends Schema.Schema.Any>(item: S, identifier: string) =>
   Schema.Struct({
     results: Schema.Array(item),
@@ -35,3 +47,25 @@ export const PaginationResponse = <S extends Schema.Schema.Any>(item: S, identif
     pages: Schema.Int,
     page: Schema.Int
   }).annotations({ identifier })
+
+/**
+ * The bodies of an area's filter, count and paginate operations: its filters, plus sort, offset and
+ * limit (filter) or sort, page and limit (paginate).
+ */
+export const queryBodies = <Fields extends Schema.Struct.Fields, Sort extends string>(
+  filters: Fields,
+  sort: Schema.Schema<Sort>,
+  defaultSort: NoInfer<Sort>
+) => {
+  const sortField = Schema.optionalWith(sort, { default: () => defaultSort })
+  return {
+    read: Schema.Struct({ ...filters, sort: sortField, offset: OffsetField, limit: LimitField }),
+    count: Schema.Struct(filters),
+    paginate: Schema.Struct({
+      ...filters,
+      sort: sortField,
+      page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
+      limit: LimitField
+    })
+  }
+}

@@ -4,10 +4,11 @@ import { generateName } from "../domain/names.ts"
 import { checkAgainstSchema } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { paginated, resolveLimit } from "../domain/pagination.ts"
+import { paginate, resolveLimit } from "../domain/pagination.ts"
+import { historyWindow } from "../orchestration/repo.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../http/errors.ts"
+import { BadRequest, Conflict, NotFound } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
@@ -141,13 +142,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(runs.filter({ ...payload, limit })))
       )
       .handle("paginate", ({ payload }) =>
-        Effect.gen(function* () {
-          const limit = yield* resolveLimit(payload.limit)
-          const [results, count] = yield* Effect.orDie(
-            Effect.all([runs.filter({ ...payload, limit, offset: (payload.page - 1) * limit }), runs.count(payload)])
-          )
-          return paginated(results, count, limit, payload.page)
-        })
+        paginate(payload, (limit, offset) => runs.filter({ ...payload, limit, offset }), runs.count(payload))
       )
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(Effect.orDie(runs.removeMatching(payload.flow_runs, payload.limit)), (deleted) => ({ deleted }))
@@ -157,15 +152,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       )
       .handle("lateness", ({ payload }) => Effect.orDie(runs.lateness(payload)))
       .handle("history", ({ payload }) =>
-        payload.history_interval_seconds < 1
-          ? new ValidationError({ detail: "History interval must not be less than 1 second." })
-          : Effect.orDie(
-            runs.history(payload, {
-              start: payload.history_start,
-              end: payload.history_end,
-              intervalSeconds: payload.history_interval_seconds
-            })
-          )
+        Effect.flatMap(historyWindow(payload), (window) => Effect.orDie(runs.history(payload, window)))
       )
       .handle("bulkSetState", ({ payload }) =>
         Effect.gen(function* () {

@@ -3,13 +3,14 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
-import { isFinal, type StateCreate, type StateType } from "../domain/states.ts"
+import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
 import type { RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
-import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
+import { estimates } from "../orchestration/global-policy.ts"
+import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import {
   type FlowRun,
   type FlowRunFilter,
@@ -99,25 +100,13 @@ interface FlowRunRow {
 
 const decodePolicy = Schema.decodeUnknownSync(FlowRunPolicy)
 
-const seconds = (ms: number) => ms / 1000
-
 /** The record answered for a row, with run time and lateness estimated at `at`. */
 const toFlowRun = (row: FlowRunRow, at: Date): FlowRun => {
-  const runningFor = row.state_type === "RUNNING" && row.state_timestamp !== null
-    ? Math.max(0, seconds(at.getTime() - row.state_timestamp.getTime()))
-    : 0
-  let lateness = 0
-  if (row.start_time !== null && row.expected_start_time !== null && row.start_time > row.expected_start_time) {
-    lateness = seconds(row.start_time.getTime() - row.expected_start_time.getTime())
-  } else if (row.start_time === null && row.expected_start_time !== null && row.expected_start_time < at && !isFinal(row.state_type)) {
-    lateness = seconds(at.getTime() - row.expected_start_time.getTime())
-  }
   const { state, state_timestamp: _, ...columns } = row
   return {
     ...columns,
     empirical_policy: decodePolicy(row.empirical_policy ?? {}),
-    estimated_run_time: row.total_run_time + runningFor,
-    estimated_start_time_delta: lateness,
+    ...estimates(row, at),
     work_pool_id: null,
     work_pool_name: null,
     state: state === null ? null : toState(state)
@@ -287,7 +276,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         return rows[0]?.lateness ?? null
       })
 
-    const history = (query: FlowRunQuery, options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }) =>
+    const history = (query: FlowRunQuery, options: HistoryWindow) =>
       states.history("flow_run", where(query), options)
 
     /** Ids of up to `limit` runs matching the filter, newest first. */

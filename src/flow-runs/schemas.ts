@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { LimitField, OffsetField, PaginationResponse } from "../domain/pagination.ts"
+import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { Labels, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
@@ -161,21 +161,10 @@ const filterFields = {
   flow_runs: criterion(FlowRunFilter)
 }
 
-export const ReadFlowRunsBody = Schema.Struct({
-  sort: Schema.optionalWith(FlowRunSort, { default: () => "ID_DESC" as const }),
-  offset: OffsetField,
-  limit: LimitField,
-  ...filterFields
-})
-
-export const CountFlowRunsBody = Schema.Struct(filterFields)
-
-export const PaginateFlowRunsBody = Schema.Struct({
-  sort: Schema.optionalWith(FlowRunSort, { default: () => "ID_DESC" as const }),
-  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
-  limit: LimitField,
-  ...filterFields
-})
+const bodies = queryBodies(filterFields, FlowRunSort, "ID_DESC")
+export const ReadFlowRunsBody = bodies.read
+export const CountFlowRunsBody = bodies.count
+export const PaginateFlowRunsBody = bodies.paginate
 
 export const FlowRunPaginationResponse = PaginationResponse(FlowRun, "FlowRunPaginationResponse")
 

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { resolveLimit, paginated } from "../domain/pagination.ts"
+import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../http/api.ts"
 import { NotFound } from "../http/errors.ts"
 import { FlowsRepo } from "./repo.ts"
@@ -41,17 +41,7 @@ export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
         Effect.map(Effect.orDie(flows.removeMatching(payload.flows, payload.limit)), (deleted) => ({ deleted }))
       )
       .handle("paginate", ({ payload }) =>
-        Effect.gen(function* () {
-          const limit = yield* resolveLimit(payload.limit)
-          const offset = (payload.page - 1) * limit
-          const [results, count] = yield* Effect.orDie(
-            Effect.all([
-              flows.filter({ flows: payload.flows, sort: payload.sort, offset, limit }),
-              flows.count(payload.flows)
-            ])
-          )
-          return paginated(results, count, limit, payload.page)
-        })
+        paginate(payload, (limit, offset) => flows.filter({ flows: payload.flows, sort: payload.sort, offset, limit }), flows.count(payload.flows))
       )
   })
 )

@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { LimitField, OffsetField, PaginationResponse } from "../domain/pagination.ts"
+import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { Labels, ObjectName, strictBody, Tags } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
 
@@ -49,21 +49,10 @@ export const FlowSort = Schema.Literal("CREATED_DESC", "UPDATED_DESC", "NAME_ASC
 })
 export type FlowSort = typeof FlowSort.Type
 
-export const ReadFlowsBody = Schema.Struct({
-  offset: OffsetField,
-  limit: LimitField,
-  sort: Schema.optionalWith(FlowSort, { default: () => "NAME_ASC" as const }),
-  flows: criterion(FlowFilter)
-})
-
-export const CountFlowsBody = Schema.Struct({ flows: criterion(FlowFilter) })
-
-export const PaginateFlowsBody = Schema.Struct({
-  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
-  limit: LimitField,
-  sort: Schema.optionalWith(FlowSort, { default: () => "NAME_ASC" as const }),
-  flows: criterion(FlowFilter)
-})
+const bodies = queryBodies({ flows: criterion(FlowFilter) }, FlowSort, "NAME_ASC")
+export const ReadFlowsBody = bodies.read
+export const CountFlowsBody = bodies.count
+export const PaginateFlowsBody = bodies.paginate
 
 export const FlowPaginationResponse = PaginationResponse(Flow, "FlowPaginationResponse")
 

@@ -5,7 +5,7 @@
  * already changed by an earlier rule no longer applies. The engine is pure: the run, the states and
  * "now" come in, a decision comes out; the caller stores it.
  */
-import type { StateDetails, StateType } from "../domain/states.ts"
+import { type StateDetails, type StateType, StateType as StateTypeSchema } from "../domain/states.ts"
 
 /** A state as the rules see it (a stored one, or the one proposed). */
 export interface RuleState {
@@ -73,18 +73,7 @@ export interface Rule<Run extends RuleRunBase = RuleRun> {
   readonly before: (context: TransitionContext<Run>) => void
 }
 
-export const ALL_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>([
-  "SCHEDULED",
-  "PENDING",
-  "RUNNING",
-  "COMPLETED",
-  "FAILED",
-  "CANCELLED",
-  "CRASHED",
-  "PAUSED",
-  "CANCELLING",
-  null
-])
+export const ALL_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>([...StateTypeSchema.literals, null])
 
 export const TERMINAL_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>([
   "COMPLETED",
@@ -151,3 +140,32 @@ export const orchestrate = <Run extends RuleRunBase>(
     resetRunCount: context.resetRunCount
   }
 }
+
+/** Pending keeps the time the run was scheduled for (flow and task runs alike). */
+export const copyScheduledTime = <Run extends RuleRunBase>(): Rule<Run> => ({
+  name: "CopyScheduledTime",
+  from: states("SCHEDULED"),
+  to: states("PENDING"),
+  before: (context) => {
+    const proposed = context.proposed!
+    if (proposed.state_details.scheduled_time === null) {
+      context.proposed = {
+        ...proposed,
+        state_details: { ...proposed.state_details, scheduled_time: context.initial!.state_details.scheduled_time }
+      }
+    }
+  }
+})
+
+/** A run may not start before its scheduled time: WAIT for the rest of it (flow and task runs alike). */
+export const waitForScheduledTime = <Run extends RuleRunBase>(): Rule<Run> => ({
+  name: "WaitForScheduledTime",
+  from: states("SCHEDULED", "PENDING"),
+  to: states("RUNNING"),
+  before: (context) => {
+    const scheduled = context.initial!.state_details.scheduled_time
+    if (scheduled === null) return
+    const delaySeconds = Math.round((scheduled.getTime() - context.now.getTime()) / 1000)
+    if (delaySeconds > 0) wait(context, delaySeconds, "Scheduled time is in the future")
+  }
+})

@@ -3,7 +3,18 @@
  * concurrency limits; pausing and resuming with their endpoints.
  */
 import { emptyStateDetails } from "../domain/states.ts"
-import { abort, ALL_STATES, reject, type Rule, type RuleState, states, TERMINAL_STATES, wait } from "./engine.ts"
+import {
+  abort,
+  ALL_STATES,
+  copyScheduledTime,
+  reject,
+  type Rule,
+  type RuleRun,
+  type RuleState,
+  states,
+  TERMINAL_STATES,
+  waitForScheduledTime
+} from "./engine.ts"
 
 /** Result data that points at stored results (anything but an "unpersisted" marker). */
 const hasPersistedResult = (data: unknown): boolean =>
@@ -193,35 +204,6 @@ const handleResumingPausedFlows: Rule = {
   }
 }
 
-/** Pending keeps the time the run was scheduled for. */
-const copyScheduledTime: Rule = {
-  name: "CopyScheduledTime",
-  from: states("SCHEDULED"),
-  to: states("PENDING"),
-  before: (context) => {
-    const proposed = context.proposed!
-    if (proposed.state_details.scheduled_time === null) {
-      context.proposed = {
-        ...proposed,
-        state_details: { ...proposed.state_details, scheduled_time: context.initial!.state_details.scheduled_time }
-      }
-    }
-  }
-}
-
-/** A run may not start before its scheduled time: WAIT for the rest of it. */
-const waitForScheduledTime: Rule = {
-  name: "WaitForScheduledTime",
-  from: states("SCHEDULED", "PENDING"),
-  to: states("RUNNING"),
-  before: (context) => {
-    const scheduled = context.initial!.state_details.scheduled_time
-    if (scheduled === null) return
-    const delaySeconds = Math.round((scheduled.getTime() - context.now.getTime()) / 1000)
-    if (delaySeconds > 0) wait(context, delaySeconds, "Scheduled time is in the future")
-  }
-}
-
 /** A failing run with retries left is rescheduled as AwaitingRetry after its retry delay. */
 const retryFailedFlows: Rule = {
   name: "RetryFailedFlows",
@@ -262,8 +244,8 @@ export const coreFlowPolicy: ReadonlyArray<Rule> = [
   ensureOnlyScheduledFlowsMarkedLate,
   handlePausingFlows,
   handleResumingPausedFlows,
-  copyScheduledTime,
-  waitForScheduledTime,
+  copyScheduledTime<RuleRun>(),
+  waitForScheduledTime<RuleRun>(),
   retryFailedFlows
 ]
 

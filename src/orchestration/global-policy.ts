@@ -81,3 +81,26 @@ export const applyGlobalPolicy = (
     ...(resuming !== undefined ? { resuming } : {})
   }
 }
+
+/**
+ * The estimates a run is answered with, at `at`: run time including the current Running stretch,
+ * and lateness (start minus expected start; for a run not started and not ended, now minus expected).
+ */
+export const estimates = (
+  run: Pick<RunClock, "state_type" | "state_timestamp" | "total_run_time" | "start_time" | "expected_start_time">,
+  at: Date
+) => {
+  const seconds = (ms: number) => ms / 1000
+  const runningFor = run.state_type === "RUNNING" && run.state_timestamp !== null
+    ? Math.max(0, seconds(at.getTime() - run.state_timestamp.getTime()))
+    : 0
+  let lateness = 0
+  if (run.start_time !== null && run.expected_start_time !== null && run.start_time > run.expected_start_time) {
+    lateness = seconds(run.start_time.getTime() - run.expected_start_time.getTime())
+  } else if (
+    run.start_time === null && run.expected_start_time !== null && run.expected_start_time < at && !isFinal(run.state_type)
+  ) {
+    lateness = seconds(at.getTime() - run.expected_start_time.getTime())
+  }
+  return { estimated_run_time: run.total_run_time + runningFor, estimated_start_time_delta: lateness }
+}

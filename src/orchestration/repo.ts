@@ -8,25 +8,37 @@ import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
+import { ValidationError } from "../http/errors.ts"
 import { orchestrate, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
 import { Transitions } from "./transitions.ts"
 
 export type RunKind = "flow_run" | "task_run"
 
+export interface HistoryWindow {
+  readonly start: Date
+  readonly end: Date
+  readonly intervalSeconds: number
+}
+
+/** The window of a history request; intervals under a second are refused, as the reference does. */
+export const historyWindow = (body: {
+  readonly history_start: Date
+  readonly history_end: Date
+  readonly history_interval_seconds: number
+}) =>
+  body.history_interval_seconds < 1
+    ? Effect.fail(new ValidationError({ detail: "History interval must not be less than 1 second." }))
+    : Effect.succeed<HistoryWindow>({
+      start: body.history_start,
+      end: body.history_end,
+      intervalSeconds: body.history_interval_seconds
+    })
+
 /** The columns every run table has for its state, and its current state joined as JSON. */
-export interface RunStateRow {
+export interface RunStateRow extends Omit<RunClock, "resuming"> {
   readonly id: string
   readonly state_id: string | null
-  readonly state_type: StateType | null
-  readonly state_name: string | null
-  readonly state_timestamp: Date | null
-  readonly start_time: Date | null
-  readonly end_time: Date | null
-  readonly run_count: number
-  readonly total_run_time: number
-  readonly expected_start_time: Date | null
-  readonly next_scheduled_start_time: Date | null
   readonly empirical_policy: unknown
   readonly state: StateRow | null
 }
@@ -244,7 +256,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     const history = Effect.fn("RunStatesRepo.history")(function* (
       kind: RunKind,
       where: ReturnType<typeof sql.and>,
-      options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }
+      options: HistoryWindow
     ) {
       const table = tables[kind].run
       const at = yield* now

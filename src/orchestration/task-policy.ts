@@ -3,7 +3,18 @@
  * with concurrency limits.
  */
 import { emptyStateDetails } from "../domain/states.ts"
-import { abort, ALL_STATES, reject, type Rule, type RuleRunBase, type RuleState, states, TERMINAL_STATES, wait } from "./engine.ts"
+import {
+  abort,
+  ALL_STATES,
+  copyScheduledTime,
+  reject,
+  type Rule,
+  type RuleRunBase,
+  type RuleState,
+  states,
+  TERMINAL_STATES,
+  waitForScheduledTime
+} from "./engine.ts"
 
 export interface TaskRulePolicy {
   readonly retries: number | null
@@ -96,33 +107,6 @@ const preventRunningTasksFromStoppedFlows: Rule<TaskRuleRun> = {
   }
 }
 
-const copyScheduledTime: Rule<TaskRuleRun> = {
-  name: "CopyScheduledTime",
-  from: states("SCHEDULED"),
-  to: states("PENDING"),
-  before: (context) => {
-    const proposed = context.proposed!
-    if (proposed.state_details.scheduled_time === null) {
-      context.proposed = {
-        ...proposed,
-        state_details: { ...proposed.state_details, scheduled_time: context.initial!.state_details.scheduled_time }
-      }
-    }
-  }
-}
-
-const waitForScheduledTime: Rule<TaskRuleRun> = {
-  name: "WaitForScheduledTime",
-  from: states("SCHEDULED", "PENDING"),
-  to: states("RUNNING"),
-  before: (context) => {
-    const scheduled = context.initial!.state_details.scheduled_time
-    if (scheduled === null) return
-    const delaySeconds = Math.round((scheduled.getTime() - context.now.getTime()) / 1000)
-    if (delaySeconds > 0) wait(context, delaySeconds, "Scheduled time is in the future")
-  }
-}
-
 /**
  * A failing task with retries left waits its retry delay (the n-th entry of a list of delays), with
  * jitter when the policy asks for it, as AwaitingRetry.
@@ -189,8 +173,8 @@ export const coreTaskPolicy: ReadonlyArray<Rule<TaskRuleRun>> = [
   cacheRetrieval,
   handleTaskTerminalStateTransitions,
   preventRunningTasksFromStoppedFlows,
-  copyScheduledTime,
-  waitForScheduledTime,
+  copyScheduledTime<TaskRuleRun>(),
+  waitForScheduledTime<TaskRuleRun>(),
   retryFailedTasks,
   renameReruns,
   cacheInsertion

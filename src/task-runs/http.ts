@@ -1,11 +1,12 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { generateName } from "../domain/names.ts"
-import { paginated, resolveLimit } from "../domain/pagination.ts"
+import { paginate, resolveLimit } from "../domain/pagination.ts"
+import { historyWindow } from "../orchestration/repo.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { OrchestrationResult } from "../flow-runs/schemas.ts"
 import { BatonApi } from "../http/api.ts"
-import { Conflict, NotFound, ValidationError } from "../http/errors.ts"
+import { Conflict, NotFound } from "../http/errors.ts"
 import { TaskRunsRepo } from "./repo.ts"
 import { TaskRun } from "./schemas.ts"
 
@@ -52,27 +53,13 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
       )
       .handle("count", ({ payload }) => Effect.orDie(runs.count(payload)))
       .handle("history", ({ payload }) =>
-        payload.history_interval_seconds < 1
-          ? new ValidationError({ detail: "History interval must not be less than 1 second." })
-          : Effect.orDie(
-            runs.history(payload, {
-              start: payload.history_start,
-              end: payload.history_end,
-              intervalSeconds: payload.history_interval_seconds
-            })
-          )
+        Effect.flatMap(historyWindow(payload), (window) => Effect.orDie(runs.history(payload, window)))
       )
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(runs.filter({ ...payload, limit })))
       )
       .handle("paginate", ({ payload }) =>
-        Effect.gen(function* () {
-          const limit = yield* resolveLimit(payload.limit)
-          const [results, count] = yield* Effect.orDie(
-            Effect.all([runs.filter({ ...payload, limit, offset: (payload.page - 1) * limit }), runs.count(payload)])
-          )
-          return paginated(results, count, limit, payload.page)
-        })
+        paginate(payload, (limit, offset) => runs.filter({ ...payload, limit, offset }), runs.count(payload))
       )
       .handle("setState", ({ path, payload }) =>
         Effect.gen(function* () {

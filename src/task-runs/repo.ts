@@ -3,13 +3,14 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Random, Schema } from "effect"
 import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
-import { isFinal, type State, type StateCreate, type StateType } from "../domain/states.ts"
+import type { State, StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { flowRunFilterSpec } from "../flow-runs/repo.ts"
 import type { FlowRunFilter } from "../flow-runs/schemas.ts"
 import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
-import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
+import { estimates } from "../orchestration/global-policy.ts"
+import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import { coreTaskPolicy, minimalTaskPolicy, type TaskRuleRun } from "../orchestration/task-policy.ts"
 import { Settings } from "../settings/settings.ts"
 import { type TaskRun, type TaskRunCreate, type TaskRunFilter, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
@@ -56,24 +57,12 @@ interface TaskRunRow extends Omit<TaskRun, "empirical_policy" | "estimated_run_t
 }
 
 const decodePolicy = Schema.decodeUnknownSync(TaskRunPolicy)
-const seconds = (ms: number) => ms / 1000
-
 const toTaskRun = (row: TaskRunRow, at: Date): TaskRun => {
-  const runningFor = row.state_type === "RUNNING" && row.state_timestamp !== null
-    ? Math.max(0, seconds(at.getTime() - row.state_timestamp.getTime()))
-    : 0
-  let lateness = 0
-  if (row.start_time !== null && row.expected_start_time !== null && row.start_time > row.expected_start_time) {
-    lateness = seconds(row.start_time.getTime() - row.expected_start_time.getTime())
-  } else if (row.start_time === null && row.expected_start_time !== null && row.expected_start_time < at && !isFinal(row.state_type)) {
-    lateness = seconds(at.getTime() - row.expected_start_time.getTime())
-  }
   const { state, state_timestamp: _, ...columns } = row
   return {
     ...columns,
     empirical_policy: decodePolicy(row.empirical_policy ?? {}),
-    estimated_run_time: row.total_run_time + runningFor,
-    estimated_start_time_delta: lateness,
+    ...estimates(row, at),
     state: state === null ? null : toState(state)
   }
 }
@@ -289,7 +278,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
         })
       })
 
-    const history = (query: TaskRunQuery, options: { readonly start: Date; readonly end: Date; readonly intervalSeconds: number }) =>
+    const history = (query: TaskRunQuery, options: HistoryWindow) =>
       states.history("task_run", where(query), options)
 
     return {

@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { LimitField, OffsetField, PaginationResponse } from "../domain/pagination.ts"
+import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { Labels, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
@@ -134,21 +134,10 @@ const filterFields = {
   task_runs: criterion(TaskRunFilter)
 }
 
-export const ReadTaskRunsBody = Schema.Struct({
-  sort: Schema.optionalWith(TaskRunSort, { default: () => "ID_DESC" as const }),
-  offset: OffsetField,
-  limit: LimitField,
-  ...filterFields
-})
-
-export const CountTaskRunsBody = Schema.Struct(filterFields)
-
-export const PaginateTaskRunsBody = Schema.Struct({
-  sort: Schema.optionalWith(TaskRunSort, { default: () => "ID_DESC" as const }),
-  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
-  limit: LimitField,
-  ...filterFields
-})
+const bodies = queryBodies(filterFields, TaskRunSort, "ID_DESC")
+export const ReadTaskRunsBody = bodies.read
+export const CountTaskRunsBody = bodies.count
+export const PaginateTaskRunsBody = bodies.paginate
 
 export const TaskRunHistoryBody = Schema.Struct({ ...HistoryBody, ...filterFields })
 
