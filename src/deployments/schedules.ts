@@ -1,0 +1,182 @@
+/**
+ * Deployment schedules as the reference models them — interval, cron and rrule, each in a time zone —
+ * and the dates each yields. Time zones, DST and the expression languages come from luxon,
+ * cron-parser and rrule rather than hand-written calendars.
+ */
+import { CronExpressionParser } from "cron-parser"
+import { Either, ParseResult, Schema } from "effect"
+import { DateTime, IANAZone } from "luxon"
+// rrule is CommonJS: its named exports are not visible to ESM imports under plain Node.
+import rrule from "rrule"
+import { Timestamp } from "../domain/time.ts"
+
+/** The most dates one computation yields, as the reference bounds it. */
+export const MAX_ITERATIONS = 1000
+
+const TimeZone = Schema.String.pipe(
+  Schema.filter((zone) => IANAZone.isValidZone(zone) || `Invalid timezone: '${zone}'`)
+)
+
+const validCron = (cron: string): string | undefined => {
+  try {
+    CronExpressionParser.parse(cron)
+    return undefined
+  } catch (cause) {
+    return `Invalid cron string: '${cron}' (${(cause as Error).message})`
+  }
+}
+
+const { rrulestr } = rrule
+
+const validRRule = (rule: string): string | undefined => {
+  try {
+    rrulestr(rule, { forceset: true })
+    return undefined
+  } catch (cause) {
+    return `Invalid RRule string '${rule}': ${(cause as Error).message}`
+  }
+}
+
+export const IntervalSchedule = Schema.Struct({
+  /** Seconds between runs. */
+  interval: Schema.Number.pipe(Schema.greaterThan(0)),
+  anchor_date: Schema.optional(Timestamp),
+  timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => null })
+}).annotations({ identifier: "IntervalSchedule", parseOptions: { onExcessProperty: "error" } })
+
+export const CronSchedule = Schema.Struct({
+  cron: Schema.String.pipe(Schema.filter((cron) => validCron(cron) ?? true)),
+  timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => null }),
+  day_or: Schema.optionalWith(Schema.Boolean, { default: () => true })
+}).annotations({ identifier: "CronSchedule", parseOptions: { onExcessProperty: "error" } })
+
+export const RRuleSchedule = Schema.Struct({
+  rrule: Schema.String.pipe(Schema.filter((rule) => validRRule(rule) ?? true)),
+  timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => "UTC" })
+}).annotations({ identifier: "RRuleSchedule", parseOptions: { onExcessProperty: "error" } })
+
+export const Schedule = Schema.Union(IntervalSchedule, CronSchedule, RRuleSchedule)
+export type Schedule = typeof Schedule.Type
+
+export interface DateWindow {
+  /** At most this many dates (default 1, or MAX_ITERATIONS when `end` is given). */
+  readonly n?: number
+  readonly start: Date
+  readonly end?: Date
+}
+
+const countOf = (window: DateWindow) => Math.min(window.n ?? (window.end ? MAX_ITERATIONS : 1), MAX_ITERATIONS)
+
+const zoneOf = (timezone: string | null | undefined) => timezone ?? "UTC"
+
+/**
+ * Interval dates: from the anchor, whole days are added in the schedule's wall-clock time (a daily run
+ * stays at 09:00 across DST changes) and the rest of the interval as elapsed seconds.
+ */
+const intervalDates = (schedule: typeof IntervalSchedule.Type, window: DateWindow): Array<Date> => {
+  const zone = zoneOf(schedule.timezone)
+  const days = Math.floor(schedule.interval / 86_400)
+  const rest = schedule.interval - days * 86_400
+  const advance = (dt: DateTime): DateTime => dt.plus({ days }).plus({ seconds: rest }) as DateTime
+  const anchor = DateTime.fromJSDate(schedule.anchor_date ?? new Date(Date.UTC(2020, 0, 1)), { zone })
+  const start = DateTime.fromJSDate(window.start, { zone })
+  // Jump close to the start, then step: the jump uses the average interval, the steps the calendar.
+  const jumps = Math.floor((start.toMillis() - anchor.toMillis()) / (schedule.interval * 1000))
+  let next: DateTime = jumps > 0 ? anchor.plus({ seconds: schedule.interval * jumps }) : anchor
+  while (next > start) next = next.minus({ days }).minus({ seconds: rest }) as DateTime
+  while (next < start) next = advance(next)
+  const dates: Array<Date> = []
+  const n = countOf(window)
+  for (let i = 0; i <= MAX_ITERATIONS && dates.length < n; i++) {
+    if (window.end && next.toJSDate() > window.end) break
+    if (dates.length === 0 || dates[dates.length - 1]!.getTime() !== next.toMillis()) dates.push(next.toJSDate())
+    next = advance(next)
+  }
+  return dates
+}
+
+/** Cron dates in the schedule's time zone; with `day_or` false a date must match both day fields. */
+const cronDates = (schedule: typeof CronSchedule.Type, window: DateWindow): Array<Date> => {
+  const zone = zoneOf(schedule.timezone)
+  // The reference starts one second early, so a date exactly at `start` is included.
+  const expression = CronExpressionParser.parse(schedule.cron, {
+    currentDate: new Date(window.start.getTime() - 1000),
+    tz: zone
+  })
+  const fields = expression.fields
+  const restrictsBoth = !fields.dayOfMonth.isWildcard && !fields.dayOfWeek.isWildcard
+  const matchesBoth = (date: Date) => {
+    const local = DateTime.fromJSDate(date, { zone })
+    const weekday = local.weekday % 7
+    return (fields.dayOfMonth.values as ReadonlyArray<number | string>).includes(local.day) &&
+      (fields.dayOfWeek.values as ReadonlyArray<number | string>).some((d) => Number(d) % 7 === weekday)
+  }
+  const dates: Array<Date> = []
+  const n = countOf(window)
+  for (let i = 0; i <= MAX_ITERATIONS && dates.length < n; i++) {
+    let next: Date
+    try {
+      next = expression.next().toDate()
+    } catch {
+      break
+    }
+    if (window.end && next > window.end) break
+    if (!schedule.day_or && restrictsBoth && !matchesBoth(next)) continue
+    dates.push(next)
+  }
+  return dates
+}
+
+/**
+ * RRule dates: the rule's wall-clock times are read in the schedule's time zone (rrule computes in
+ * "floating" UTC; luxon places each result in the zone).
+ */
+const rruleDates = (schedule: typeof RRuleSchedule.Type, window: DateWindow): Array<Date> => {
+  const zone = zoneOf(schedule.timezone)
+  const hasStart = /DTSTART/i.test(schedule.rrule)
+  const floating = (dt: DateTime) => new Date(Date.UTC(dt.year, dt.month - 1, dt.day, dt.hour, dt.minute, dt.second))
+  const fromFloating = (d: Date) =>
+    DateTime.fromObject(
+      {
+        year: d.getUTCFullYear(),
+        month: d.getUTCMonth() + 1,
+        day: d.getUTCDate(),
+        hour: d.getUTCHours(),
+        minute: d.getUTCMinutes(),
+        second: d.getUTCSeconds()
+      },
+      { zone }
+    ).toJSDate()
+  // Without its own DTSTART a rule starts 2020-01-01, as the reference anchors it (rrule would take "now").
+  const text = hasStart
+    ? schedule.rrule
+    : `DTSTART:20200101T000000Z\n${/^\s*(RRULE|EXRULE|RDATE|EXDATE)/i.test(schedule.rrule) ? schedule.rrule : `RRULE:${schedule.rrule}`}`
+  const set = rrulestr(text, { forceset: true })
+  let cursor = floating(DateTime.fromJSDate(window.start, { zone }))
+  let inclusive = true
+  const dates: Array<Date> = []
+  const n = countOf(window)
+  while (dates.length < n) {
+    const next = set.after(cursor, inclusive)
+    if (next === null) break
+    const actual = fromFloating(next)
+    if (window.end && actual > window.end) break
+    dates.push(actual)
+    cursor = next
+    inclusive = false
+  }
+  return dates
+}
+
+/** The next dates of `schedule` from `window.start`, sorted. */
+export const nextDates = (schedule: Schedule, window: DateWindow): Array<Date> => {
+  if ("interval" in schedule) return intervalDates(schedule, window)
+  if ("cron" in schedule) return cronDates(schedule, window)
+  return rruleDates(schedule, window)
+}
+
+/** Decodes a schedule object, for callers that validate before storing. */
+export const decodeSchedule = (input: unknown) =>
+  Either.mapLeft(Schema.decodeUnknownEither(Schedule, { errors: "all" })(input), (error) =>
+    ParseResult.TreeFormatter.formatErrorSync(error)
+  )
