@@ -17,3 +17,10 @@ export const Tags = Schema.Array(Schema.String)
 /** A body schema that rejects unknown fields (422 extra_forbidden), as the reference's create/update bodies do. */
 export const strictBody = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
   Schema.Struct(fields).annotations({ identifier, parseOptions: { onExcessProperty: "error" } })
+
+/** A JSON object of any values (parameters, context, job variables). */
+export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** An optional field that may be null and defaults to null. */
+export const nullable = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })

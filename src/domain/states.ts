@@ -1,6 +1,7 @@
 /** Run states as the reference models them: a type, a display name, a timestamp and details. */
 import { Schema } from "effect"
 import { Id } from "./ids.ts"
+import { nullable } from "./schemas.ts"
 import { Timestamp } from "./time.ts"
 
 export const StateType = Schema.Literal(
@@ -33,9 +34,6 @@ const TERMINAL: ReadonlySet<StateType> = new Set(["COMPLETED", "FAILED", "CANCEL
 
 /** Terminal ("final") states: a run that reached one has ended. */
 export const isFinal = (type: StateType | null | undefined): boolean => type != null && TERMINAL.has(type)
-
-const nullable = <S extends Schema.Schema.Any>(schema: S) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
 
 export const StateDetails = Schema.Struct({
   flow_run_id: nullable(Id),

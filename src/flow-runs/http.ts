@@ -8,7 +8,7 @@ import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
-import { BadRequest, Conflict, NotFound } from "../http/errors.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
@@ -17,12 +17,6 @@ import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 
 const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
 const flowRunInputNotFound = new NotFound({ detail: "Flow run input not found" })
-
-/** The reference answers a reference to a missing object (a flow, a deployment) as an integrity conflict. */
-const integrityConflict = new Conflict({
-  detail:
-    "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
-})
 
 const encodeFlowRun = Schema.encode(FlowRun)
 
@@ -40,7 +34,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           return yield* new NotFound({ detail: `Work pool "${payload.work_pool_name}" not found.` })
         }
         const flow = yield* Effect.orDie(flows.read(payload.flow_id))
-        if (flow === undefined || payload.deployment_id !== null) return yield* integrityConflict
+        if (flow === undefined || payload.deployment_id !== null) return yield* integrityConflict()
         const { id, created } = yield* Effect.orDie(
           runs.create({
             ...payload,

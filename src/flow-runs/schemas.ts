@@ -3,12 +3,10 @@ import { Schema } from "effect"
 import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
-import { Labels, Tags } from "../domain/schemas.ts"
+import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
 import { FlowFilter } from "../flows/schemas.ts"
-
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 export const FlowRunPolicy = Schema.Struct({
   max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
@@ -69,9 +67,6 @@ export const FlowRun = Schema.Struct({
   job_variables: Schema.NullOr(JsonObject)
 }).annotations({ identifier: "FlowRunResponse" })
 export type FlowRun = typeof FlowRun.Type
-
-const nullable = <S extends Schema.Schema.Any>(schema: S) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
 
 export const FlowRunCreate = Schema.Struct({
   state: nullable(StateCreate),

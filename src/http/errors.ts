@@ -58,3 +58,10 @@ export const ConflictResponse = wire(Conflict, Schema.String, 409, "Conflict")
 export const BadRequestResponse = wire(BadRequest, Schema.String, 400, "BadRequest")
 export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 405, "MethodNotAllowed")
 export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
+
+/** The reference's answer when a write names an object that does not exist or breaks a unique key. */
+export const integrityConflict = () =>
+  new Conflict({
+    detail:
+      "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
+  })

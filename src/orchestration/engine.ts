@@ -84,6 +84,10 @@ export const TERMINAL_STATES: ReadonlySet<StateType | null> = new Set<StateType 
 
 export const states = (...types: ReadonlyArray<StateType>): ReadonlySet<StateType | null> => new Set(types)
 
+/** Result data that points at stored results (anything but an "unpersisted" marker). */
+export const hasPersistedResult = (data: unknown): boolean =>
+  typeof data === "object" && data !== null && !Array.isArray(data) && (data as { type?: unknown }).type !== "unpersisted"
+
 /** Outcomes a rule applies to the context. */
 export const reject = (context: TransitionContext<any>, replacement: RuleState | null, reason: string) => {
   context.proposed = replacement

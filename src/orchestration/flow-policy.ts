@@ -7,6 +7,7 @@ import {
   abort,
   ALL_STATES,
   copyScheduledTime,
+  hasPersistedResult,
   reject,
   type Rule,
   type RuleRun,
@@ -15,10 +16,6 @@ import {
   TERMINAL_STATES,
   waitForScheduledTime
 } from "./engine.ts"
-
-/** Result data that points at stored results (anything but an "unpersisted" marker). */
-const hasPersistedResult = (data: unknown): boolean =>
-  typeof data === "object" && data !== null && !Array.isArray(data) && (data as { type?: unknown }).type !== "unpersisted"
 
 const cancelled = (): RuleState => ({
   type: "CANCELLED",

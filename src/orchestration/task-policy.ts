@@ -7,6 +7,7 @@ import {
   abort,
   ALL_STATES,
   copyScheduledTime,
+  hasPersistedResult,
   reject,
   type Rule,
   type RuleRunBase,
@@ -69,8 +70,7 @@ const handleTaskTerminalStateTransitions: Rule<TaskRuleRun> = {
     if (proposed.type === "CANCELLING" || proposed.type === "PAUSED" || proposed.type === "CRASHED") {
       return abort(context, `Run is already ${initial.type}.`)
     }
-    const data = initial.data as { type?: unknown } | null
-    if (initial.type === "COMPLETED" && data && data.type !== "unpersisted") {
+    if (initial.type === "COMPLETED" && hasPersistedResult(initial.data)) {
       return reject(context, null, "This run is already completed.")
     }
     if (!TERMINAL_STATES.has(proposed.type)) context.resetRunCount = true

@@ -6,7 +6,7 @@ import { historyWindow } from "../orchestration/repo.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { OrchestrationResult } from "../flow-runs/schemas.ts"
 import { BatonApi } from "../http/api.ts"
-import { Conflict, NotFound } from "../http/errors.ts"
+import { integrityConflict, NotFound } from "../http/errors.ts"
 import { TaskRunsRepo } from "./repo.ts"
 import { TaskRun } from "./schemas.ts"
 
@@ -22,22 +22,17 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          const { id, created } = yield* runs
-            .create({
+          const result = yield* Effect.orDie(
+            runs.create({
               ...payload,
               name: payload.name ?? (yield* generateName),
               // A task run created without a state starts Pending.
               state: payload.state ?? { type: "PENDING", name: null, message: null, data: null, state_details: emptyStateDetails }
             })
-            .pipe(
-              // A flow run id that names no flow run.
-              Effect.catchTag("SqlError", () =>
-                new Conflict({
-                  detail:
-                    "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
-                })
-              )
-            )
+          )
+          // A flow run id that names no flow run.
+          if (result === undefined) return yield* integrityConflict()
+          const { id, created } = result
           const run = (yield* Effect.orDie(runs.read(id)))!
           return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeTaskRun(run)), { status: created ? 201 : 200 })
         })

@@ -102,10 +102,11 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       const id = input.id ?? (yield* newId)
       const at = yield* now
       // A task run's labels: its flow run's, the flow run id, then the caller's.
-      const parentLabels = input.flow_run_id === null
-        ? {}
-        : ((yield* sql<{ labels: Record<string, unknown> | null }>`SELECT labels FROM flow_run WHERE id = ${input.flow_run_id}`)[0]
-          ?.labels ?? {})
+      const parents = input.flow_run_id === null
+        ? [{ labels: {} }]
+        : yield* sql<{ labels: Record<string, unknown> | null }>`SELECT labels FROM flow_run WHERE id = ${input.flow_run_id}`
+      if (parents.length === 0) return undefined
+      const parentLabels = parents[0]!.labels ?? {}
       const labels = {
         ...parentLabels,
         ...(input.flow_run_id === null ? {} : { "prefect.flow-run.id": input.flow_run_id }),

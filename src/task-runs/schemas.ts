@@ -3,13 +3,11 @@ import { Schema } from "effect"
 import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
-import { Labels, Tags } from "../domain/schemas.ts"
+import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
 import { FlowRunFilter, HistoryBody } from "../flow-runs/schemas.ts"
 import { FlowFilter } from "../flows/schemas.ts"
-
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 export const TaskRunPolicy = Schema.Struct({
   max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
@@ -52,9 +50,6 @@ export const TaskRun = Schema.Struct({
   state: Schema.NullOr(State)
 }).annotations({ identifier: "TaskRun" })
 export type TaskRun = typeof TaskRun.Type
-
-const nullable = <S extends Schema.Schema.Any>(schema: S) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
 
 export const TaskRunCreate = Schema.Struct({
   id: nullable(Id),
