@@ -1,11 +1,10 @@
 /** Flow runs and their states in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
+import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
 import type { RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
@@ -19,35 +18,6 @@ import {
   type FlowRunUpdate
 } from "./schemas.ts"
 
-/** FlowRunFilter fields as conditions on the `flow_run` table. */
-export const flowRunFilterSpec: FilterSpec = {
-  id: Field.oneOf("flow_run.id", "uuid"),
-  name: Field.text("flow_run.name"),
-  tags: Field.tags("flow_run.tags"),
-  deployment_id: Field.oneOf("flow_run.deployment_id", "uuid"),
-  work_queue_name: Field.oneOf("flow_run.work_queue_name", "text"),
-  state: Field.nested({
-    type: Field.oneOf("flow_run.state_type", "text"),
-    name: Field.oneOf("flow_run.state_name", "text")
-  }),
-  flow_version: Field.oneOf("flow_run.flow_version", "text"),
-  start_time: Field.time("flow_run.start_time"),
-  end_time: Field.time("flow_run.end_time"),
-  expected_start_time: Field.time("flow_run.expected_start_time"),
-  next_scheduled_start_time: Field.time("flow_run.next_scheduled_start_time"),
-  // A subflow's parent flow run is the flow run of the task run that started it.
-  parent_flow_run_id: (sql, c) =>
-    c.any_ == null
-      ? []
-      : [sql`flow_run.parent_task_run_id IN (SELECT task_run.id FROM task_run WHERE task_run.flow_run_id = ANY(${c.any_}::uuid[]))`],
-  parent_task_run_id: Field.oneOf("flow_run.parent_task_run_id", "uuid"),
-  idempotency_key: Field.oneOf("flow_run.idempotency_key", "text"),
-  created_by: (sql, c) => [
-    ...(c.id_ != null ? [sql`(flow_run.created_by->>'id')::uuid = ANY(${c.id_}::uuid[])`] : []),
-    ...(c.type_ != null ? [sql`flow_run.created_by->>'type' = ANY(${c.type_}::text[])`] : []),
-    ...Field.nullness("flow_run.created_by")(sql, c)
-  ]
-}
 
 const orderBy: Record<FlowRunSort, string> = {
   ID_DESC: "flow_run.id DESC",
@@ -96,19 +66,22 @@ interface FlowRunRow {
   readonly created_by: FlowRun["created_by"]
   readonly job_variables: Record<string, unknown> | null
   readonly state: StateRow | null
+  readonly queue_name: string | null
+  readonly work_pool_id: string | null
+  readonly work_pool_name: string | null
 }
 
 const decodePolicy = Schema.decodeUnknownSync(FlowRunPolicy)
 
 /** The record answered for a row, with run time and lateness estimated at `at`. */
 const toFlowRun = (row: FlowRunRow, at: Date): FlowRun => {
-  const { state, state_timestamp: _, ...columns } = row
+  const { state, state_timestamp: _, queue_name, ...columns } = row
   return {
     ...columns,
+    // A run in a work queue shows the queue's current name.
+    work_queue_name: queue_name ?? row.work_queue_name,
     empirical_policy: decodePolicy(row.empirical_policy ?? {}),
     ...estimates(row, at),
-    work_pool_id: null,
-    work_pool_name: null,
     state: state === null ? null : toState(state)
   }
 }
@@ -131,7 +104,8 @@ export interface NewFlowRun {
   readonly state: StateCreate
 }
 
-export interface FlowRunQuery {
+/** The filters a flow run query combines: the runs' own and those of related objects. */
+export type FlowRunQuery = Readonly<Record<string, unknown>> & {
   readonly flows?: FlowFilter | null | undefined
   readonly flow_runs?: FlowRunFilter | null | undefined
 }
@@ -142,17 +116,14 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     const states = yield* RunStatesRepo
 
     const selectRuns = sql`
-      SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state
+      SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state,
+        work_queue.name AS queue_name, work_pool.id AS work_pool_id, work_pool.name AS work_pool_name
       FROM flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
+        LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+        LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
     `
 
-    const where = (query: FlowRunQuery) =>
-      sql.and([
-        compileFilter(sql, query.flow_runs, flowRunFilterSpec),
-        query.flows == null
-          ? sql`TRUE`
-          : sql`EXISTS (SELECT 1 FROM flow WHERE flow.id = flow_run.flow_id AND ${compileFilter(sql, query.flows, flowFilterSpec)})`
-      ])
+    const where = (query: FlowRunQuery) => queryCondition(sql, "flow_run", query)
 
     const readRow = (id: string) =>
       Effect.map(sql<FlowRunRow>`${selectRuns} WHERE flow_run.id = ${id}`, (rows) => rows[0])

@@ -1,12 +1,16 @@
 /** Flow runs on the wire: records, create/update bodies, filter and sort, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
 import { FlowFilter } from "../flows/schemas.ts"
+import { DeploymentFilter } from "../deployments/filter.ts"
+import { TaskRunFilter } from "../task-runs/filter.ts"
+import { WorkPoolFilter, WorkQueueFilter } from "../work-pools/filter.ts"
+import { FlowRunFilter } from "./filter.ts"
 
 export const FlowRunPolicy = Schema.Struct({
   max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
@@ -100,42 +104,7 @@ export const FlowRunUpdate = Schema.Struct({
 }).annotations({ identifier: "FlowRunUpdate", parseOptions: { onExcessProperty: "error" } })
 export type FlowRunUpdate = typeof FlowRunUpdate.Type
 
-const ids = criterion(Schema.Array(Id))
-const strings = criterion(Schema.Array(Schema.String))
-const flag = criterion(Schema.Boolean)
-const at = criterion(Timestamp)
-
-export const FlowRunFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: ids, not_any_: ids }, "FlowRunFilterId")),
-    name: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String) }, "FlowRunFilterName")),
-    tags: criterion(strictStruct({ operator: operatorField, all_: strings, any_: strings, is_null_: flag }, "FlowRunFilterTags")),
-    deployment_id: criterion(strictStruct({ operator: operatorField, any_: ids, is_null_: flag }, "FlowRunFilterDeploymentId")),
-    work_queue_name: criterion(strictStruct({ operator: operatorField, any_: strings, is_null_: flag }, "FlowRunFilterWorkQueueName")),
-    state: criterion(
-      strictStruct(
-        {
-          operator: operatorField,
-          type: criterion(strictStruct({ any_: criterion(Schema.Array(StateType)), not_any_: criterion(Schema.Array(StateType)) }, "FlowRunFilterStateType")),
-          name: criterion(strictStruct({ any_: strings, not_any_: strings }, "FlowRunFilterStateName"))
-        },
-        "FlowRunFilterState"
-      )
-    ),
-    flow_version: criterion(strictStruct({ any_: strings }, "FlowRunFilterFlowVersion")),
-    start_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "FlowRunFilterStartTime")),
-    end_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "FlowRunFilterEndTime")),
-    expected_start_time: criterion(strictStruct({ before_: at, after_: at }, "FlowRunFilterExpectedStartTime")),
-    next_scheduled_start_time: criterion(strictStruct({ before_: at, after_: at }, "FlowRunFilterNextScheduledStartTime")),
-    parent_flow_run_id: criterion(strictStruct({ operator: operatorField, any_: ids }, "FlowRunFilterParentFlowRunId")),
-    parent_task_run_id: criterion(strictStruct({ operator: operatorField, any_: ids, is_null_: flag }, "FlowRunFilterParentTaskRunId")),
-    idempotency_key: criterion(strictStruct({ any_: strings, not_any_: strings }, "FlowRunFilterIdempotencyKey")),
-    created_by: criterion(strictStruct({ operator: operatorField, id_: ids, type_: strings, is_null_: flag }, "FlowRunFilterCreatedBy"))
-  },
-  "FlowRunFilter"
-)
-export type FlowRunFilter = typeof FlowRunFilter.Type
+export { FlowRunFilter }
 
 export const FlowRunSort = Schema.Literal(
   "ID_DESC",
@@ -153,7 +122,11 @@ export type FlowRunSort = typeof FlowRunSort.Type
 /** The filters a flow run query combines (deployments, work pools and queues join them as those areas arrive). */
 const filterFields = {
   flows: criterion(FlowFilter),
-  flow_runs: criterion(FlowRunFilter)
+  flow_runs: criterion(FlowRunFilter),
+  task_runs: criterion(TaskRunFilter),
+  deployments: criterion(DeploymentFilter),
+  work_pools: criterion(WorkPoolFilter),
+  work_pool_queues: criterion(WorkQueueFilter)
 }
 
 const bodies = queryBodies(filterFields, FlowRunSort, "ID_DESC")
@@ -199,7 +172,9 @@ export const HistoryBody = {
   history_interval_seconds: Schema.Number
 }
 
-export const FlowRunHistoryBody = Schema.Struct({ ...HistoryBody, ...filterFields })
+// History names its queue filter `work_queues`, as the reference does.
+const { work_pool_queues: _, ...historyFilters } = filterFields
+export const FlowRunHistoryBody = Schema.Struct({ ...HistoryBody, ...historyFilters, work_queues: criterion(WorkQueueFilter) })
 
 export const HistoryResponse = Schema.Struct({
   interval_start: Timestamp,

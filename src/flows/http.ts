@@ -25,13 +25,13 @@ export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(Effect.orDie(flows.update(path.id, payload)), (updated) => (updated ? Effect.void : flowNotFound))
       )
-      .handle("count", ({ payload }) => Effect.orDie(flows.count(payload.flows)))
+      .handle("count", ({ payload }) => Effect.orDie(flows.count(payload)))
       .handle("readByName", ({ path }) => Effect.flatMap(Effect.orDie(flows.readByName(path.name)), found))
       .handle("read", ({ path }) => Effect.flatMap(Effect.orDie(flows.read(path.id)), found))
       .handle("filter", ({ payload }) =>
         Effect.gen(function* () {
           const limit = yield* resolveLimit(payload.limit)
-          return yield* Effect.orDie(flows.filter({ flows: payload.flows, sort: payload.sort, offset: payload.offset, limit }))
+          return yield* Effect.orDie(flows.filter({ query: payload, sort: payload.sort, offset: payload.offset, limit }))
         })
       )
       .handle("delete", ({ path }) =>
@@ -41,7 +41,7 @@ export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
         Effect.map(Effect.orDie(flows.removeMatching(payload.flows, payload.limit)), (deleted) => ({ deleted }))
       )
       .handle("paginate", ({ payload }) =>
-        paginate(payload, (limit, offset) => flows.filter({ flows: payload.flows, sort: payload.sort, offset, limit }), flows.count(payload.flows))
+        paginate(payload, (limit, offset) => flows.filter({ query: payload, sort: payload.sort, offset, limit }), flows.count(payload))
       )
   })
 )

@@ -1,17 +1,14 @@
 /** Flows in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
+import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import type { Flow, FlowFilter, FlowSort } from "./schemas.ts"
 
-/** FlowFilter fields as conditions on the `flow` table. */
-export const flowFilterSpec: FilterSpec = {
-  id: Field.oneOf("flow.id", "uuid"),
-  name: Field.text("flow.name"),
-  tags: Field.tags("flow.tags")
-}
+/** The filters a flow query combines: the flows' own and those of related runs, deployments and pools. */
+export type FlowQuery = Readonly<Record<string, unknown>> & { readonly flows?: FlowFilter | null | undefined }
+
 
 const orderBy: Record<FlowSort, string> = {
   CREATED_DESC: "flow.created DESC, flow.id",
@@ -23,7 +20,7 @@ const orderBy: Record<FlowSort, string> = {
 export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const where = (filter: FlowFilter | null | undefined) => compileFilter(sql, filter, flowFilterSpec)
+    const where = (query: FlowQuery) => queryCondition(sql, "flow", query)
 
     /** Creates the flow, or returns the one with that name; says which. */
     const create = Effect.fn("FlowsRepo.create")(function* (input: {
@@ -66,20 +63,20 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     })
 
     const filter = (options: {
-      readonly flows: FlowFilter | null | undefined
+      readonly query: FlowQuery
       readonly sort: FlowSort
       readonly offset: number
       readonly limit: number
     }) =>
       sql<Flow>`
         SELECT * FROM flow
-        WHERE ${where(options.flows)}
+        WHERE ${where(options.query)}
         ORDER BY ${sql.unsafe(orderBy[options.sort])}
         LIMIT ${options.limit} OFFSET ${options.offset}
       `
 
-    const count = (flows: FlowFilter | null | undefined) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow WHERE ${where(flows)}`, (rows) =>
+    const count = (query: FlowQuery) =>
+      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow WHERE ${where(query)}`, (rows) =>
         Number(rows[0]!.count)
       )
 
@@ -90,7 +87,7 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     const removeMatching = (flows: FlowFilter | null | undefined, limit: number) =>
       Effect.map(
         sql<{ id: string }>`
-          DELETE FROM flow WHERE id IN (SELECT id FROM flow WHERE ${where(flows)} LIMIT ${limit})
+          DELETE FROM flow WHERE id IN (SELECT id FROM flow WHERE ${where({ flows })} LIMIT ${limit})
           RETURNING id
         `,
         (rows) => rows.map((r) => r.id)

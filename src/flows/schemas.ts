@@ -1,10 +1,15 @@
 /** Flows on the wire: records, create/update bodies, filter and sort, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { Labels, ObjectName, strictBody, Tags } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
+import { DeploymentFilter } from "../deployments/filter.ts"
+import { FlowRunFilter } from "../flow-runs/filter.ts"
+import { TaskRunFilter } from "../task-runs/filter.ts"
+import { WorkPoolFilter } from "../work-pools/filter.ts"
+import { FlowFilter } from "./filter.ts"
 
 export const Flow = Schema.Struct({
   id: Id,
@@ -27,29 +32,24 @@ export const FlowCreate = strictBody(
 
 export const FlowUpdate = strictBody({ tags: Schema.optional(Tags) }, "FlowUpdate")
 
-export const FlowFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)), not_any_: criterion(Schema.Array(Id)) }, "FlowFilterId")),
-    deployment: criterion(strictStruct({ operator: operatorField, is_null_: criterion(Schema.Boolean) }, "FlowFilterDeployment")),
-    name: criterion(strictStruct({ any_: criterion(Schema.Array(Schema.String)), like_: criterion(Schema.String) }, "FlowFilterName")),
-    tags: criterion(
-      strictStruct(
-        { operator: operatorField, all_: criterion(Schema.Array(Schema.String)), is_null_: criterion(Schema.Boolean) },
-        "FlowFilterTags"
-      )
-    )
-  },
-  "FlowFilter"
-)
-export type FlowFilter = typeof FlowFilter.Type
+export { FlowFilter }
 
 export const FlowSort = Schema.Literal("CREATED_DESC", "UPDATED_DESC", "NAME_ASC", "NAME_DESC").annotations({
   identifier: "FlowSort"
 })
 export type FlowSort = typeof FlowSort.Type
 
-const bodies = queryBodies({ flows: criterion(FlowFilter) }, FlowSort, "NAME_ASC")
+const bodies = queryBodies(
+  {
+    flows: criterion(FlowFilter),
+    flow_runs: criterion(FlowRunFilter),
+    task_runs: criterion(TaskRunFilter),
+    deployments: criterion(DeploymentFilter),
+    work_pools: criterion(WorkPoolFilter)
+  },
+  FlowSort,
+  "NAME_ASC"
+)
 export const ReadFlowsBody = bodies.read
 export const CountFlowsBody = bodies.count
 export const PaginateFlowsBody = bodies.paginate

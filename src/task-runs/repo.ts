@@ -1,13 +1,11 @@
 /** Task runs in SQL; their states go through the shared state store. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Random, Schema } from "effect"
-import { compileFilter, Field, type FilterSpec } from "../domain/filters.ts"
+import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { State, StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { flowRunFilterSpec } from "../flow-runs/repo.ts"
 import type { FlowRunFilter } from "../flow-runs/schemas.ts"
-import { flowFilterSpec } from "../flows/repo.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
 import { estimates } from "../orchestration/global-policy.ts"
 import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
@@ -15,28 +13,6 @@ import { coreTaskPolicy, minimalTaskPolicy, type TaskRuleRun } from "../orchestr
 import { Settings } from "../settings/settings.ts"
 import { type TaskRun, type TaskRunCreate, type TaskRunFilter, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
 
-export const taskRunFilterSpec: FilterSpec = {
-  id: Field.oneOf("task_run.id", "uuid"),
-  name: Field.text("task_run.name"),
-  tags: Field.tags("task_run.tags"),
-  state: Field.nested({
-    type: Field.oneOf("task_run.state_type", "text"),
-    name: Field.oneOf("task_run.state_name", "text")
-  }),
-  start_time: Field.time("task_run.start_time"),
-  end_time: Field.time("task_run.end_time"),
-  expected_start_time: Field.time("task_run.expected_start_time"),
-  // Task runs that started a subflow (or not).
-  subflow_runs: (sql, c) =>
-    c.exists_ == null
-      ? []
-      : [
-        c.exists_
-          ? sql`EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)`
-          : sql`NOT EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)`
-      ],
-  flow_run_id: Field.oneOf("task_run.flow_run_id", "uuid")
-}
 
 const orderBy: Record<TaskRunSort, string> = {
   ID_DESC: "task_run.id DESC",
@@ -67,7 +43,8 @@ const toTaskRun = (row: TaskRunRow, at: Date): TaskRun => {
   }
 }
 
-export interface TaskRunQuery {
+/** The filters a task run query combines: the runs' own and those of related objects. */
+export type TaskRunQuery = Readonly<Record<string, unknown>> & {
   readonly flows?: FlowFilter | null | undefined
   readonly flow_runs?: FlowRunFilter | null | undefined
   readonly task_runs?: TaskRunFilter | null | undefined
@@ -79,18 +56,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const states = yield* RunStatesRepo
     const settings = yield* Settings
 
-    const where = (query: TaskRunQuery) =>
-      sql.and([
-        compileFilter(sql, query.task_runs, taskRunFilterSpec),
-        query.flow_runs == null && query.flows == null
-          ? sql`TRUE`
-          : sql`EXISTS (
-              SELECT 1 FROM flow_run JOIN flow ON flow.id = flow_run.flow_id
-              WHERE flow_run.id = task_run.flow_run_id
-                AND ${compileFilter(sql, query.flow_runs, flowRunFilterSpec)}
-                AND ${compileFilter(sql, query.flows, flowFilterSpec)}
-            )`
-      ])
+    const where = (query: TaskRunQuery) => queryCondition(sql, "task_run", query)
 
     const readRow = (id: string) => states.readRow<TaskRunRow & { readonly id: string }>("task_run", id)
 

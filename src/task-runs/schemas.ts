@@ -1,6 +1,6 @@
 /** Task runs on the wire: records, create/update bodies, filter and sort, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
@@ -8,6 +8,8 @@ import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
 import { FlowRunFilter, HistoryBody } from "../flow-runs/schemas.ts"
 import { FlowFilter } from "../flows/schemas.ts"
+import { DeploymentFilter } from "../deployments/filter.ts"
+import { TaskRunFilter } from "./filter.ts"
 
 export const TaskRunPolicy = Schema.Struct({
   max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
@@ -73,44 +75,7 @@ export const TaskRunUpdate = Schema.Struct({ name: Schema.optional(Schema.String
   parseOptions: { onExcessProperty: "error" }
 })
 
-const strings = criterion(Schema.Array(Schema.String))
-const flag = criterion(Schema.Boolean)
-const at = criterion(Timestamp)
-
-export const TaskRunFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "TaskRunFilterId")),
-    name: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String) }, "TaskRunFilterName")),
-    tags: criterion(strictStruct({ operator: operatorField, all_: strings, is_null_: flag }, "TaskRunFilterTags")),
-    state: criterion(
-      strictStruct(
-        {
-          operator: operatorField,
-          type: criterion(strictStruct({ any_: criterion(Schema.Array(StateType)) }, "TaskRunFilterStateType")),
-          name: criterion(strictStruct({ any_: strings }, "TaskRunFilterStateName"))
-        },
-        "TaskRunFilterState"
-      )
-    ),
-    start_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "TaskRunFilterStartTime")),
-    end_time: criterion(strictStruct({ before_: at, after_: at, is_null_: flag }, "TaskRunFilterEndTime")),
-    expected_start_time: criterion(strictStruct({ before_: at, after_: at }, "TaskRunFilterExpectedStartTime")),
-    subflow_runs: criterion(strictStruct({ exists_: flag }, "TaskRunFilterSubFlowRuns")),
-    flow_run_id: criterion(
-      strictStruct(
-        {
-          operator: operatorField,
-          any_: criterion(Schema.Array(Id)),
-          is_null_: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => false })
-        },
-        "TaskRunFilterFlowRunId"
-      )
-    )
-  },
-  "TaskRunFilter"
-)
-export type TaskRunFilter = typeof TaskRunFilter.Type
+export { TaskRunFilter }
 
 export const TaskRunSort = Schema.Literal(
   "ID_DESC",
@@ -126,7 +91,8 @@ export type TaskRunSort = typeof TaskRunSort.Type
 const filterFields = {
   flows: criterion(FlowFilter),
   flow_runs: criterion(FlowRunFilter),
-  task_runs: criterion(TaskRunFilter)
+  task_runs: criterion(TaskRunFilter),
+  deployments: criterion(DeploymentFilter)
 }
 
 const bodies = queryBodies(filterFields, TaskRunSort, "ID_DESC")

@@ -1,0 +1,102 @@
+/**
+ * The one cross-area query compiler. A query body carries filters on several kinds of object (`flows`,
+ * `flow_runs`, `task_runs`, `deployments`, `work_pools`, `work_pool_queues`); the rows of the target
+ * table match when their own filter matches and, for each other filter given, a related row matches
+ * it (an EXISTS over the join path between the two tables). As in the reference, a filter given as
+ * `{}` still asks for a related row to exist.
+ */
+import type { Statement } from "@effect/sql"
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { deploymentFilterSpec } from "../deployments/filter.ts"
+import { compileFilter, type FilterSpec } from "../domain/filters.ts"
+import { flowRunFilterSpec } from "../flow-runs/filter.ts"
+import { flowFilterSpec } from "../flows/filter.ts"
+import { taskRunFilterSpec } from "../task-runs/filter.ts"
+import { workPoolFilterSpec, workQueueFilterSpec } from "../work-pools/filter.ts"
+
+export type Entity = "flow" | "flow_run" | "task_run" | "deployment" | "work_pool" | "work_queue"
+
+/** The body key of each entity's filter. */
+const keys: Record<string, Entity> = {
+  flows: "flow",
+  flow_runs: "flow_run",
+  task_runs: "task_run",
+  deployments: "deployment",
+  work_pools: "work_pool",
+  work_pool_queues: "work_queue",
+  work_queues: "work_queue"
+}
+
+const specs: Record<Entity, FilterSpec> = {
+  flow: flowFilterSpec,
+  flow_run: flowRunFilterSpec,
+  task_run: taskRunFilterSpec,
+  deployment: deploymentFilterSpec,
+  work_pool: workPoolFilterSpec,
+  work_queue: workQueueFilterSpec
+}
+
+const queueOf = (column: string) => `work_queue WHERE work_queue.id = ${column}`
+const poolOf = (column: string) =>
+  `work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE work_queue.id = ${column}`
+
+/** From a row of the target (outer) table: the FROM … WHERE that reaches the related rows. */
+const paths: Record<Entity, Partial<Record<Entity, string>>> = {
+  flow: {
+    flow_run: "flow_run WHERE flow_run.flow_id = flow.id",
+    task_run: "task_run JOIN flow_run ON flow_run.id = task_run.flow_run_id WHERE flow_run.flow_id = flow.id",
+    deployment: "deployment WHERE deployment.flow_id = flow.id",
+    work_pool:
+      "deployment JOIN work_queue ON work_queue.id = deployment.work_queue_id JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE deployment.flow_id = flow.id",
+    work_queue: "deployment JOIN work_queue ON work_queue.id = deployment.work_queue_id WHERE deployment.flow_id = flow.id"
+  },
+  flow_run: {
+    flow: "flow WHERE flow.id = flow_run.flow_id",
+    task_run: "task_run WHERE task_run.flow_run_id = flow_run.id",
+    deployment: "deployment WHERE deployment.id = flow_run.deployment_id",
+    work_pool: poolOf("flow_run.work_queue_id"),
+    work_queue: queueOf("flow_run.work_queue_id")
+  },
+  task_run: {
+    flow: "flow_run JOIN flow ON flow.id = flow_run.flow_id WHERE flow_run.id = task_run.flow_run_id",
+    flow_run: "flow_run WHERE flow_run.id = task_run.flow_run_id",
+    deployment: "flow_run JOIN deployment ON deployment.id = flow_run.deployment_id WHERE flow_run.id = task_run.flow_run_id"
+  },
+  deployment: {
+    flow: "flow WHERE flow.id = deployment.flow_id",
+    flow_run: "flow_run WHERE flow_run.deployment_id = deployment.id",
+    task_run: "task_run JOIN flow_run ON flow_run.id = task_run.flow_run_id WHERE flow_run.deployment_id = deployment.id",
+    work_pool: poolOf("deployment.work_queue_id"),
+    work_queue: queueOf("deployment.work_queue_id")
+  },
+  work_pool: {},
+  work_queue: {
+    work_pool: "work_pool WHERE work_pool.id = work_queue.work_pool_id"
+  }
+}
+
+type Fragment = Statement.Fragment
+
+/**
+ * The condition a query body puts on rows of `target`. Filters the target cannot reach (and keys that
+ * are not filters, such as sort or limit) are ignored; the body schema decides which are accepted.
+ */
+export const queryCondition = (
+  sql: SqlClient,
+  target: Entity,
+  body: Readonly<Record<string, unknown>>
+): Fragment => {
+  const conditions: Array<Fragment> = []
+  for (const [key, filter] of Object.entries(body)) {
+    const entity = keys[key]
+    if (entity === undefined || filter === null || filter === undefined) continue
+    const condition = compileFilter(sql, filter as Record<string, unknown>, specs[entity])
+    if (entity === target) {
+      conditions.push(condition)
+      continue
+    }
+    const path = paths[target][entity]
+    if (path !== undefined) conditions.push(sql`EXISTS (SELECT 1 FROM ${sql.unsafe(path)} AND ${condition})`)
+  }
+  return conditions.length === 0 ? sql`TRUE` : sql.and(conditions)
+}
