@@ -1,18 +1,75 @@
-/** Validating values against JSON Schemas users store (run input schemas, parameter schemas), with ajv. */
+/**
+ * Validating values against JSON Schemas users store (run input schemas, parameter schemas), with
+ * ajv. Failures are described the way the reference words them ("1 is not of type 'string'"), since
+ * clients show and match those messages.
+ */
 import { Ajv, type ErrorObject } from "ajv"
 
+// Remote $refs are never fetched: ajv resolves only what the schema itself contains.
 const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false })
 
 export type SchemaCheck =
   | { readonly valid: true }
   | { readonly valid: false; readonly field: string | null; readonly message: string }
 
-const describe = (error: ErrorObject): { field: string | null; message: string } => {
-  const path = error.instancePath.replace(/^\//, "").replace(/\//g, ".")
-  if (error.keyword === "required") {
-    return { field: path === "" ? null : path, message: `'${(error.params as { missingProperty: string }).missingProperty}' is a required property` }
+/** A value as Python prints it (the reference's messages quote values that way). */
+export const pythonRepr = (value: unknown): string => {
+  if (value === null || value === undefined) return "None"
+  if (value === true) return "True"
+  if (value === false) return "False"
+  if (typeof value === "string") return `'${value.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`
+  if (typeof value === "number") return String(value)
+  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(", ")}]`
+  if (typeof value === "object") {
+    return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${pythonRepr(k)}: ${pythonRepr(v)}`).join(", ")}}`
   }
-  return { field: path === "" ? null : path, message: `${JSON.stringify(error.data ?? null)} ${error.message ?? "is not valid"}` }
+  return String(value)
+}
+
+const typeName = (type: unknown) => (Array.isArray(type) ? pythonRepr(type) : `'${String(type)}'`)
+
+const messageOf = (error: ErrorObject): string => {
+  const params = error.params as Record<string, unknown>
+  const data = pythonRepr(error.data)
+  switch (error.keyword) {
+    case "required":
+      return `'${String(params.missingProperty)}' is a required property`
+    case "type":
+      return `${data} is not of type ${typeName(params.type)}`
+    case "enum":
+      return `${data} is not one of ${pythonRepr(params.allowedValues)}`
+    case "const":
+      return `${pythonRepr(params.allowedValue)} was expected`
+    case "minimum":
+      return `${data} is less than the minimum of ${String(params.limit)}`
+    case "maximum":
+      return `${data} is greater than the maximum of ${String(params.limit)}`
+    case "exclusiveMinimum":
+      return `${data} is less than or equal to the minimum of ${String(params.limit)}`
+    case "exclusiveMaximum":
+      return `${data} is greater than or equal to the maximum of ${String(params.limit)}`
+    case "minLength":
+      return `${data} is too short`
+    case "maxLength":
+      return `${data} is too long`
+    case "pattern":
+      return `${data} does not match '${String(params.pattern)}'`
+    case "additionalProperties":
+      return `Additional properties are not allowed ('${String(params.additionalProperty)}' was unexpected)`
+    case "anyOf":
+      return `${data} is not valid under any of the given schemas`
+    case "oneOf":
+      return `${data} is not valid under any of the given schemas`
+    default:
+      return `${data} ${error.message ?? "is not valid"}`
+  }
+}
+
+/** The failing field as the reference names it: `a.b`, `a[0]`; null at the root. */
+const fieldOf = (error: ErrorObject): string | null => {
+  const parts = error.instancePath.split("/").slice(1).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+  if (parts.length === 0) return null
+  return parts.reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === "" ? part : `${path}.${part}`), "")
 }
 
 /** Checks `value` against `schema`; a schema that does not compile is reported as invalid. */
@@ -25,5 +82,63 @@ export const checkAgainstSchema = (schema: unknown, value: unknown): SchemaCheck
   }
   if (validate(value)) return { valid: true }
   const first = validate.errors?.[0]
-  return first === undefined ? { valid: false, field: null, message: "is not valid" } : { valid: false, ...describe({ ...first, data: first.data }) }
+  return first === undefined
+    ? { valid: false, field: null, message: "is not valid" }
+    : { valid: false, field: fieldOf(first), message: messageOf(first) }
 }
+
+/** The reference's wording of a failed check. */
+export const describeFailure = (check: { readonly field: string | null; readonly message: string }) =>
+  check.field === null
+    ? `Validation failed. Failure reason: ${check.message}`
+    : `Validation failed for field '${check.field}'. Failure reason: ${check.message}`
+
+type JsonSchema = Record<string, unknown>
+
+const isObject = (value: unknown): value is JsonSchema => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * A parameter schema made lenient as the reference makes it before validating: optional properties
+ * without a default also accept null and (when asked) no property is required.
+ */
+export const prepareParameterSchema = (schema: JsonSchema, options: { readonly ignoreRequired: boolean }): JsonSchema => {
+  const visitProperties = (node: JsonSchema): JsonSchema => {
+    const copy: JsonSchema = { ...node }
+    if (isObject(copy.properties)) {
+      const required = Array.isArray(copy.required) ? (copy.required as Array<unknown>) : []
+      const properties: JsonSchema = {}
+      for (const [name, property] of Object.entries(copy.properties)) {
+        if (!isObject(property)) {
+          properties[name] = property
+          continue
+        }
+        let next: JsonSchema = visitProperties(property)
+        if (!required.includes(name) && "type" in next && next.type !== "null" && !("default" in next)) {
+          const { type, ...rest } = next
+          next = { ...rest, anyOf: [{ type }, { type: "null" }] }
+        }
+        properties[name] = next
+      }
+      copy.properties = properties
+    }
+    for (const key of ["definitions", "$defs"]) {
+      if (isObject(copy[key])) {
+        copy[key] = Object.fromEntries(
+          Object.entries(copy[key] as JsonSchema).map(([name, def]) => [name, isObject(def) ? visitProperties(def) : def])
+        )
+      }
+    }
+    return copy
+  }
+  const dropRequired = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(dropRequired)
+    if (!isObject(node)) return node
+    return Object.fromEntries(Object.entries(node).filter(([key]) => key !== "required").map(([k, v]) => [k, dropRequired(v)]))
+  }
+  const prepared = visitProperties(schema)
+  return options.ignoreRequired ? (dropRequired(prepared) as JsonSchema) : prepared
+}
+
+/** Checks parameters against a deployment's parameter schema, the reference's way. */
+export const checkParameters = (schema: JsonSchema, parameters: unknown, options: { readonly ignoreRequired: boolean }) =>
+  checkAgainstSchema(prepareParameterSchema(schema, options), parameters)

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { generateName } from "../domain/names.ts"
-import { checkAgainstSchema } from "../domain/json-schema.ts"
+import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
@@ -88,14 +88,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
             return yield* refuse(state, "Run input schema is not valid JSON.")
           }
           const check = checkAgainstSchema(schema, input)
-          if (!check.valid) {
-            return yield* refuse(
-              state,
-              check.field === null
-                ? `Reason: Validation failed. Failure reason: ${check.message}`
-                : `Reason: Validation failed for field '${check.field}'. Failure reason: ${check.message}`
-            )
-          }
+          if (!check.valid) return yield* refuse(state, `Reason: ${describeFailure(check)}`)
         }
         const proposed = state.state_details.pause_reschedule
           ? { type: "SCHEDULED" as const, name: "Resuming", message: null, data: null, state_details: { ...emptyStateDetails, scheduled_time: yield* now } }
