@@ -42,7 +42,6 @@ export const FlowRunFilter = strictStruct(
 )
 export type FlowRunFilter = typeof FlowRunFilter.Type
 
-
 export const flowRunFilterSpec: FilterSpec = {
   id: Field.oneOf("flow_run.id", "uuid"),
   name: Field.text("flow_run.name"),

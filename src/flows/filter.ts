@@ -20,7 +20,6 @@ export const FlowFilter = strictStruct(
 )
 export type FlowFilter = typeof FlowFilter.Type
 
-
 export const flowFilterSpec: FilterSpec = {
   id: Field.oneOf("flow.id", "uuid"),
   name: Field.text("flow.name"),

@@ -44,7 +44,6 @@ export const TaskRunFilter = strictStruct(
 )
 export type TaskRunFilter = typeof TaskRunFilter.Type
 
-
 export const taskRunFilterSpec: FilterSpec = {
   id: Field.oneOf("task_run.id", "uuid"),
   name: Field.text("task_run.name"),
