@@ -78,6 +78,13 @@ export const Field = {
     ...(c.after_ != null ? [sql`${col(sql, column)} >= ${c.after_}`] : []),
     ...isNull(sql, column, c.is_null_)
   ],
+  /** A related row: EXISTS (subquery) when `present` is true, NOT EXISTS when false, nothing when unset. */
+  exists: (sql: SqlClient, present: unknown, subquery: string): ReadonlyArray<Fragment> =>
+    present === true
+      ? [sql`EXISTS (SELECT 1 FROM ${sql.unsafe(subquery)})`]
+      : present === false
+      ? [sql`NOT EXISTS (SELECT 1 FROM ${sql.unsafe(subquery)})`]
+      : [],
   /** is_null_ only (e.g. "has a deployment"). */
   nullness: (column: string): FieldCompiler => (sql, c) => isNull(sql, column, c.is_null_),
   /** A nested filter object with its own fields. */

@@ -18,7 +18,6 @@ import {
   type FlowRunUpdate
 } from "./schemas.ts"
 
-
 const orderBy: Record<FlowRunSort, string> = {
   ID_DESC: "flow_run.id DESC",
   START_TIME_ASC: "coalesce(flow_run.start_time, flow_run.expected_start_time) ASC, flow_run.id",

@@ -119,7 +119,7 @@ export const FlowRunSort = Schema.Literal(
 ).annotations({ identifier: "FlowRunSort" })
 export type FlowRunSort = typeof FlowRunSort.Type
 
-/** The filters a flow run query combines (deployments, work pools and queues join them as those areas arrive). */
+/** The filters a flow run query combines: its own and those of related objects. */
 const filterFields = {
   flows: criterion(FlowFilter),
   flow_runs: criterion(FlowRunFilter),

@@ -26,11 +26,5 @@ export const flowFilterSpec: FilterSpec = {
   tags: Field.tags("flow.tags"),
   // Flows with (is_null_ false) or without (true) a deployment.
   deployment: (sql, c) =>
-    c.is_null_ == null
-      ? []
-      : [
-        c.is_null_
-          ? sql`NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.flow_id = flow.id)`
-          : sql`EXISTS (SELECT 1 FROM deployment WHERE deployment.flow_id = flow.id)`
-      ]
+    Field.exists(sql, c.is_null_ == null ? undefined : !c.is_null_, "deployment WHERE deployment.flow_id = flow.id")
 }

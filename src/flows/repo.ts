@@ -9,7 +9,6 @@ import type { Flow, FlowFilter, FlowSort } from "./schemas.ts"
 /** The filters a flow query combines: the flows' own and those of related runs, deployments and pools. */
 export type FlowQuery = Readonly<Record<string, unknown>> & { readonly flows?: FlowFilter | null | undefined }
 
-
 const orderBy: Record<FlowSort, string> = {
   CREATED_DESC: "flow.created DESC, flow.id",
   UPDATED_DESC: "flow.updated DESC, flow.id",

@@ -56,13 +56,6 @@ export const taskRunFilterSpec: FilterSpec = {
   end_time: Field.time("task_run.end_time"),
   expected_start_time: Field.time("task_run.expected_start_time"),
   // Task runs that started a subflow (or not).
-  subflow_runs: (sql, c) =>
-    c.exists_ == null
-      ? []
-      : [
-        c.exists_
-          ? sql`EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)`
-          : sql`NOT EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)`
-      ],
+  subflow_runs: (sql, c) => Field.exists(sql, c.exists_, "flow_run WHERE flow_run.parent_task_run_id = task_run.id"),
   flow_run_id: Field.oneOf("task_run.flow_run_id", "uuid")
 }

@@ -13,7 +13,6 @@ import { coreTaskPolicy, minimalTaskPolicy, type TaskRuleRun } from "../orchestr
 import { Settings } from "../settings/settings.ts"
 import { type TaskRun, type TaskRunCreate, type TaskRunFilter, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
 
-
 const orderBy: Record<TaskRunSort, string> = {
   ID_DESC: "task_run.id DESC",
   EXPECTED_START_TIME_ASC: "task_run.expected_start_time ASC, task_run.id",
