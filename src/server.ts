@@ -9,6 +9,15 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
+import { ConcurrencyLimitsRepo } from "./concurrency/repo.ts"
+import { DeploymentsLive } from "./deployments/http.ts"
+import { DeploymentsRepo } from "./deployments/repo.ts"
+import { DeploymentRuns } from "./deployments/runs.ts"
+import { ScheduledRunsRepo } from "./deployments/scheduled-runs-repo.ts"
+import { DeploymentScheduler } from "./deployments/scheduler.ts"
+import { Deployments } from "./deployments/service.ts"
+import { WorkPoolsRepo } from "./work-pools/repo.ts"
+import { WorkQueueLookup } from "./work-pools/service.ts"
 import { FlowRunStatesLive, FlowRunsLive } from "./flow-runs/http.ts"
 import { FlowRunsRepo } from "./flow-runs/repo.ts"
 import { FlowsLive } from "./flows/http.ts"
@@ -39,7 +48,26 @@ export const DatabaseLive: Layer.Layer<
   Layer.provideMerge(Database.layerFromSettings)
 )
 
-/** The handlers of every area's group, with the repositories they use. */
+/** The repositories and area services the handlers and background services share. */
+export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default).pipe(
+  Layer.provideMerge(DeploymentScheduler.Default),
+  Layer.provideMerge(WorkQueueLookup.Default),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      FlowsRepo.Default,
+      FlowRunsRepo.Default,
+      TaskRunsRepo.Default,
+      DeploymentsRepo.Default,
+      ScheduledRunsRepo.Default,
+      WorkPoolsRepo.Default,
+      ConcurrencyLimitsRepo.Default
+    )
+  ),
+  Layer.provideMerge(RunStatesRepo.Default),
+  Layer.provideMerge(Transitions.Default)
+)
+
+/** The handlers of every area's group. */
 export const GroupsLive = Layer.mergeAll(
   RootLive,
   AdminLive,
@@ -47,12 +75,9 @@ export const GroupsLive = Layer.mergeAll(
   FlowRunsLive,
   FlowRunStatesLive,
   TaskRunsLive,
-  TaskRunStatesLive
-).pipe(
-  Layer.provide([FlowsRepo.Default, FlowRunsRepo.Default, TaskRunsRepo.Default]),
-  Layer.provide(RunStatesRepo.Default),
-  Layer.provideMerge(Transitions.Default)
-)
+  TaskRunStatesLive,
+  DeploymentsLive
+).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */
 export const HandlersLive = HttpApiBuilder.api(BatonApi).pipe(Layer.provide(GroupsLive))
@@ -86,7 +111,7 @@ export const HttpServerLive = Layer.unwrapEffect(
 )
 
 /** Every background service, each started when its settings enable it. */
-export const ServicesLive = runServices(services)
+export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive))
 
 /**
  * The API server without its Settings and Database, for programs (and tests) that bring their own;

@@ -6,14 +6,14 @@
 import { Ajv, type ErrorObject } from "ajv"
 
 // Remote $refs are never fetched: ajv resolves only what the schema itself contains.
-const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false })
+const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false, verbose: true })
 
 export type SchemaCheck =
   | { readonly valid: true }
   | { readonly valid: false; readonly field: string | null; readonly message: string }
 
 /** A value as Python prints it (the reference's messages quote values that way). */
-const pythonRepr = (value: unknown): string => {
+export const pythonRepr = (value: unknown): string => {
   if (value === null || value === undefined) return "None"
   if (value === true) return "True"
   if (value === false) return "False"
@@ -57,6 +57,7 @@ const messageOf = (error: ErrorObject): string => {
     case "additionalProperties":
       return `Additional properties are not allowed ('${String(params.additionalProperty)}' was unexpected)`
     case "anyOf":
+      return `${data} is not valid under any of the given schemas`
     case "oneOf":
       return `${data} is not valid under any of the given schemas`
     default:
@@ -91,3 +92,53 @@ export const describeFailure = (check: { readonly field: string | null; readonly
   check.field === null
     ? `Validation failed. Failure reason: ${check.message}`
     : `Validation failed for field '${check.field}'. Failure reason: ${check.message}`
+
+type JsonSchema = Record<string, unknown>
+
+const isObject = (value: unknown): value is JsonSchema => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * A parameter schema made lenient as the reference makes it before validating: optional properties
+ * without a default also accept null and (when asked) no property is required.
+ */
+export const prepareParameterSchema = (schema: JsonSchema, options: { readonly ignoreRequired: boolean }): JsonSchema => {
+  const visitProperties = (node: JsonSchema): JsonSchema => {
+    const copy: JsonSchema = { ...node }
+    if (isObject(copy.properties)) {
+      const required = Array.isArray(copy.required) ? (copy.required as Array<unknown>) : []
+      const properties: JsonSchema = {}
+      for (const [name, property] of Object.entries(copy.properties)) {
+        if (!isObject(property)) {
+          properties[name] = property
+          continue
+        }
+        let next: JsonSchema = visitProperties(property)
+        if (!required.includes(name) && "type" in next && next.type !== "null" && !("default" in next)) {
+          const { type, ...rest } = next
+          next = { ...rest, anyOf: [{ type }, { type: "null" }] }
+        }
+        properties[name] = next
+      }
+      copy.properties = properties
+    }
+    for (const key of ["definitions", "$defs"]) {
+      if (isObject(copy[key])) {
+        copy[key] = Object.fromEntries(
+          Object.entries(copy[key] as JsonSchema).map(([name, def]) => [name, isObject(def) ? visitProperties(def) : def])
+        )
+      }
+    }
+    return copy
+  }
+  const dropRequired = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(dropRequired)
+    if (!isObject(node)) return node
+    return Object.fromEntries(Object.entries(node).filter(([key]) => key !== "required").map(([k, v]) => [k, dropRequired(v)]))
+  }
+  const prepared = visitProperties(schema)
+  return options.ignoreRequired ? (dropRequired(prepared) as JsonSchema) : prepared
+}
+
+/** Checks parameters against a deployment's parameter schema, the reference's way. */
+export const checkParameters = (schema: JsonSchema, parameters: unknown, options: { readonly ignoreRequired: boolean }) =>
+  checkAgainstSchema(prepareParameterSchema(schema, options), parameters)

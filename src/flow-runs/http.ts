@@ -11,6 +11,7 @@ import { BatonApi } from "../http/api.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
+import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
@@ -26,19 +27,23 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
     const flows = yield* FlowsRepo
     const taskRuns = yield* TaskRunsRepo
     const settings = yield* Settings
+    const queues = yield* WorkQueueLookup
 
     const create = (payload: FlowRunCreate) =>
       Effect.gen(function* () {
-        if (payload.work_pool_name !== null) {
-          // Work pools arrive with their own area; until then no pool of any name exists.
-          return yield* new NotFound({ detail: `Work pool "${payload.work_pool_name}" not found.` })
-        }
+        // A pool (and queue) named here must exist: the run goes to that queue, or the pool's default one.
+        const queue = payload.work_pool_name === null
+          ? null
+          : payload.work_queue_name
+          ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name, { create: false })
+          : yield* queues.defaultQueue(payload.work_pool_name)
         const flow = yield* Effect.orDie(flows.read(payload.flow_id))
-        if (flow === undefined || payload.deployment_id !== null) return yield* integrityConflict()
+        if (flow === undefined) return yield* integrityConflict()
         const { id, created } = yield* Effect.orDie(
           runs.create({
             ...payload,
             name: payload.name ?? (yield* generateName),
+            work_queue_id: queue?.id ?? null,
             // The run's labels: its flow's, the flow id, then the caller's.
             labels: { ...flow.labels, "prefect.flow.id": flow.id, ...payload.labels },
             // A run created without a state starts Pending.

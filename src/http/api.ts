@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
+import { DeploymentsApi } from "../deployments/api.ts"
 import { FlowRunStatesApi, FlowRunsApi } from "../flow-runs/api.ts"
 import { FlowsApi } from "../flows/api.ts"
 import { TaskRunStatesApi, TaskRunsApi } from "../task-runs/api.ts"
@@ -26,6 +27,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(FlowRunStatesApi)
   .add(TaskRunsApi)
   .add(TaskRunStatesApi)
+  .add(DeploymentsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

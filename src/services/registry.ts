@@ -3,8 +3,12 @@
  * interval from `server.services.<name>`; an iteration's work lives in the service's own module.
  */
 import { Duration, Effect } from "effect"
-import type { SettingsValue } from "../settings/settings.ts"
+import type { DeploymentsRepo } from "../deployments/repo.ts"
+import type { DeploymentScheduler } from "../deployments/scheduler.ts"
+import type { Settings, SettingsValue } from "../settings/settings.ts"
+import { markStaleDeployments } from "./foreman.ts"
 import { type BackgroundService, defineService } from "./runner.ts"
+import { scheduleDue, scheduleRecent } from "./scheduler.ts"
 
 type Services = SettingsValue["server"]["services"]
 
@@ -17,11 +21,20 @@ const flushInterval = (pick: (s: Services) => { readonly flush_interval: number 
 /** Until an area brings a service's work, its iteration has nothing to do. */
 const idle = Effect.void
 
-export const services: ReadonlyArray<BackgroundService> = [
+/** What the services' iterations use: the area services and repositories, and the settings. */
+export type ServiceRequirements = DeploymentScheduler | DeploymentsRepo | Settings
+
+export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
     name: "scheduler",
     interval: loopSeconds((s) => s.scheduler),
-    tick: idle
+    tick: scheduleDue
+  }),
+  defineService({
+    name: "scheduler",
+    loop: "recent deployments",
+    interval: (settings) => Duration.seconds(settings.server.services.scheduler.recent_deployments_loop_seconds),
+    tick: scheduleRecent
   }),
   defineService({
     name: "late_runs",
@@ -57,7 +70,7 @@ export const services: ReadonlyArray<BackgroundService> = [
   defineService({
     name: "foreman",
     interval: loopSeconds((s) => s.foreman),
-    tick: idle
+    tick: markStaleDeployments
   }),
   defineService({
     name: "repossessor",

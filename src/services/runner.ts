@@ -11,6 +11,8 @@ export type ServiceName = keyof SettingsValue["server"]["services"]
 export interface BackgroundService<R = never> {
   /** Its settings live under `server.services.<name>`; `enabled` there says whether it runs. */
   readonly name: ServiceName
+  /** Names one of several loops of a service (e.g. the scheduler's quick loop), in logs and traces. */
+  readonly loop?: string
   /** The pause between two iterations, read from its settings. */
   readonly interval: (settings: SettingsValue) => Duration.DurationInput
   /** One iteration. */
@@ -20,17 +22,19 @@ export interface BackgroundService<R = never> {
 export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
 
 /** Runs `service` forever: a failing or dying iteration is logged and the loop goes on. */
-export const loop = <R>(service: BackgroundService<R>, interval: Duration.DurationInput) =>
-  service.tick.pipe(
+export const loop = <R>(service: BackgroundService<R>, interval: Duration.DurationInput) => {
+  const label = service.loop === undefined ? service.name : `${service.name} (${service.loop})`
+  return service.tick.pipe(
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause)
-        : Effect.logError(`Service ${service.name}: iteration failed`, cause)
+        : Effect.logError(`Service ${label}: iteration failed`, cause)
     ),
     Effect.repeat(Schedule.spaced(interval)),
-    Effect.annotateLogs("service", service.name),
-    Effect.withSpan(`service.${service.name}`)
+    Effect.annotateLogs("service", label),
+    Effect.withSpan(`service.${label}`)
   )
+}
 
 /**
  * Forks every enabled service into the Layer's scope; closing the scope (server shutdown)
@@ -46,7 +50,7 @@ export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): L
           continue
         }
         yield* Effect.forkScoped(loop(service, service.interval(settings)))
-        yield* Effect.logDebug(`Service ${service.name} started`)
+        yield* Effect.logDebug(`Service ${service.loop === undefined ? service.name : `${service.name} (${service.loop})`} started`)
       }
     })
   )

@@ -79,7 +79,7 @@ describe("service runner", () => {
   it.effect("registers every background service of the settings with its interval", () =>
     Effect.gen(function* () {
       const settings = yield* loadSettings()
-      const names = registered.map((s) => s.name).sort()
+      const names = [...new Set(registered.map((s) => s.name))].sort()
       expect(names).toEqual(
         [
           "cancellation_cleanup",
@@ -94,8 +94,12 @@ describe("service runner", () => {
           "triggers"
         ].sort()
       )
-      const scheduler = registered.find((s) => s.name === "scheduler")!
+      const scheduler = registered.find((s) => s.name === "scheduler" && s.loop === undefined)!
       expect(Duration.toSeconds(Duration.decode(scheduler.interval(settings)))).toBe(60)
+      // The scheduler's second loop picks up changed deployments quickly.
+      const recent = registered.find((s) => s.loop === "recent deployments")!
+      expect(recent.name).toBe("scheduler")
+      expect(Duration.toSeconds(Duration.decode(recent.interval(settings)))).toBe(5)
       const lateRuns = registered.find((s) => s.name === "late_runs")!
       expect(Duration.toSeconds(Duration.decode(lateRuns.interval(settings)))).toBe(5)
     })

@@ -7,7 +7,7 @@ import { HttpApiClient, type HttpApi, HttpServer, FetchHttpClient } from "@effec
 import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { BatonApi } from "../../src/http/api.ts"
-import { ApiLive, HttpServerLive, serveApi } from "../../src/server.ts"
+import { ApiLive, AreasLive, HttpServerLive, serveApi } from "../../src/server.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
 import { Transitions } from "../../src/orchestration/transitions.ts"
 import { TestDatabase } from "./database.ts"
@@ -24,6 +24,8 @@ export interface TestServerOptions {
 export const testServer = (options: TestServerOptions = {}) =>
   (options.api ? serveApi(options.api.api, options.api.handlers) : ApiLive).pipe(
     Layer.provideMerge(HttpServerLive),
+    // The area services the handlers use (the same instances), for tests that call them directly.
+    Layer.provideMerge(AreasLive),
     // The same instance the handlers publish to (Layers are memoised within one build).
     Layer.provideMerge(Transitions.Default),
     Layer.provideMerge(TestDatabase),

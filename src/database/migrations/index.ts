@@ -6,10 +6,12 @@ import m0001 from "./0001_initial.ts"
 import m0002 from "./0002_flows.ts"
 import m0003 from "./0003_runs.ts"
 import m0004 from "./0004_deployments.ts"
+import m0005 from "./0005_scheduled_runs_index.ts"
 
 export const migrations = {
   "0001_initial": m0001,
   "0002_flows": m0002,
   "0003_runs": m0003,
-  "0004_deployments": m0004
+  "0004_deployments": m0004,
+  "0005_scheduled_runs_index": m0005
 }

@@ -1,0 +1,74 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { paginate, resolveLimit } from "../domain/pagination.ts"
+import { FlowRun } from "../flow-runs/schemas.ts"
+import { BatonApi } from "../http/api.ts"
+import { DeploymentsRepo } from "./repo.ts"
+import { DeploymentRuns } from "./runs.ts"
+import { Deployment } from "./schemas.ts"
+import { deploymentNotFound, Deployments } from "./service.ts"
+
+const encodeDeployment = Schema.encode(Deployment)
+const encodeFlowRun = Schema.encode(FlowRun)
+
+/** A JSON answer with 201 for something new, 200 for something that already existed. */
+const createdOrFound = <A, I>(encode: (a: A) => Effect.Effect<I, unknown>, value: A, created: boolean) =>
+  Effect.map(Effect.orDie(encode(value)), (json) => HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 }))
+
+export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (handlers) =>
+  Effect.gen(function* () {
+    const deployments = yield* Deployments
+    const runs = yield* DeploymentRuns
+    const repo = yield* DeploymentsRepo
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.flatMap(deployments.create(payload), ({ deployment, created }) => createdOrFound(encodeDeployment, deployment, created))
+      )
+      .handle("read", ({ path }) => deployments.read(path.id))
+      .handle("readByName", ({ path }) =>
+        Effect.flatMap(Effect.orDie(repo.readByName(path.flow_name, path.deployment_name)), (found) =>
+          found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found)
+        )
+      )
+      .handle("update", ({ path, payload }) => deployments.update(path.id, payload))
+      .handle("delete", ({ path }) => deployments.remove(path.id))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) =>
+          Effect.orDie(repo.filter({ query: payload, sort: payload.sort, offset: payload.offset, limit }))
+        )
+      )
+      .handle("paginate", ({ payload }) =>
+        paginate(payload, (limit, offset) => repo.filter({ query: payload, sort: payload.sort, offset, limit }), repo.count(payload))
+      )
+      .handle("count", ({ payload }) => Effect.orDie(repo.count(payload)))
+      .handle("bulkDelete", ({ payload }) =>
+        Effect.map(deployments.removeMatching(payload.deployments, payload.limit), (deleted) => ({ deleted }))
+      )
+      .handle("scheduledFlowRuns", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) => runs.scheduledFlowRuns(payload.deployment_ids, payload.scheduled_before, limit))
+      )
+      .handle("schedule", ({ path, payload }) =>
+        Effect.as(
+          runs.scheduleRuns(path.id, {
+            start: payload.start_time,
+            end: payload.end_time,
+            minTimeSeconds: payload.min_time,
+            minRuns: payload.min_runs,
+            maxRuns: payload.max_runs
+          }),
+          null
+        )
+      )
+      .handle("pause", ({ path }) => Effect.as(deployments.pause(path.id), null))
+      .handle("resume", ({ path }) => Effect.as(deployments.resume(path.id), null))
+      .handle("createFlowRun", ({ path, payload }) =>
+        Effect.flatMap(runs.createFlowRun(path.id, payload), ({ run, created }) => createdOrFound(encodeFlowRun, run, created))
+      )
+      .handle("createFlowRuns", ({ path, payload }) => runs.createFlowRuns(path.id, payload))
+      .handle("workQueueCheck", ({ path }) => runs.workQueueCheck(path.id))
+      .handle("listSchedules", ({ path }) => deployments.listSchedules(path.id))
+      .handle("createSchedules", ({ path, payload }) => deployments.createSchedules(path.id, payload))
+      .handle("updateSchedule", ({ path, payload }) => deployments.updateSchedule(path.id, path.schedule_id, payload))
+      .handle("deleteSchedule", ({ path }) => deployments.deleteSchedule(path.id, path.schedule_id))
+  })
+)

@@ -1,0 +1,111 @@
+/**
+ * Deployment parameters: their size limit, hydration of `__prefect_kind` values, and checks against
+ * the deployment's parameter schema, each worded as the reference words it.
+ */
+import { Either } from "effect"
+import { checkParameters, describeFailure } from "../domain/json-schema.ts"
+
+type Json = unknown
+
+/** Bytes of the parameters as the reference counts them: compact JSON with non-ASCII escaped. */
+export const serializedSize = (parameters: Json): number => {
+  const text = JSON.stringify(parameters) ?? ""
+  let size = 0
+  for (let i = 0; i < text.length; i++) size += text.charCodeAt(i) > 127 ? 6 : 1
+  return size
+}
+
+const grouped = (n: number) => n.toLocaleString("en-US")
+
+/** The reference's refusal of parameters over `max` bytes (0 turns the limit off); undefined when they fit. */
+export const parameterSizeProblem = (parameters: Json, max: number): string | undefined => {
+  if (max === 0) return undefined
+  const size = serializedSize(parameters)
+  return size > max
+    ? `Flow run parameters must be less than ${grouped(max)} bytes when serialized (got ${grouped(size)} bytes).`
+    : undefined
+}
+
+class HydrationError {
+  constructor(readonly message: string) {}
+}
+
+/** Marks a value that hydrates to nothing: its key (or list item) is dropped. */
+const REMOVE = Symbol("remove")
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+export interface HydrationContext {
+  /** A workspace variable's value; undefined when there is none of that name. */
+  readonly variable: (name: string) => Json | undefined
+}
+
+const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE => {
+  if (Array.isArray(value)) return value.map((v) => hydrateValue(v, ctx)).filter((v) => v !== REMOVE)
+  if (!isObject(value)) return value
+  if (!("__prefect_kind" in value)) {
+    const out: Record<string, Json> = {}
+    for (const [k, v] of Object.entries(value)) {
+      const h = hydrateValue(v, ctx)
+      if (h !== REMOVE) out[k] = h
+    }
+    return out
+  }
+  switch (value.__prefect_kind) {
+    case "none": {
+      if (!("value" in value)) throw new HydrationError("Missing 'value' key in __prefect object")
+      return hydrateValue(value.value, ctx)
+    }
+    case "json": {
+      if (!("value" in value)) return REMOVE
+      const inner = isObject(value.value) ? hydrateValue(value.value, ctx) : value.value
+      if (typeof inner !== "string") return inner
+      try {
+        return JSON.parse(inner)
+      } catch (cause) {
+        throw new HydrationError(`Invalid JSON: ${(cause as Error).message}`)
+      }
+    }
+    case "workspace_variable": {
+      if (typeof value.variable_name !== "string") return REMOVE
+      const found = ctx.variable(value.variable_name)
+      if (found === undefined) throw new HydrationError(`Variable '${value.variable_name}' not found in workspace.`)
+      return found
+    }
+    default:
+      return value.value ?? null
+  }
+}
+
+/** Parameters with every `__prefect_kind` value replaced by what it stands for; the first problem otherwise. */
+export const hydrate = (parameters: Record<string, Json>, ctx: HydrationContext): Either.Either<Record<string, Json>, string> => {
+  try {
+    const out = hydrateValue(parameters, ctx)
+    return Either.right(out === REMOVE || !isObject(out) ? {} : out)
+  } catch (error) {
+    if (error instanceof HydrationError) return Either.left(error.message)
+    throw error
+  }
+}
+
+/** Hydration without workspace variables (none exist yet): every such reference is unknown. */
+export const noVariables: HydrationContext = { variable: () => undefined }
+
+export type SchemaProblem =
+  | { readonly kind: "no-schema" }
+  | { readonly kind: "invalid"; readonly message: string }
+
+/**
+ * Checks parameters against a deployment's schema: `partial` ignores `required` (a deployment may
+ * leave parameters to its runs). Undefined when they satisfy it.
+ */
+export const parameterSchemaProblem = (
+  schema: unknown,
+  parameters: Json,
+  options: { readonly partial: boolean }
+): SchemaProblem | undefined => {
+  if (!isObject(schema)) return { kind: "no-schema" }
+  const check = checkParameters(schema, parameters, { ignoreRequired: options.partial })
+  return check.valid ? undefined : { kind: "invalid", message: describeFailure(check) }
+}

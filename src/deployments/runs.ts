@@ -1,0 +1,198 @@
+/**
+ * Runs of a deployment: creating them on demand (one or a batch, parameters merged over the
+ * deployment's and checked against its schema), the worker's poll for scheduled runs, scheduling a
+ * window now, and the legacy work-queue check.
+ */
+import { Effect, Either } from "effect"
+import { generateName } from "../domain/names.ts"
+import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { BadRequest, Conflict } from "../http/errors.ts"
+import { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { WorkQueueLookup } from "../work-pools/service.ts"
+import { Settings } from "../settings/settings.ts"
+import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "./parameters.ts"
+import { DeploymentsRepo } from "./repo.ts"
+import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
+import { deploymentRunLabels } from "./scheduling.ts"
+import type { Deployment, DeploymentFlowRunCreate } from "./schemas.ts"
+import { deploymentNotFound, valueError } from "./service.ts"
+
+/** Why a run could not be created; the single and bulk routes word these differently, as the reference does. */
+type RunProblem =
+  | { readonly kind: "hydration"; readonly message: string }
+  | { readonly kind: "no-schema" }
+  | { readonly kind: "invalid"; readonly message: string }
+  | { readonly kind: "no-pool"; readonly queue: string }
+
+export const MAX_BULK_RUNS = 100
+
+export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/DeploymentRuns", {
+  effect: Effect.gen(function* () {
+    const repo = yield* DeploymentsRepo
+    const runs = yield* FlowRunsRepo
+    const pools = yield* WorkPoolsRepo
+    const queues = yield* WorkQueueLookup
+    const scheduler = yield* DeploymentScheduler
+    const settings = yield* Settings
+
+    const readDeployment = (id: string) =>
+      Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found)))
+
+    /** Creates one run of the deployment; a problem with its parameters or queue is returned, not raised. */
+    const createRun = (deployment: Deployment, body: DeploymentFlowRunCreate) =>
+      Effect.gen(function* () {
+        const hydrated = hydrate({ ...deployment.parameters, ...body.parameters }, noVariables)
+        if (Either.isLeft(hydrated)) return Either.left<RunProblem>({ kind: "hydration", message: hydrated.left })
+        const parameters = hydrated.right
+        if (body.enforce_parameter_schema ?? deployment.enforce_parameter_schema) {
+          const problem = parameterSchemaProblem(deployment.parameter_openapi_schema, parameters, { partial: false })
+          if (problem !== undefined) return Either.left<RunProblem>(problem)
+        }
+        let queue = { id: deployment.work_queue_id, name: deployment.work_queue_name }
+        if (body.work_queue_name) {
+          if (deployment.work_queue_id === null || deployment.work_pool_name === null) {
+            return Either.left<RunProblem>({ kind: "no-pool", queue: body.work_queue_name })
+          }
+          const found = yield* queues.queueInPool(deployment.work_pool_name, body.work_queue_name, { create: true })
+          queue = { id: found.id, name: found.name }
+        }
+        const state: StateCreate = body.state ?? {
+          type: "SCHEDULED",
+          name: null,
+          message: null,
+          data: null,
+          state_details: { ...emptyStateDetails, scheduled_time: yield* now }
+        }
+        const { id, created } = yield* Effect.orDie(
+          runs.create({
+            flow_id: deployment.flow_id,
+            deployment_id: deployment.id,
+            deployment_version: deployment.version,
+            name: body.name || (yield* generateName),
+            flow_version: null,
+            parameters,
+            context: body.context,
+            parent_task_run_id: body.parent_task_run_id,
+            infrastructure_document_id: body.infrastructure_document_id ?? deployment.infrastructure_document_id,
+            empirical_policy: body.empirical_policy,
+            tags: [...new Set([...deployment.tags, ...body.tags])],
+            labels: { ...deploymentRunLabels(deployment), ...body.labels },
+            idempotency_key: body.idempotency_key,
+            work_queue_name: queue.name,
+            work_queue_id: queue.id,
+            // A run's own job variables; workers merge them over the deployment's when they start it.
+            job_variables: body.job_variables ?? {},
+            state
+          })
+        )
+        return Either.right({ id, created })
+      })
+
+    const checkSize = (parameters: unknown, loc: ReadonlyArray<string | number>) => {
+      const problem = parameterSizeProblem(parameters, settings.server.api.max_parameter_size)
+      return problem === undefined ? Effect.void : Effect.fail(valueError(loc, problem))
+    }
+
+    /** POST /deployments/{id}/create_flow_run: the new run, or the one its idempotency key names. */
+    const createFlowRun = Effect.fn("DeploymentRuns.createFlowRun")(function* (id: string, body: DeploymentFlowRunCreate) {
+      yield* checkSize(body.parameters, ["parameters"])
+      const deployment = yield* readDeployment(id)
+      const outcome = yield* createRun(deployment, body)
+      if (Either.isLeft(outcome)) {
+        const problem = outcome.left
+        switch (problem.kind) {
+          case "hydration":
+            return yield* new BadRequest({ detail: `Error hydrating flow run parameters: ${problem.message}` })
+          case "no-schema":
+            return yield* new Conflict({
+              detail:
+                "Error updating deployment: Cannot update parameters because parameter schema enforcement is enabled and the deployment does not have a valid parameter schema."
+            })
+          case "invalid":
+            return yield* new Conflict({ detail: `Error creating flow run: ${problem.message}` })
+          case "no-pool":
+            return yield* new BadRequest({
+              detail:
+                `Cannot create flow run in work queue ${problem.queue} because deployment ${id} is not associated with a work pool. Please remove work_pool_name and try again.`
+            })
+        }
+      }
+      const run = (yield* Effect.orDie(runs.read(outcome.right.id)))!
+      return { run, created: outcome.right.created }
+    })
+
+    const bulkMessage = (problem: RunProblem) => {
+      switch (problem.kind) {
+        case "hydration":
+          return problem.message
+        case "no-schema":
+          return "Parameter schema enforcement is enabled but deployment has no valid schema."
+        case "invalid":
+          return `Parameter validation failed: ${problem.message}`
+        case "no-pool":
+          return `Cannot create flow run in work queue ${problem.queue} because deployment is not associated with a work pool.`
+      }
+    }
+
+    /** POST /deployments/{id}/create_flow_run/bulk: each run created or reported as failed, in order. */
+    const createFlowRuns = Effect.fn("DeploymentRuns.createFlowRuns")(function* (id: string, bodies: ReadonlyArray<DeploymentFlowRunCreate>) {
+      if (bodies.length > MAX_BULK_RUNS) {
+        return yield* new BadRequest({ detail: `Cannot create more than ${MAX_BULK_RUNS} flow runs at once.` })
+      }
+      for (const [i, body] of bodies.entries()) yield* checkSize(body.parameters, [i, "parameters"])
+      const deployment = yield* readDeployment(id)
+      const results = []
+      for (const body of bodies) {
+        const outcome = yield* createRun(deployment, body).pipe(
+          Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail })))
+        )
+        results.push(
+          Either.isLeft(outcome)
+            ? { flow_run_id: null, status: "FAILED" as const, error: bulkMessage(outcome.left) }
+            : { flow_run_id: outcome.right.id, status: "CREATED" as const, error: null }
+        )
+      }
+      return { results }
+    })
+
+    /**
+     * The worker's poll: Scheduled runs of the deployments due by `before` (no bound without it),
+     * soonest first. The deployments count as polled: READY.
+     */
+    const scheduledFlowRuns = Effect.fn("DeploymentRuns.scheduledFlowRuns")(function* (
+      ids: ReadonlyArray<string>,
+      before: Date | undefined,
+      limit: number
+    ) {
+      if (ids.length === 0) return []
+      const found = yield* Effect.orDie(
+        runs.filter({
+          flow_runs: {
+            operator: "and_",
+            deployment_id: { operator: "and_", any_: ids },
+            state: { operator: "and_", type: { any_: ["SCHEDULED"] } },
+            ...(before === undefined ? {} : { next_scheduled_start_time: { before_: before } })
+          },
+          sort: "NEXT_SCHEDULED_START_TIME_ASC",
+          offset: 0,
+          limit
+        })
+      )
+      yield* Effect.orDie(repo.markReady(ids, yield* now))
+      return found
+    })
+
+    /** POST /deployments/{id}/schedule: the runs the active schedules ask for in the window, now. */
+    const scheduleRuns = (id: string, window: WindowOptions) => Effect.orDie(Effect.asVoid(scheduler.schedule([id], window)))
+
+    /** The queues whose legacy filter would take the deployment's runs. */
+    const workQueueCheck = Effect.fn("DeploymentRuns.workQueueCheck")(function* (id: string) {
+      const deployment = yield* readDeployment(id)
+      return yield* Effect.orDie(pools.queuesAccepting(deployment))
+    })
+
+    return { createFlowRun, createFlowRuns, scheduledFlowRuns, scheduleRuns, workQueueCheck } as const
+  })
+}) {}

@@ -1,0 +1,405 @@
+/**
+ * The deployment rules: create-or-update by flow and name, PATCH with schedules matched by slug,
+ * the `deployment:<id>` concurrency limit, parameter schema enforcement, pausing, deleting, and
+ * removing the scheduled runs each change makes stale — each as the reference does it.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Either, Schema } from "effect"
+import { now } from "../domain/time.ts"
+import { FlowsRepo } from "../flows/repo.ts"
+import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
+import { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "./parameters.ts"
+import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
+import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
+import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"
+
+export const deploymentNotFound = new NotFound({ detail: "Deployment not found" })
+/** The PATCH and schedule routes say it with a period, as the reference does. */
+export const deploymentNotFoundDot = new NotFound({ detail: "Deployment not found." })
+const scheduleNotFound = new NotFound({ detail: "Schedule not found." })
+const limitNotFound = new NotFound({ detail: "Concurrency limit not found" })
+
+/** A 422 as the reference's validators raise it: "Value error, …" at `loc` under the body. */
+export const valueError = (loc: ReadonlyArray<string | number>, message: string) =>
+  new ValidationError({ detail: [{ loc: ["body", ...loc], msg: `Value error, ${message}`, type: "value_error" }] })
+
+const isUniqueViolation = (error: unknown) =>
+  (error as { cause?: { code?: string } })?.cause?.code === "23505"
+
+const json = (value: unknown) => JSON.stringify(value)
+
+const EMPTY_PARAMETER_SCHEMA = { type: "object", properties: {} }
+
+/** `{}` is read as "no parameters", which the reference spells out. */
+const normaliseParameterSchema = (schema: Record<string, unknown> | null) =>
+  schema !== null && Object.keys(schema).length === 0 ? EMPTY_PARAMETER_SCHEMA : schema
+
+const encodeSchedule = Schema.encodeSync(ScheduleSchema)
+const decodeSchedule = Schema.decodeSync(ScheduleSchema)
+
+export class Deployments extends Effect.Service<Deployments>()("baton/Deployments", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* DeploymentsRepo
+    const flows = yield* FlowsRepo
+    const pools = yield* WorkPoolsRepo
+    const limits = yield* ConcurrencyLimitsRepo
+    const queues = yield* WorkQueueLookup
+    const settings = yield* Settings
+    const maxScheduledRuns = settings.server.deployment_schedule_max_scheduled_runs
+
+    /** An interval schedule keeps the moment it was made as its anchor, and says its zone. */
+    const normaliseSchedule = (schedule: Schedule, at: Date): Schedule =>
+      "interval" in schedule
+        ? decodeSchedule({ ...encodeSchedule(schedule), anchor_date: (schedule.anchor_date ?? at).toISOString(), timezone: schedule.timezone ?? "UTC" })
+        : schedule
+
+    const checkScheduleLimits = (
+      schedules: ReadonlyArray<{ readonly max_scheduled_runs?: number | null | undefined }>,
+      loc: ReadonlyArray<string | number>
+    ) =>
+      Effect.forEach(schedules, (s, i) =>
+        s.max_scheduled_runs != null && s.max_scheduled_runs > maxScheduledRuns
+          ? Effect.fail(valueError([...loc, i, "max_scheduled_runs"], `\`max_scheduled_runs\` must be less than or equal to ${maxScheduledRuns}.`))
+          : Effect.void
+      )
+
+    const checkParameterSize = (parameters: unknown) => {
+      const problem = parameterSizeProblem(parameters, settings.server.api.max_parameter_size)
+      return problem === undefined ? Effect.void : Effect.fail(valueError(["parameters"], problem))
+    }
+
+    const checkLimitsExclusive = (body: { readonly concurrency_limit?: number | null | undefined; readonly global_concurrency_limit_id?: string | null | undefined }) =>
+      body.concurrency_limit && body.global_concurrency_limit_id
+        ? Effect.fail(valueError([], "A deployment cannot have both a concurrency limit and a global concurrency limit."))
+        : Effect.void
+
+    const requireLimit = (id: string | null | undefined) =>
+      id ? Effect.flatMap(Effect.orDie(limits.read(id)), (found) => (found === undefined ? Effect.fail(limitNotFound) : Effect.void)) : Effect.void
+
+    /**
+     * Keeps the deployment's own limit in step with `concurrency_limit`: null deletes the limit it
+     * points at, a number updates it or creates `deployment:<id>`.
+     */
+    const syncConcurrencyLimit = (deploymentId: string, limit: number | null) =>
+      Effect.gen(function* () {
+        const row = (yield* repo.readRow(deploymentId))!
+        const current = row.concurrency_limit_id === null ? undefined : yield* limits.read(row.concurrency_limit_id)
+        if (current === undefined && limit === null) return
+        if (current !== undefined && current.limit === limit) return
+        if (limit === null) return yield* limits.remove(current!.id)
+        if (current !== undefined) return yield* limits.setLimit(current.id, limit)
+        const id = yield* limits.create({ name: `deployment:${deploymentId}`, limit })
+        yield* repo.update(deploymentId, { concurrency_limit_id: id })
+      })
+
+    const newSchedules = (schedules: ReadonlyArray<{
+      readonly schedule: Schedule
+      readonly active?: boolean | null | undefined
+      readonly parameters?: Record<string, unknown> | undefined
+      readonly slug?: string | null | undefined
+      readonly max_scheduled_runs?: number | null | undefined
+    }>, at: Date, options: { readonly keepMaxRuns: boolean }): Array<NewSchedule> =>
+      schedules.map((s) => ({
+        schedule: normaliseSchedule(s.schedule, at),
+        active: s.active ?? true,
+        parameters: s.parameters ?? {},
+        slug: s.slug ?? null,
+        max_scheduled_runs: options.keepMaxRuns ? s.max_scheduled_runs ?? null : null
+      }))
+
+
+    /** Creates the deployment, or updates the one of that flow and name with what was sent. */
+    const create = Effect.fn("Deployments.create")(function* (body: DeploymentCreate) {
+      const has = (key: keyof DeploymentCreate) => body[key] !== undefined
+      if (body.parameters !== undefined) yield* checkParameterSize(body.parameters)
+      yield* checkLimitsExclusive(body)
+      yield* checkScheduleLimits(body.schedules ?? [], ["schedules"])
+      const parameterSchema = has("parameter_openapi_schema") ? normaliseParameterSchema(body.parameter_openapi_schema!) : undefined
+      // The reference checks parameters at creation only when enforcement is asked for explicitly.
+      if (body.enforce_parameter_schema === true && parameterSchema) {
+        const problem = parameterSchemaProblem(parameterSchema, body.parameters ?? {}, { partial: true })
+        if (problem?.kind === "invalid") return yield* valueError([], problem.message)
+      }
+      const at = yield* now
+      const result = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          if (body.work_pool_name && body.work_pool_name !== DEFAULT_AGENT_POOL) {
+            if ((yield* pools.readPoolByName(body.work_pool_name)) === undefined) return yield* workPoolNotFound(body.work_pool_name)
+          }
+          yield* requireLimit(body.global_concurrency_limit_id)
+          const queue = yield* queues.forDeployment(body)
+          const flow = yield* flows.read(body.flow_id)
+          if (flow === undefined) return yield* integrityConflict()
+          const labels = json({ ...flow.labels, "prefect.flow.id": flow.id, ...body.labels })
+          const sent: Record<string, unknown> = {}
+          for (const key of ["name", "flow_id", "paused", "enforce_parameter_schema", "work_queue_name", "storage_document_id", "infrastructure_document_id", "description", "path", "version", "entrypoint"] as const) {
+            if (has(key)) sent[key] = body[key]
+          }
+          for (const key of ["concurrency_options", "parameters", "tags", "pull_steps"] as const) {
+            if (has(key)) sent[key] = json(body[key])
+          }
+          if (parameterSchema !== undefined) sent.parameter_openapi_schema = json(parameterSchema)
+          if (has("global_concurrency_limit_id")) sent.concurrency_limit_id = body.global_concurrency_limit_id
+          const changes: Columns = {
+            ...sent,
+            labels,
+            ...(queue !== null ? { work_queue_id: queue.id } : {}),
+            // Empty job variables keep the ones stored.
+            ...(body.job_variables && Object.keys(body.job_variables).length > 0 ? { job_variables: json(body.job_variables) } : {})
+          }
+          const insert: Columns = {
+            parameter_openapi_schema: json({}),
+            pull_steps: json([]),
+            ...changes,
+            ...(body.job_variables !== undefined ? { job_variables: json(body.job_variables) } : {})
+          }
+          const { id, created } = yield* repo.upsert(insert, changes)
+          yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true, after: at })
+          yield* repo.deleteSchedules(id)
+          yield* repo.createSchedules(id, newSchedules(body.schedules ?? [], at, { keepMaxRuns: false }))
+          if (has("concurrency_limit")) yield* syncConcurrencyLimit(id, body.concurrency_limit ?? null)
+          return { id, created }
+        })
+      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+      const deployment = (yield* Effect.orDie(repo.read(result.id)))!
+      return { deployment, created: result.created }
+    })
+
+    /** The schedule changes a PATCH asks for, planned before anything is written. */
+    type SchedulePlan =
+      | { readonly mode: "none" }
+      | { readonly mode: "replace"; readonly schedules: ReadonlyArray<DeploymentScheduleUpdate> }
+      | {
+        readonly mode: "slugs"
+        readonly patches: ReadonlyArray<{ readonly target: string; readonly rename: boolean; readonly update: DeploymentScheduleUpdate }>
+        readonly creates: ReadonlyArray<DeploymentScheduleUpdate>
+      }
+
+    const planSchedules = (provided: ReadonlyArray<DeploymentScheduleUpdate> | undefined, existing: ReadonlyArray<{ readonly slug: string | null }>) =>
+      Effect.gen(function* () {
+        const list = provided ?? []
+        const providedHaveSlugs = list.every((p) => p.slug != null)
+        const existingHaveSlugs = existing.length > 0 && existing.every((s) => s.slug !== null)
+        if (providedHaveSlugs && existingHaveSlugs) {
+          const slugs = new Set(existing.map((s) => s.slug!))
+          const replaced = new Set<string>()
+          for (const p of list) {
+            if (p.replaces == null) continue
+            if (replaced.has(p.replaces)) {
+              return yield* valueError([], `Multiple schedules have 'replaces' targeting the same slug: ${p.replaces}`)
+            }
+            replaced.add(p.replaces)
+          }
+          for (const p of list) {
+            if (p.replaces != null && slugs.has(p.slug!) && !replaced.has(p.slug!)) {
+              return yield* valueError(
+                [],
+                `Cannot rename schedule from '${p.replaces}' to '${p.slug}': a schedule with slug '${p.slug}' already exists.`
+              )
+            }
+          }
+          const patches = []
+          const creates = []
+          for (const p of list) {
+            const target = p.replaces ?? p.slug!
+            if (slugs.has(target)) {
+              patches.push({ target, rename: p.replaces != null, update: p })
+            } else if (p.schedule != null) {
+              creates.push(p)
+            } else {
+              return yield* valueError([], "Unable to create new deployment schedules without a schedule configuration.")
+            }
+          }
+          return { mode: "slugs" as const, patches, creates }
+        }
+        if (existingHaveSlugs && !providedHaveSlugs) {
+          return yield* valueError([], "Please provide a slug for each schedule in your request to ensure schedules are updated correctly.")
+        }
+        return provided === undefined ? { mode: "none" as const } : { mode: "replace" as const, schedules: list }
+      })
+
+    /** Applies a planned schedule change to a deployment (inside the PATCH's transaction). */
+    const applySchedules = (deploymentId: string, plan: SchedulePlan, at: Date) =>
+      Effect.gen(function* () {
+        if (plan.mode === "none") return
+        if (plan.mode === "replace") {
+          yield* repo.deleteSchedules(deploymentId)
+          const kept = plan.schedules.filter((s): s is DeploymentScheduleUpdate & { schedule: Schedule } => s.schedule != null)
+          yield* repo.createSchedules(deploymentId, newSchedules(kept, at, { keepMaxRuns: false }))
+          return
+        }
+        // Renamed schedules first give up their slugs, so swaps and chains never collide.
+        const existing = yield* repo.readSchedules(deploymentId)
+        const idOf = new Map(existing.map((s) => [s.slug, s.id]))
+        const renames = []
+        for (const p of plan.patches.filter((p) => p.rename)) {
+          const id = idOf.get(p.target)
+          if (id === undefined) return yield* new NotFound({ detail: `Schedule with slug '${p.target}' no longer exists.` })
+          renames.push({ id, update: p.update })
+          yield* repo.updateSchedule(deploymentId, { id }, { slug: null })
+        }
+        for (const { id, update } of renames) yield* repo.updateSchedule(deploymentId, { id }, scheduleChanges(update, at))
+        for (const p of plan.patches.filter((p) => !p.rename)) {
+          yield* repo.updateSchedule(deploymentId, { slug: p.target }, scheduleChanges(p.update, at))
+        }
+        const creates = plan.creates as ReadonlyArray<DeploymentScheduleUpdate & { schedule: Schedule }>
+        yield* repo.createSchedules(deploymentId, newSchedules(creates, at, { keepMaxRuns: false }))
+      })
+
+    /** The non-null fields of a schedule update; parameters are always written ({} when omitted). */
+    const scheduleChanges = (update: DeploymentScheduleUpdate, at: Date) => ({
+      ...(update.schedule != null ? { schedule: normaliseSchedule(update.schedule, at) } : {}),
+      ...(update.active != null ? { active: update.active } : {}),
+      ...(update.max_scheduled_runs != null ? { max_scheduled_runs: update.max_scheduled_runs } : {}),
+      ...(update.slug != null ? { slug: update.slug } : {}),
+      parameters: update.parameters ?? {}
+    })
+
+    /** PATCH /deployments/{id}: changes what was sent; stale future auto-scheduled runs go. */
+    const update = Effect.fn("Deployments.update")(function* (id: string, body: DeploymentUpdate) {
+      yield* checkLimitsExclusive(body)
+      yield* checkScheduleLimits(body.schedules ?? [], ["schedules"])
+      const existing = yield* Effect.orDie(repo.read(id))
+      if (existing === undefined) return yield* deploymentNotFoundDot
+      const plan = yield* planSchedules(body.schedules, existing.schedules)
+      let parameters = existing.parameters
+      if (body.parameters != null) {
+        const hydrated = hydrate(body.parameters, noVariables)
+        if (Either.isLeft(hydrated)) {
+          return yield* new BadRequest({ detail: `Error hydrating deployment parameters: ${hydrated.left}` })
+        }
+        parameters = hydrated.right
+        yield* checkParameterSize(parameters)
+      }
+      const parameterSchema = body.parameter_openapi_schema != null ? normaliseParameterSchema(body.parameter_openapi_schema) : undefined
+      if (body.enforce_parameter_schema ?? existing.enforce_parameter_schema) {
+        const problem = parameterSchemaProblem(parameterSchema && Object.keys(parameterSchema).length > 0 ? parameterSchema : existing.parameter_openapi_schema, parameters, { partial: true })
+        if (problem?.kind === "no-schema") {
+          return yield* new Conflict({
+            detail:
+              "Error updating deployment: Cannot update parameters because parameter schema enforcement is enabled and the deployment does not have a valid parameter schema."
+          })
+        }
+        if (problem?.kind === "invalid") return yield* new Conflict({ detail: `Error updating deployment: ${problem.message}` })
+      }
+      yield* requireLimit(body.global_concurrency_limit_id)
+      const at = yield* now
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const changes: Record<string, unknown> = {}
+          for (const key of ["version", "description", "paused", "work_queue_name", "path", "entrypoint", "storage_document_id", "infrastructure_document_id"] as const) {
+            if (body[key] !== undefined) changes[key] = body[key]
+          }
+          if (body.enforce_parameter_schema != null) changes.enforce_parameter_schema = body.enforce_parameter_schema
+          for (const key of ["concurrency_options", "tags", "pull_steps"] as const) {
+            if (body[key] !== undefined) changes[key] = json(body[key])
+          }
+          if (body.parameters !== undefined) changes.parameters = json(body.parameters === null ? null : parameters)
+          if (body.parameter_openapi_schema !== undefined) changes.parameter_openapi_schema = json(body.parameter_openapi_schema === null ? null : parameterSchema)
+          if (body.global_concurrency_limit_id !== undefined) changes.concurrency_limit_id = body.global_concurrency_limit_id
+          if (body.job_variables && Object.keys(body.job_variables).length > 0) changes.job_variables = json(body.job_variables)
+          // An explicit null pool detaches the deployment from its queue (say, to serve it instead).
+          if (body.work_pool_name === null) changes.work_queue_id = null
+          else if (body.work_pool_name || body.work_queue_name) changes.work_queue_id = (yield* queues.forDeployment(body))!.id
+          if (!(yield* repo.update(id, changes))) return yield* deploymentNotFoundDot
+          yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true, after: at })
+          yield* applySchedules(id, plan, at)
+          if (body.concurrency_limit !== undefined) yield* syncConcurrencyLimit(id, body.concurrency_limit)
+        })
+      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const readOrFail = (id: string, missing: NotFound) =>
+      Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(missing) : Effect.succeed(found)))
+
+    /** Pauses: no runs are scheduled while paused, and the auto-scheduled ones waiting go. */
+    const pause = Effect.fn("Deployments.pause")(function* (id: string) {
+      yield* Effect.orDie(sql.withTransaction(Effect.gen(function* () {
+        if (!(yield* repo.update(id, { paused: true }))) return false
+        yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true })
+        return true
+      }))).pipe(Effect.flatMap((found) => (found ? Effect.void : Effect.fail(deploymentNotFound))))
+    })
+
+    const resume = (id: string) =>
+      Effect.flatMap(Effect.orDie(repo.update(id, { paused: false })), (found) => (found ? Effect.void : Effect.fail(deploymentNotFound)))
+
+    /** Deletes the deployment with its waiting scheduled runs (manual ones too) and its own limit. */
+    const remove = (id: string) =>
+      Effect.orDie(sql.withTransaction(Effect.gen(function* () {
+        const row = yield* repo.readRow(id)
+        if (row === undefined) return false
+        yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: false })
+        yield* repo.remove(id)
+        if (row.concurrency_limit_id !== null) yield* limits.remove(row.concurrency_limit_id)
+        return true
+      })))
+
+    const removeOne = (id: string) => Effect.flatMap(remove(id), (found) => (found ? Effect.void : Effect.fail(deploymentNotFound)))
+
+    const removeMatching = (filter: Parameters<typeof repo.idsMatching>[0], limit: number) =>
+      Effect.gen(function* () {
+        const ids = yield* Effect.orDie(repo.idsMatching(filter, limit))
+        const deleted = []
+        for (const id of ids) if (yield* remove(id)) deleted.push(id)
+        return deleted
+      })
+
+    const listSchedules = (id: string) =>
+      Effect.flatMap(readOrFail(id, deploymentNotFoundDot), (deployment) => Effect.succeed(deployment.schedules))
+
+    /** Adds schedules; slugs must stay unique within the deployment. Answers them in request order. */
+    const createSchedules = Effect.fn("Deployments.createSchedules")(function* (id: string, schedules: ReadonlyArray<DeploymentScheduleCreate>) {
+      yield* checkScheduleLimits(schedules, [])
+      yield* readOrFail(id, deploymentNotFoundDot)
+      const at = yield* now
+      const ids = yield* repo.createSchedules(id, newSchedules(schedules, at, { keepMaxRuns: true })).pipe(
+        Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "Schedule slugs must be unique within a deployment." }))),
+        Effect.catchTag("SqlError", Effect.die)
+      )
+      const stored = yield* Effect.orDie(repo.readSchedules(id))
+      return ids.map((scheduleId) => stored.find((s) => s.id === scheduleId)!)
+    })
+
+    const updateSchedule = Effect.fn("Deployments.updateSchedule")(function* (id: string, scheduleId: string, body: DeploymentScheduleUpdate) {
+      yield* checkScheduleLimits([body], [])
+      yield* readOrFail(id, deploymentNotFoundDot)
+      const at = yield* now
+      const found = yield* sql.withTransaction(Effect.gen(function* () {
+        if (!(yield* repo.updateSchedule(id, { id: scheduleId }, scheduleChanges(body, at)))) return false
+        yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true, after: at })
+        return true
+      })).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+      if (!found) return yield* scheduleNotFound
+    })
+
+    const deleteSchedule = Effect.fn("Deployments.deleteSchedule")(function* (id: string, scheduleId: string) {
+      yield* readOrFail(id, deploymentNotFoundDot)
+      const found = yield* Effect.orDie(sql.withTransaction(Effect.gen(function* () {
+        if ((yield* repo.deleteSchedules(id, scheduleId)) === 0) return false
+        yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true })
+        return true
+      })))
+      if (!found) return yield* scheduleNotFound
+    })
+
+    return {
+      create,
+      update,
+      pause,
+      resume,
+      remove: removeOne,
+      removeMatching,
+      listSchedules,
+      createSchedules,
+      updateSchedule,
+      deleteSchedule,
+      read: (id: string) => readOrFail(id, deploymentNotFound)
+    } as const
+  })
+}) {}

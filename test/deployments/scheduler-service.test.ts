@@ -1,0 +1,78 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Layer, TestClock } from "effect"
+import { DeploymentScheduler } from "../../src/deployments/scheduler.ts"
+import { runServices } from "../../src/services/runner.ts"
+import { services } from "../../src/services/registry.ts"
+import { request, testServer } from "../support/server.ts"
+
+const ok = (res: { status: number; body: any }, ...statuses: Array<number>) => {
+  expect(statuses.length ? statuses : [200, 201], JSON.stringify(res.body)).toContain(res.status)
+  return res.body
+}
+
+const makeFlow = (name: string) => Effect.map(request("POST", "/flows/", { body: { name } }), (res) => ok(res).id as string)
+
+const makeDeployment = (body: Record<string, unknown>) => Effect.map(request("POST", "/deployments/", { body }), (res) => ok(res))
+
+const HOUR = 3600
+
+/** The runs of one flow, soonest first. */
+const runsOf = (flowId: string) =>
+  Effect.map(
+    request("POST", "/flow_runs/filter", { body: { flows: { id: { any_: [flowId] } }, sort: "EXPECTED_START_TIME_ASC" } }),
+    (res) => ok(res, 200) as Array<any>
+  )
+
+/** Real time for a background fiber's queries to finish after the TestClock moved it. */
+const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))
+
+const scheduleDue = Effect.flatMap(DeploymentScheduler, (s) => s.scheduleDue)
+
+// Its own file: these settings build their own server (layers are shared within a file).
+describe("the scheduler with small batches, and as a service", () => {
+  it.layer(
+    testServer({
+      overrides: {
+        "server.services.scheduler.insert_batch_size": 7,
+        "server.services.scheduler.deployment_batch_size": 3
+      }
+    }),
+    { timeout: 60_000 }
+  )((it) => {
+    it.effect("pages through deployments and inserts in batches", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("sched-batches")
+        for (let i = 0; i < 10; i++) {
+          yield* makeDeployment({ name: `b${i}`, flow_id: flowId, schedules: [{ schedule: { interval: HOUR } }] })
+        }
+        expect(yield* scheduleDue).toBe(30)
+        expect(yield* scheduleDue).toBe(0)
+        expect(yield* runsOf(flowId)).toHaveLength(30)
+      })
+    )
+
+    it.effect("runs as a background service on its interval", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const flowId = yield* makeFlow("sched-service")
+          const dep = yield* makeDeployment({ name: "svc", flow_id: flowId })
+          yield* Layer.build(runServices(services.filter((s) => s.name === "scheduler")))
+          yield* TestClock.adjust(Duration.millis(1))
+          yield* settle
+          expect(yield* runsOf(flowId)).toEqual([])
+          // Past the quick loop's window, a schedule added through its own route (which leaves the
+          // deployment's `updated` alone) waits for the main loop, every 60 s.
+          yield* TestClock.adjust(Duration.seconds(10))
+          yield* settle
+          yield* request("POST", `/deployments/${dep.id}/schedules`, { body: [{ schedule: { interval: HOUR } }] })
+          yield* TestClock.adjust(Duration.seconds(30))
+          yield* settle
+          expect(yield* runsOf(flowId)).toEqual([])
+          yield* TestClock.adjust(Duration.seconds(21))
+          yield* settle
+          expect(yield* runsOf(flowId)).toHaveLength(3)
+        })
+      )
+    )
+  })
+})
