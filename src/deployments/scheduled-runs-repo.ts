@@ -75,11 +75,16 @@ export class ScheduledRunsRepo extends Effect.Service<ScheduledRunsRepo>()("bato
     /** The deployments with their active schedules (most recently updated first), in one query. */
     const readForScheduling = (ids: ReadonlyArray<string>) =>
       Effect.map(
-        sql<Omit<DeploymentToSchedule, "schedules"> & { schedules: Array<{ id: string; schedule: unknown; parameters: Record<string, unknown>; slug: string | null }> }>`
+        sql<
+          Omit<DeploymentToSchedule, "schedules"> & {
+            schedules: Array<Omit<SchedulingSchedule, "schedule"> & { schedule: unknown }>
+          }
+        >`
           SELECT d.id, d.flow_id, d.version, d.parameters, d.tags, d.labels, d.work_queue_name, d.work_queue_id,
             d.infrastructure_document_id,
             coalesce((
-              SELECT jsonb_agg(jsonb_build_object('id', s.id, 'schedule', s.schedule, 'parameters', s.parameters, 'slug', s.slug)
+              SELECT jsonb_agg(jsonb_build_object('id', s.id, 'schedule', s.schedule, 'parameters', s.parameters, 'slug', s.slug,
+                'max_scheduled_runs', s.max_scheduled_runs)
                 ORDER BY s.updated DESC, s.id)
               FROM deployment_schedule s WHERE s.deployment_id = d.id AND s.active = true), '[]'::jsonb) AS schedules
           FROM deployment d WHERE d.id = ANY(${ids}::uuid[])

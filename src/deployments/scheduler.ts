@@ -20,7 +20,8 @@ export interface WindowOptions {
 export class DeploymentScheduler extends Effect.Service<DeploymentScheduler>()("baton/DeploymentScheduler", {
   effect: Effect.gen(function* () {
     const repo = yield* ScheduledRunsRepo
-    const settings = (yield* Settings).server.services.scheduler
+    const server = (yield* Settings).server
+    const settings = server.services.scheduler
 
     /** The window from `start` (now by default), bounded by the scheduler's settings unless given. */
     const windowFrom = (options: WindowOptions, at: Date): ScheduleWindow => {
@@ -44,7 +45,9 @@ export class DeploymentScheduler extends Effect.Service<DeploymentScheduler>()("
       const at = yield* now
       const window = windowFrom(options, at)
       const deployments = yield* repo.readForScheduling(ids)
-      const runs = deployments.flatMap((d) => scheduledRuns(d, d.schedules, window, autoScheduled))
+      const runs = deployments.flatMap((d) =>
+        scheduledRuns(d, d.schedules, window, { autoScheduled, defaultMaxRuns: server.deployment_schedule_max_scheduled_runs })
+      )
       let inserted = 0
       for (let i = 0; i < runs.length; i += settings.insert_batch_size) {
         inserted += (yield* repo.insert(runs.slice(i, i + settings.insert_batch_size), at)).length

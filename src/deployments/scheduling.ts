@@ -60,6 +60,8 @@ export interface SchedulingSchedule {
   readonly schedule: Schedule
   readonly parameters: Record<string, unknown>
   readonly slug: string | null
+  /** At most this many runs ahead for this schedule; null: the server's default. */
+  readonly max_scheduled_runs: number | null
 }
 
 /** A run to insert in the Scheduled state. */
@@ -90,17 +92,19 @@ export const deploymentRunLabels = (deployment: Pick<SchedulingDeployment, "id" 
 })
 
 /**
- * The runs `schedules` ask for in `window`: schedule after schedule, dates ascending. Auto-scheduled
- * runs are tagged "auto-scheduled"; a schedule's parameters override the deployment's.
+ * The runs `schedules` ask for in `window`: schedule after schedule, dates ascending, each schedule
+ * capped at its `max_scheduled_runs` (or `defaultMaxRuns`). Auto-scheduled runs are tagged
+ * "auto-scheduled"; a schedule's parameters override the deployment's.
  */
 export const scheduledRuns = (
   deployment: SchedulingDeployment,
   schedules: ReadonlyArray<SchedulingSchedule>,
   window: ScheduleWindow,
-  autoScheduled: boolean
+  options: { readonly autoScheduled: boolean; readonly defaultMaxRuns: number }
 ): Array<ScheduledRun> =>
-  schedules.flatMap((schedule) =>
-    scheduledDates(schedule.schedule, window).map((date) => ({
+  schedules.flatMap((schedule) => {
+    const maxRuns = Math.min(window.maxRuns, schedule.max_scheduled_runs ?? options.defaultMaxRuns)
+    return scheduledDates(schedule.schedule, { ...window, maxRuns }).map((date) => ({
       flow_id: deployment.flow_id,
       deployment_id: deployment.id,
       deployment_version: deployment.version,
@@ -109,10 +113,10 @@ export const scheduledRuns = (
       parameters: { ...deployment.parameters, ...schedule.parameters },
       infrastructure_document_id: deployment.infrastructure_document_id,
       idempotency_key: scheduledRunKey(deployment.id, schedule.id, date, schedule.schedule.timezone),
-      tags: autoScheduled ? ["auto-scheduled", ...deployment.tags] : [...deployment.tags],
+      tags: options.autoScheduled ? ["auto-scheduled", ...deployment.tags] : [...deployment.tags],
       labels: deploymentRunLabels(deployment),
-      auto_scheduled: autoScheduled,
+      auto_scheduled: options.autoScheduled,
       scheduled_time: date,
-      created_by: { id: schedule.id, type: "SCHEDULE", display_value: schedule.slug ?? scheduleKind(schedule.schedule) }
+      created_by: { id: schedule.id, type: "SCHEDULE" as const, display_value: schedule.slug ?? scheduleKind(schedule.schedule) }
     }))
-  )
+  })

@@ -103,13 +103,13 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       readonly parameters?: Record<string, unknown> | undefined
       readonly slug?: string | null | undefined
       readonly max_scheduled_runs?: number | null | undefined
-    }>, at: Date, options: { readonly keepMaxRuns: boolean }): Array<NewSchedule> =>
+    }>, at: Date): Array<NewSchedule> =>
       schedules.map((s) => ({
         schedule: normaliseSchedule(s.schedule, at),
         active: s.active ?? true,
         parameters: s.parameters ?? {},
         slug: s.slug ?? null,
-        max_scheduled_runs: options.keepMaxRuns ? s.max_scheduled_runs ?? null : null
+        max_scheduled_runs: s.max_scheduled_runs ?? null
       }))
 
 
@@ -161,7 +161,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           const { id, created } = yield* repo.upsert(insert, changes)
           yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true, after: at })
           yield* repo.deleteSchedules(id)
-          yield* repo.createSchedules(id, newSchedules(body.schedules ?? [], at, { keepMaxRuns: false }))
+          yield* repo.createSchedules(id, newSchedules(body.schedules ?? [], at))
           if (has("concurrency_limit")) yield* syncConcurrencyLimit(id, body.concurrency_limit ?? null)
           return { id, created }
         })
@@ -230,7 +230,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         if (plan.mode === "replace") {
           yield* repo.deleteSchedules(deploymentId)
           const kept = plan.schedules.filter((s): s is DeploymentScheduleUpdate & { schedule: Schedule } => s.schedule != null)
-          yield* repo.createSchedules(deploymentId, newSchedules(kept, at, { keepMaxRuns: false }))
+          yield* repo.createSchedules(deploymentId, newSchedules(kept, at))
           return
         }
         // Renamed schedules first give up their slugs, so swaps and chains never collide.
@@ -248,7 +248,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           yield* repo.updateSchedule(deploymentId, { slug: p.target }, scheduleChanges(p.update, at))
         }
         const creates = plan.creates as ReadonlyArray<DeploymentScheduleUpdate & { schedule: Schedule }>
-        yield* repo.createSchedules(deploymentId, newSchedules(creates, at, { keepMaxRuns: false }))
+        yield* repo.createSchedules(deploymentId, newSchedules(creates, at))
       })
 
     /** The non-null fields of a schedule update; parameters are always written ({} when omitted). */
@@ -358,7 +358,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       yield* checkScheduleLimits(schedules, [])
       yield* readOrFail(id, deploymentNotFoundDot)
       const at = yield* now
-      const ids = yield* repo.createSchedules(id, newSchedules(schedules, at, { keepMaxRuns: true })).pipe(
+      const ids = yield* repo.createSchedules(id, newSchedules(schedules, at)).pipe(
         Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "Schedule slugs must be unique within a deployment." }))),
         Effect.catchTag("SqlError", Effect.die)
       )

@@ -51,6 +51,25 @@ describe("the scheduler with small batches, and as a service", () => {
       })
     )
 
+    it.effect("a new deployment with a 60 s interval has its runs within one quick loop", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          yield* Layer.build(runServices(services.filter((s) => s.name === "scheduler")))
+          yield* TestClock.adjust(Duration.millis(1))
+          yield* settle
+          const flowId = yield* makeFlow("sched-minutely")
+          yield* makeDeployment({ name: "minutely", flow_id: flowId, schedules: [{ schedule: { interval: 60 } }] })
+          yield* TestClock.adjust(Duration.seconds(5))
+          yield* settle
+          const runs = yield* runsOf(flowId)
+          // min_runs 3 .. max_runs 100, and at most deployment_schedule_max_scheduled_runs (50) ahead.
+          expect(runs.length).toBeGreaterThanOrEqual(3)
+          expect(runs.length).toBeLessThanOrEqual(50)
+          expect(runs).toHaveLength(50)
+        })
+      )
+    )
+
     it.effect("runs as a background service on its interval", () =>
       Effect.scoped(
         Effect.gen(function* () {

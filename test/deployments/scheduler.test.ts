@@ -79,6 +79,23 @@ describe("the scheduler", () => {
       })
     )
 
+    it.effect("never creates a run twice, with several scheduler loops at once", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("sched-race")
+        yield* makeDeployment({
+          name: "race",
+          flow_id: flowId,
+          schedules: [{ schedule: { interval: 60 }, max_scheduled_runs: 20 }, { schedule: { interval: 600 } }]
+        })
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* Effect.all([scheduleDue, scheduleDue, scheduleRecent, scheduleDue], { concurrency: "unbounded" })
+        const runs = yield* runsOf(flowId)
+        // 20 minutely runs (the schedule's own cap), and ten-minutely ones until one is an hour ahead.
+        expect(runs).toHaveLength(20 + 7)
+        expect(new Set(runs.map((r) => r.idempotency_key)).size).toBe(runs.length)
+      })
+    )
+
     it.effect("schedules nothing for a paused deployment, and pausing removes its waiting auto-scheduled runs", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("sched-paused")

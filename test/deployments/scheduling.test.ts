@@ -68,10 +68,11 @@ describe("which runs a schedule asks for", () => {
       infrastructure_document_id: null
     }
     const schedules = [
-      { id: "s1", schedule: interval(3600), parameters: { b: 2 }, slug: "hourly" },
-      { id: "s2", schedule: decode({ cron: "0 0 * * *" }), parameters: {}, slug: null }
+      { id: "s1", schedule: interval(3600), parameters: { b: 2 }, slug: "hourly", max_scheduled_runs: null },
+      { id: "s2", schedule: decode({ cron: "0 0 * * *" }), parameters: {}, slug: null, max_scheduled_runs: null }
     ]
-    const runs = scheduledRuns(deployment, schedules, window({ minRuns: 1, minTimeSeconds: 0 }), true)
+    const options = { autoScheduled: true, defaultMaxRuns: 50 }
+    const runs = scheduledRuns(deployment, schedules, window({ minRuns: 1, minTimeSeconds: 0 }), options)
     expect(runs).toHaveLength(2)
     expect(runs[0]).toMatchObject({
       flow_id: "flow",
@@ -87,6 +88,28 @@ describe("which runs a schedule asks for", () => {
     })
     expect(runs[1]!.created_by.display_value).toBe("CronSchedule")
     expect(runs[1]!.scheduled_time.toISOString()).toBe("2026-03-02T00:00:00.000Z")
-    expect(scheduledRuns(deployment, schedules, window({ minRuns: 1, minTimeSeconds: 0 }), false)[0]!.tags).toEqual(["t"])
+    const manual = scheduledRuns(deployment, schedules, window({ minRuns: 1, minTimeSeconds: 0 }), { ...options, autoScheduled: false })
+    expect(manual[0]!.tags).toEqual(["t"])
+    expect(manual[0]!.auto_scheduled).toBe(false)
+  })
+
+  it("caps each schedule at its own max_scheduled_runs, else the server's", () => {
+    const minutely = { id: "m", schedule: interval(60), parameters: {}, slug: null, max_scheduled_runs: null }
+    const deployment = {
+      id: "d",
+      flow_id: "f",
+      version: null,
+      parameters: {},
+      tags: [],
+      labels: null,
+      work_queue_name: null,
+      work_queue_id: null,
+      infrastructure_document_id: null
+    }
+    // An hour of minutely runs is 61; the server keeps at most 50 ahead, a schedule may ask for fewer.
+    expect(scheduledRuns(deployment, [minutely], window(), { autoScheduled: true, defaultMaxRuns: 50 })).toHaveLength(50)
+    expect(scheduledRuns(deployment, [{ ...minutely, max_scheduled_runs: 7 }], window(), { autoScheduled: true, defaultMaxRuns: 50 }))
+      .toHaveLength(7)
+    expect(scheduledRuns(deployment, [minutely], window({ maxRuns: 20 }), { autoScheduled: true, defaultMaxRuns: 50 })).toHaveLength(20)
   })
 })
