@@ -12,7 +12,7 @@ import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } fr
 import { Settings } from "../settings/settings.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
-import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "./parameters.ts"
+import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
 import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
 import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
 import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"

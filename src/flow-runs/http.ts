@@ -1,7 +1,8 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { generateName } from "../domain/names.ts"
 import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
+import { hydrate, noVariables } from "../domain/parameters.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
@@ -82,8 +83,11 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           })
         }
         const keyset = state.state_details.run_input_keyset
-        const input = runInput ?? {}
+        let input = runInput ?? {}
         if (keyset !== null) {
+          const hydrated = hydrate(input, noVariables)
+          if (Either.isLeft(hydrated)) return yield* refuse(state, `Error hydrating run input: ${hydrated.left}`)
+          input = hydrated.right
           const stored = yield* Effect.orDie(runs.readInput(id, keyset.schema ?? ""))
           if (stored === undefined) return yield* refuse(state, "Run input schema not found.")
           let schema: unknown

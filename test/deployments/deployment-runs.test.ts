@@ -33,7 +33,11 @@ describe("runs of deployments", () => {
           job_variables: { image: "dep" }
         })
         const res = yield* createRun(dep.id, {
-          parameters: { b: 3, c: { __prefect_kind: "json", value: "[1, 2]" } },
+          parameters: {
+            b: 3,
+            c: { __prefect_kind: "json", value: "[1, 2]" },
+            d: { __prefect_kind: "jinja", template: "{{ 1 + 2 }}-{{ 'x' | upper }}" }
+          },
           tags: ["shared", "run"],
           labels: { who: "me" },
           job_variables: { cpu: 2 }
@@ -43,7 +47,7 @@ describe("runs of deployments", () => {
           flow_id: flowId,
           deployment_id: dep.id,
           deployment_version: "v7",
-          parameters: { a: 1, b: 3, c: [1, 2] },
+          parameters: { a: 1, b: 3, c: [1, 2], d: "3-X" },
           tags: ["dep", "shared", "run"],
           labels: { env: "prod", "prefect.flow.id": flowId, "prefect.deployment.id": dep.id, who: "me" },
           work_queue_name: "runs-q",
@@ -69,6 +73,12 @@ describe("runs of deployments", () => {
         const badJson = yield* createRun(dep.id, { parameters: { x: { __prefect_kind: "json", value: "{" } } })
         expect(badJson.status).toBe(400)
         expect(badJson.body.detail).toMatch(/^Error hydrating flow run parameters: Invalid JSON: /)
+        const badJinja = yield* createRun(dep.id, { parameters: { x: { __prefect_kind: "jinja", template: "{% if %}" } } })
+        expect(badJinja.status).toBe(400)
+        expect(badJinja.body.detail).toMatch(/^Error hydrating flow run parameters: Invalid jinja: /)
+        // A template reads nothing of the server.
+        const probe = ok(yield* createRun(dep.id, { parameters: { x: { __prefect_kind: "jinja", template: "{{ x.constructor }}{{ ''.__class__ }}" } } }))
+        expect(probe.parameters.x).toBe("")
         const extra = yield* createRun(dep.id, { unknown: 1 })
         expect(extra.status).toBe(422)
       })

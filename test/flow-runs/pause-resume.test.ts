@@ -95,7 +95,14 @@ describe("pausing and resuming flow runs", () => {
         })
         const wrongType = yield* request("POST", `/flow_runs/${id}/resume`, { body: { run_input: { approved: "yes" } } })
         expect(wrongType.body.details.reason).toMatch(/^Reason: Validation failed for field 'approved'\. Failure reason: /)
-        const ok = yield* request("POST", `/flow_runs/${id}/resume`, { body: { run_input: { approved: true } } })
+        const badJson = yield* request("POST", `/flow_runs/${id}/resume`, {
+          body: { run_input: { approved: { __prefect_kind: "json", value: "{" } } }
+        })
+        expect(badJson.body.details.reason).toMatch(/^Error hydrating run input: Invalid JSON: /)
+        // Run input is hydrated before it is checked and kept.
+        const ok = yield* request("POST", `/flow_runs/${id}/resume`, {
+          body: { run_input: { approved: { __prefect_kind: "json", value: "true" } } }
+        })
         expect(ok.body).toMatchObject({ status: "ACCEPT", state: { type: "RUNNING" } })
         const stored = yield* request("GET", `/flow_runs/${id}/input/paused-response`)
         expect(JSON.parse(stored.text)).toEqual({ approved: true })

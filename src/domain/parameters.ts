@@ -1,9 +1,11 @@
 /**
- * Deployment parameters: their size limit, hydration of `__prefect_kind` values, and checks against
- * the deployment's parameter schema, each worded as the reference words it.
+ * Run parameters and inputs: their size limit, hydration of `__prefect_kind` values (json, none,
+ * jinja, workspace_variable), and checks against a parameter schema, each worded as the reference
+ * words it.
  */
 import { Either } from "effect"
-import { checkParameters, describeFailure } from "../domain/json-schema.ts"
+import { checkParameters, describeFailure } from "./json-schema.ts"
+import { renderTemplate } from "./templates.ts"
 
 type Json = unknown
 
@@ -66,6 +68,13 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
       } catch (cause) {
         throw new HydrationError(`Invalid JSON: ${(cause as Error).message}`)
       }
+    }
+    case "jinja": {
+      if (!("template" in value)) throw new HydrationError("Missing 'template' key in __prefect object")
+      const template = isObject(value.template) ? hydrateValue(value.template, ctx) : value.template
+      const rendered = renderTemplate(String(template))
+      if (Either.isLeft(rendered)) throw new HydrationError(`Invalid jinja: ${rendered.left}`)
+      return rendered.right
     }
     case "workspace_variable": {
       if (typeof value.variable_name !== "string") return REMOVE
