@@ -246,6 +246,62 @@ describe("deployments", () => {
       })
     )
 
+    it.effect("PATCH sets every field of the spec's table", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("dep-patch-fields")
+        const owner = yield* makeDeployment({ name: "owner", flow_id: flowId, concurrency_limit: 4 })
+        const dep = yield* makeDeployment({ name: "fields", flow_id: flowId, enforce_parameter_schema: false })
+        const blockId = "11111111-1111-4111-8111-111111111111"
+        const cases: Array<[string, unknown, (d: any) => unknown, unknown]> = [
+          ["version", "2.0", (d) => d.version, "2.0"],
+          ["description", "about", (d) => d.description, "about"],
+          ["paused", true, (d) => d.paused, true],
+          ["paused", false, (d) => d.paused, false],
+          ["schedules", [{ schedule: { interval: 600 }, slug: "ten" }], (d) => d.schedules.map((s: any) => [s.slug, s.schedule.interval]), [["ten", 600]]],
+          ["concurrency_limit", 3, (d) => d.global_concurrency_limit?.limit, 3],
+          ["concurrency_options", { collision_strategy: "ENQUEUE" }, (d) => d.concurrency_options, { collision_strategy: "ENQUEUE", grace_period_seconds: null }],
+          ["global_concurrency_limit_id", owner.global_concurrency_limit.id, (d) => d.global_concurrency_limit?.name, `deployment:${owner.id}`],
+          ["parameters", { p: [1, 2] }, (d) => d.parameters, { p: [1, 2] }],
+          ["parameter_openapi_schema", { type: "object", properties: { p: { type: "array" } } }, (d) => d.parameter_openapi_schema.properties, { p: { type: "array" } }],
+          ["tags", ["x", "y"], (d) => d.tags, ["x", "y"]],
+          ["work_queue_name", "fields-q", (d) => [d.work_queue_name, d.work_pool_name], ["fields-q", "default-agent-pool"]],
+          ["work_pool_name", "default-agent-pool", (d) => [d.work_queue_name, d.work_pool_name], ["default", "default-agent-pool"]],
+          ["path", "/srv/flows", (d) => d.path, "/srv/flows"],
+          ["job_variables", { env: { A: "1" } }, (d) => d.job_variables, { env: { A: "1" } }],
+          ["pull_steps", [{ "prefect.deployments.steps.git_clone": { repository: "r" } }], (d) => d.pull_steps, [{ "prefect.deployments.steps.git_clone": { repository: "r" } }]],
+          ["entrypoint", "flows.py:main", (d) => d.entrypoint, "flows.py:main"],
+          ["storage_document_id", blockId, (d) => d.storage_document_id, blockId],
+          ["infrastructure_document_id", blockId, (d) => d.infrastructure_document_id, blockId],
+          ["enforce_parameter_schema", true, (d) => d.enforce_parameter_schema, true],
+          ["version_info", { type: "git", version: "abc123" }, (d) => d.version, "2.0"]
+        ]
+        for (const [field, value, read, expected] of cases) {
+          const res = yield* request("PATCH", `/deployments/${dep.id}`, { body: { [field]: value } })
+          expect(res.status, `${field}: ${JSON.stringify(res.body)}`).toBe(204)
+          expect(read(yield* readDeployment(dep.id)), field).toEqual(expected)
+        }
+        // Fields not sent were left alone all along.
+        expect(yield* readDeployment(dep.id)).toMatchObject({ name: "fields", description: "about", tags: ["x", "y"], path: "/srv/flows" })
+        for (const [field, value] of [
+          ["version", 1],
+          ["paused", "yes"],
+          ["tags", "x"],
+          ["concurrency_limit", -1],
+          ["concurrency_options", { collision_strategy: "ENQUEUE", grace_period_seconds: 10 }],
+          ["global_concurrency_limit_id", "not-a-uuid"],
+          ["schedules", [{ schedule: { interval: -5 } }]],
+          ["schedules", [{ schedule: { cron: "* * *" } }]],
+          ["schedules", [{ schedule: { rrule: "FREQ=NEVER" } }]],
+          ["schedules", [{ schedule: { interval: 60, timezone: "Mars/Base" } }]],
+          ["version_info", { type: "git" }]
+        ] as const) {
+          const res = yield* request("PATCH", `/deployments/${dep.id}`, { body: { [field]: value } })
+          expect(res.status, `${field}: ${JSON.stringify(value)}`).toBe(422)
+          expect(res.body.detail[0].loc[0]).toBe("body")
+        }
+      })
+    )
+
     it.effect("PATCH schedules: updates by slug, renames with replaces, keeps unmentioned ones, replaces unslugged ones", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("dep-patch-schedules")
