@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
+import { BulkDeleteResponse, bulkDeleteBody, PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { JsonObject, Labels, nullable, ObjectName, strictBody, Tags } from "../domain/schemas.ts"
 import { StateCreate } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
@@ -233,14 +233,9 @@ export const PaginateDeploymentsBody = bodies.paginate
 
 export const DeploymentPaginationResponse = PaginationResponse(Deployment, "DeploymentPaginationResponse")
 
-export const BulkDeleteDeploymentsBody = Schema.Struct({
-  deployments: criterion(DeploymentFilter),
-  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
-})
+export const BulkDeleteDeploymentsBody = bulkDeleteBody("deployments", DeploymentFilter)
 
-export const DeploymentBulkDeleteResponse = Schema.Struct({ deleted: Schema.Array(Id) }).annotations({
-  identifier: "DeploymentBulkDeleteResponse"
-})
+export const DeploymentBulkDeleteResponse = BulkDeleteResponse("DeploymentBulkDeleteResponse")
 
 export const ScheduledFlowRunsBody = Schema.Struct({
   deployment_ids: Schema.Array(Id),

@@ -1,6 +1,7 @@
 /** Offset/limit pages with the server's default limit, as the reference's filter operations take them. */
 import { Effect, Schema } from "effect"
 import { ValidationError } from "../http/errors.ts"
+import { Id } from "./ids.ts"
 import { Settings } from "../settings/settings.ts"
 
 /** `limit` of a filter body: omitted means `server.api.default_limit`. */
@@ -69,3 +70,14 @@ export const queryBodies = <Fields extends Schema.Struct.Fields, Sort extends st
     })
   }
 }
+
+/** A bulk delete body: a filter under `key` and at most `limit` (1 to 50, default 50) objects. */
+export const bulkDeleteBody = <K extends string, S extends Schema.Schema.Any>(key: K, filter: S) =>
+  Schema.Struct({
+    [key]: Schema.optional(Schema.NullOr(filter)),
+    limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
+  } as { [P in K]: Schema.optional<Schema.NullOr<S>> } & { limit: Schema.optionalWith<Schema.filter<typeof Schema.Int>, { default: () => number }> })
+
+/** A bulk delete answer: the ids deleted. */
+export const BulkDeleteResponse = (identifier: string) =>
+  Schema.Struct({ deleted: Schema.Array(Id) }).annotations({ identifier })

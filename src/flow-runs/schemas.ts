@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
+import { BulkDeleteResponse, bulkDeleteBody, PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
@@ -136,14 +136,9 @@ export const PaginateFlowRunsBody = bodies.paginate
 
 export const FlowRunPaginationResponse = PaginationResponse(FlowRun, "FlowRunPaginationResponse")
 
-export const BulkDeleteFlowRunsBody = Schema.Struct({
-  flow_runs: criterion(FlowRunFilter),
-  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
-})
+export const BulkDeleteFlowRunsBody = bulkDeleteBody("flow_runs", FlowRunFilter)
 
-export const FlowRunBulkDeleteResponse = Schema.Struct({ deleted: Schema.Array(Id) }).annotations({
-  identifier: "FlowRunBulkDeleteResponse"
-})
+export const FlowRunBulkDeleteResponse = BulkDeleteResponse("FlowRunBulkDeleteResponse")
 
 export const SetFlowRunStateBody = Schema.Struct({
   state: StateCreate,

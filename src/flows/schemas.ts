@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
+import { BulkDeleteResponse, bulkDeleteBody, PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { Labels, ObjectName, strictBody, Tags } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
 import { DeploymentFilter } from "../deployments/filter.ts"
@@ -56,11 +56,6 @@ export const PaginateFlowsBody = bodies.paginate
 
 export const FlowPaginationResponse = PaginationResponse(Flow, "FlowPaginationResponse")
 
-export const BulkDeleteFlowsBody = Schema.Struct({
-  flows: criterion(FlowFilter),
-  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
-})
+export const BulkDeleteFlowsBody = bulkDeleteBody("flows", FlowFilter)
 
-export const FlowBulkDeleteResponse = Schema.Struct({ deleted: Schema.Array(Id) }).annotations({
-  identifier: "FlowBulkDeleteResponse"
-})
+export const FlowBulkDeleteResponse = BulkDeleteResponse("FlowBulkDeleteResponse")

@@ -1,18 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ok, makeFlow, makeDeployment } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
-
-const ok = (res: { status: number; body: any }, ...statuses: Array<number>) => {
-  expect(statuses.length ? statuses : [200, 201], JSON.stringify(res.body)).toContain(res.status)
-  return res.body
-}
-
-const makeFlow = (name: string, body: Record<string, unknown> = {}) =>
-  Effect.map(request("POST", "/flows/", { body: { name, ...body } }), (res) => ok(res).id as string)
-
-const makeDeployment = (body: Record<string, unknown>) => Effect.map(request("POST", "/deployments/", { body }), (res) => ok(res))
 
 const readDeployment = (id: string) => Effect.map(request("GET", `/deployments/${id}`), (res) => ok(res, 200))
 

@@ -1,25 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { DeploymentScheduler } from "../../src/deployments/scheduler.ts"
+import { ok, makeFlow, makeDeployment, runsOf } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
-const ok = (res: { status: number; body: any }, ...statuses: Array<number>) => {
-  expect(statuses.length ? statuses : [200, 201], JSON.stringify(res.body)).toContain(res.status)
-  return res.body
-}
-
-const makeFlow = (name: string) => Effect.map(request("POST", "/flows/", { body: { name } }), (res) => ok(res).id as string)
-
-const makeDeployment = (body: Record<string, unknown>) => Effect.map(request("POST", "/deployments/", { body }), (res) => ok(res))
-
 const HOUR = 3600
-
-/** The runs of one flow, soonest first. */
-const runsOf = (flowId: string) =>
-  Effect.map(
-    request("POST", "/flow_runs/filter", { body: { flows: { id: { any_: [flowId] } }, sort: "EXPECTED_START_TIME_ASC" } }),
-    (res) => ok(res, 200) as Array<any>
-  )
 
 const scheduleDue = Effect.flatMap(DeploymentScheduler, (s) => s.scheduleDue)
 const scheduleRecent = Effect.flatMap(DeploymentScheduler, (s) => s.scheduleRecent)
