@@ -6,7 +6,7 @@ import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import type { FlowFilter } from "../flows/schemas.ts"
-import type { RuleRun } from "../orchestration/engine.ts"
+import type { Rule, RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { estimates } from "../orchestration/global-policy.ts"
 import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
@@ -168,13 +168,16 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     }, (effect) =>
       Effect.tap(effect, (result) => (result.created ? states.published("flow_run", result.id, null, result.state!) : Effect.void)))
 
-    /** Proposes a state for the run through the core flow policy (the minimal one when forced). */
-    const setState = (id: string, proposed: StateCreate, force: boolean) =>
+    /**
+     * Proposes a state for the run through the core flow policy (the minimal one when forced, or the
+     * `rules` a background service brings).
+     */
+    const setState = (id: string, proposed: StateCreate, force: boolean, rules?: ReadonlyArray<Rule<RuleRun>>) =>
       states.transition<FlowRunRow, RuleRun>({
         kind: "flow_run",
         id,
         proposed,
-        rules: force ? minimalFlowPolicy : coreFlowPolicy,
+        rules: rules ?? (force ? minimalFlowPolicy : coreFlowPolicy),
         ruleRun: (row) => Effect.succeed({ ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) })
       })
 
@@ -304,10 +307,63 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         (rows) => rows.length > 0
       )
 
+    /** Runs still named Scheduled whose time passed before `before`: (id, scheduled time), at most `limit`. */
+    const overdue = (before: Date, limit: number) =>
+      sql<{ id: string; next_scheduled_start_time: Date }>`
+        SELECT id, next_scheduled_start_time FROM flow_run
+        WHERE state_type = 'SCHEDULED' AND state_name = 'Scheduled' AND next_scheduled_start_time <= ${before}
+        ORDER BY next_scheduled_start_time
+        LIMIT ${limit}
+      `
+
+    /** Paused runs whose pause timed out before `at`, at most `limit`. */
+    const expiredPauses = (at: Date, limit: number) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT flow_run.id FROM flow_run JOIN flow_run_state s ON s.id = flow_run.state_id
+          WHERE flow_run.state_type = 'PAUSED' AND (s.state_details ->> 'pause_timeout')::timestamptz < ${at}
+          ORDER BY flow_run.id
+          LIMIT ${limit}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+
+    /**
+     * Unfinished subflow runs whose parent flow run (the flow run of the task run that started them) is
+     * Cancelled, with what cancelling them needs: at most `limit`.
+     */
+    const orphanedSubflows = (limit: number) =>
+      sql<{ id: string; deployment_id: string | null; state_type: StateType }>`
+        SELECT sub.id, sub.deployment_id, sub.state_type FROM flow_run sub
+          JOIN task_run parent_task ON parent_task.id = sub.parent_task_run_id
+          JOIN flow_run parent ON parent.id = parent_task.flow_run_id
+        WHERE sub.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
+          AND parent.state_type = 'CANCELLED'
+        ORDER BY sub.id
+        LIMIT ${limit}
+      `
+
+    /** Runs waiting in Scheduled for a deployment that no longer exists, at most `limit`. */
+    const scheduledWithoutDeployment = (limit: number) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT id FROM flow_run
+          WHERE state_type = 'SCHEDULED' AND deployment_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.id = flow_run.deployment_id)
+          ORDER BY id
+          LIMIT ${limit}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+
     return {
       create,
       read,
       setState,
+      overdue,
+      expiredPauses,
+      orphanedSubflows,
+      scheduledWithoutDeployment,
       readState,
       readStates,
       update,

@@ -246,5 +246,8 @@ export const coreFlowPolicy: ReadonlyArray<Rule> = [
   retryFailedFlows
 ]
 
+/** Marking an overdue run Late (the late-runs service). */
+export const markLateRunsPolicy: ReadonlyArray<Rule> = [ensureOnlyScheduledFlowsMarkedLate]
+
 /** What still applies when a transition is forced. */
 export const minimalFlowPolicy: ReadonlyArray<Rule> = [bypassCancellingFlowRunsWithNoInfra]

@@ -6,7 +6,12 @@ import { Duration, Effect } from "effect"
 import type { DeploymentsRepo } from "../deployments/repo.ts"
 import type { DeploymentScheduler } from "../deployments/scheduler.ts"
 import type { Settings, SettingsValue } from "../settings/settings.ts"
+import type { FlowRunsRepo } from "../flow-runs/repo.ts"
+import type { TaskRunsRepo } from "../task-runs/repo.ts"
+import { cleanUpCancellations } from "./cancellation-cleanup.ts"
 import { markStaleDeployments } from "./foreman.ts"
+import { markLateRuns } from "./late-runs.ts"
+import { failExpiredPauses } from "./pause-expirations.ts"
 import { type BackgroundService, defineService } from "./runner.ts"
 import { scheduleDue, scheduleRecent } from "./scheduler.ts"
 
@@ -22,7 +27,7 @@ const flushInterval = (pick: (s: Services) => { readonly flush_interval: number 
 const idle = Effect.void
 
 /** What the services' iterations use: the area services and repositories, and the settings. */
-export type ServiceRequirements = DeploymentScheduler | DeploymentsRepo | Settings
+export type ServiceRequirements = DeploymentScheduler | DeploymentsRepo | FlowRunsRepo | TaskRunsRepo | Settings
 
 export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
@@ -39,17 +44,17 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
     name: "late_runs",
     interval: loopSeconds((s) => s.late_runs),
-    tick: idle
+    tick: markLateRuns
   }),
   defineService({
     name: "cancellation_cleanup",
     interval: loopSeconds((s) => s.cancellation_cleanup),
-    tick: idle
+    tick: cleanUpCancellations
   }),
   defineService({
     name: "pause_expirations",
     interval: loopSeconds((s) => s.pause_expirations),
-    tick: idle
+    tick: failExpiredPauses
   }),
   defineService({
     name: "event_persister",

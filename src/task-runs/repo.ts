@@ -169,6 +169,19 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
         }
       })
 
+    /** Unfinished task runs of flow runs Cancelled since `since`, at most `limit`. */
+    const unfinishedInCancelledRuns = (since: Date, limit: number) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT task_run.id FROM task_run JOIN flow_run ON flow_run.id = task_run.flow_run_id
+          WHERE flow_run.state_type = 'CANCELLED' AND flow_run.end_time >= ${since}
+            AND task_run.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
+          ORDER BY task_run.id
+          LIMIT ${limit}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+
     const setState = (id: string, proposed: StateCreate, force: boolean) =>
       states.transition<TaskRunRow & { readonly id: string }, TaskRuleRun>({
         kind: "task_run",
@@ -253,6 +266,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       history,
       read,
       setState,
+      unfinishedInCancelledRuns,
       readState: (stateId: string) => states.readState("task_run", stateId),
       readStates: (taskRunId: string) => states.readStates("task_run", taskRunId),
       update,

@@ -1,0 +1,50 @@
+/**
+ * Cancellation cleanup: what a cancelled flow run leaves behind is cancelled too — its unfinished
+ * task runs and subflow runs (Cancelling when a deployment's worker must stop its infrastructure,
+ * Cancelled otherwise) — and runs still waiting for a deployment that was deleted.
+ */
+import { Effect } from "effect"
+import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { TaskRunsRepo } from "../task-runs/repo.ts"
+
+const BATCH = 200
+const DAY_MS = 86_400_000
+
+const stateOf = (type: "CANCELLED" | "CANCELLING", message: string): StateCreate => ({
+  type,
+  name: null,
+  message,
+  data: null,
+  state_details: emptyStateDetails
+})
+
+const PARENT_CANCELLED = "The parent flow run was cancelled."
+
+/** Runs `effect` for one row; a failure is logged and the rest go on. */
+const each = <A>(items: ReadonlyArray<A>, what: string, effect: (item: A) => Effect.Effect<unknown, unknown>) =>
+  Effect.forEach(items, (item) =>
+    effect(item).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`Could not cancel ${what} ${String(item)}`, cause))),
+    { discard: true }
+  )
+
+export const cleanUpCancellations = Effect.gen(function* () {
+  const flowRuns = yield* FlowRunsRepo
+  const taskRuns = yield* TaskRunsRepo
+  const at = yield* now
+
+  const tasks = yield* taskRuns.unfinishedInCancelledRuns(new Date(at.getTime() - DAY_MS), BATCH)
+  yield* each(tasks, "task run", (id) => taskRuns.setState(id, stateOf("CANCELLED", PARENT_CANCELLED), true))
+
+  const subflows = yield* flowRuns.orphanedSubflows(BATCH)
+  yield* each(subflows.filter((s) => !(s.deployment_id !== null && s.state_type === "CANCELLING")), "subflow run", (s) =>
+    // A deployment's run has infrastructure its worker must stop: Cancelling, which the worker completes.
+    flowRuns.setState(s.id, stateOf(s.deployment_id === null ? "CANCELLED" : "CANCELLING", PARENT_CANCELLED), true)
+  )
+
+  const stranded = yield* flowRuns.scheduledWithoutDeployment(BATCH)
+  yield* each(stranded, "flow run", (id) =>
+    flowRuns.setState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), true)
+  )
+})

@@ -1,0 +1,32 @@
+/**
+ * Late runs: a run still Scheduled `after_seconds` past its scheduled time becomes "Late" (a Scheduled
+ * state of that name, keeping its scheduled time), so users and automations see it has not started.
+ */
+import { Duration, Effect } from "effect"
+import { emptyStateDetails } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { markLateRunsPolicy } from "../orchestration/flow-policy.ts"
+import { Settings } from "../settings/settings.ts"
+
+const BATCH = 400
+
+export const markLateRuns = Effect.gen(function* () {
+  const runs = yield* FlowRunsRepo
+  const after = (yield* Settings).server.services.late_runs.after_seconds
+  const at = yield* now
+  const overdue = yield* runs.overdue(new Date(at.getTime() - Duration.toMillis(after)), BATCH)
+  for (const run of overdue) {
+    const late = {
+      type: "SCHEDULED" as const,
+      name: "Late",
+      message: null,
+      data: null,
+      state_details: { ...emptyStateDetails, scheduled_time: run.next_scheduled_start_time }
+    }
+    // One run failing (say, deleted meanwhile) does not keep the others from being marked.
+    yield* runs.setState(run.id, late, false, markLateRunsPolicy).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning(`Could not mark flow run ${run.id} late`, cause))
+    )
+  }
+})

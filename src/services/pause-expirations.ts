@@ -1,0 +1,24 @@
+/** Pause expirations: a run paused past its `pause_timeout` (nobody resumed it) fails. */
+import { Effect } from "effect"
+import { emptyStateDetails } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { FlowRunsRepo } from "../flow-runs/repo.ts"
+
+const BATCH = 200
+
+export const failExpiredPauses = Effect.gen(function* () {
+  const runs = yield* FlowRunsRepo
+  const expired = yield* runs.expiredPauses(yield* now, BATCH)
+  for (const id of expired) {
+    const failed = {
+      type: "FAILED" as const,
+      name: null,
+      message: "The flow was paused and never resumed.",
+      data: null,
+      state_details: emptyStateDetails
+    }
+    yield* runs.setState(id, failed, true).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning(`Could not fail expired pause of flow run ${id}`, cause))
+    )
+  }
+})

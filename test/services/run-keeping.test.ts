@@ -1,0 +1,147 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, TestClock } from "effect"
+import { cleanUpCancellations } from "../../src/services/cancellation-cleanup.ts"
+import { markLateRuns } from "../../src/services/late-runs.ts"
+import { failExpiredPauses } from "../../src/services/pause-expirations.ts"
+import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { request, testServer } from "../support/server.ts"
+
+const createRun = (body: Record<string, unknown>) => Effect.map(request("POST", "/flow_runs/", { body }), (res) => ok(res))
+
+const readRun = (id: string) => Effect.map(request("GET", `/flow_runs/${id}`), (res) => ok(res, 200))
+const readTask = (id: string) => Effect.map(request("GET", `/task_runs/${id}`), (res) => ok(res, 200))
+
+const setFlowState = (id: string, state: Record<string, unknown>, force = false) =>
+  Effect.map(request("POST", `/flow_runs/${id}/set_state`, { body: { state, force } }), (res) => ok(res).status as string)
+
+const setTaskState = (id: string, state: Record<string, unknown>) =>
+  Effect.map(request("POST", `/task_runs/${id}/set_state`, { body: { state, force: true } }), (res) => ok(res).status as string)
+
+const scheduledAt = (clock: number, offsetSeconds: number) => ({
+  type: "SCHEDULED",
+  state_details: { scheduled_time: new Date(clock + offsetSeconds * 1000).toISOString() }
+})
+
+describe("run-keeping services", () => {
+  it.layer(testServer(), { timeout: 60_000 })((it) => {
+    it.effect("late_runs marks runs still Scheduled after_seconds past their time Late, once", () =>
+      Effect.gen(function* () {
+        yield* TestClock.adjust(Duration.hours(1))
+        const clock = yield* TestClock.currentTimeMillis
+        const flowId = yield* makeFlow("late")
+        const late = yield* createRun({ flow_id: flowId, state: scheduledAt(clock, -60) })
+        const recent = yield* createRun({ flow_id: flowId, state: scheduledAt(clock, -10) })
+        const future = yield* createRun({ flow_id: flowId, state: scheduledAt(clock, 60) })
+        const pending = yield* createRun({ flow_id: flowId })
+        yield* markLateRuns
+        const marked = yield* readRun(late.id)
+        expect(marked).toMatchObject({ state_type: "SCHEDULED", state_name: "Late" })
+        expect(marked.state.state_details.scheduled_time).toBe(late.state.state_details.scheduled_time)
+        expect((yield* readRun(recent.id)).state_name).toBe("Scheduled")
+        expect((yield* readRun(future.id)).state_name).toBe("Scheduled")
+        expect((yield* readRun(pending.id)).state_name).toBe("Pending")
+        // Already late: no second Late state.
+        yield* markLateRuns
+        expect((yield* readRun(late.id)).state_id).toBe(marked.state_id)
+        // 15 seconds past its time is late (the default after_seconds).
+        yield* TestClock.adjust(Duration.seconds(6))
+        yield* markLateRuns
+        expect((yield* readRun(recent.id)).state_name).toBe("Late")
+        expect((yield* request("GET", `/flow_run_states/?flow_run_id=${late.id}`)).body.map((s: any) => s.name)).toEqual([
+          "Scheduled",
+          "Late"
+        ])
+      })
+    )
+
+    it.effect("pause_expirations fails runs paused past their timeout", () =>
+      Effect.gen(function* () {
+        const clock = yield* TestClock.currentTimeMillis
+        const flowId = yield* makeFlow("pauses")
+        const running = () =>
+          Effect.gen(function* () {
+            const run = yield* createRun({ flow_id: flowId })
+            yield* setFlowState(run.id, { type: "RUNNING" })
+            return run.id as string
+          })
+        const expiring = yield* running()
+        const lasting = yield* running()
+        const noTimeout = yield* running()
+        const busy = yield* running()
+        const pause = (id: string, timeoutSeconds: number | null) =>
+          setFlowState(id, {
+            type: "PAUSED",
+            state_details: {
+              pause_key: "k",
+              pause_timeout: timeoutSeconds === null ? null : new Date(clock + timeoutSeconds * 1000).toISOString()
+            }
+          })
+        expect(yield* pause(expiring, 30)).toBe("ACCEPT")
+        yield* pause(lasting, 3600)
+        yield* pause(noTimeout, null)
+        yield* TestClock.adjust(Duration.seconds(31))
+        yield* failExpiredPauses
+        expect(yield* readRun(expiring)).toMatchObject({ state_type: "FAILED", state: { message: "The flow was paused and never resumed." } })
+        expect((yield* readRun(lasting)).state_type).toBe("PAUSED")
+        expect((yield* readRun(noTimeout)).state_type).toBe("PAUSED")
+        expect((yield* readRun(busy)).state_type).toBe("RUNNING")
+      })
+    )
+
+    it.effect("cancellation_cleanup cancels the unfinished task runs and subflows of a cancelled run", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("cleanup")
+        const parent = yield* createRun({ flow_id: flowId })
+        yield* setFlowState(parent.id, { type: "RUNNING" })
+        const task = (key: string) =>
+          Effect.map(request("POST", "/task_runs/", { body: { flow_run_id: parent.id, task_key: key, dynamic_key: "0" } }), (res) => ok(res).id as string)
+        const running = yield* task("running")
+        const done = yield* task("done")
+        yield* setTaskState(running, { type: "RUNNING" })
+        yield* setTaskState(done, { type: "COMPLETED" })
+        // Two subflows, started by tasks of the parent: one plain, one from a deployment with infrastructure.
+        const dep = yield* makeDeployment({ name: "sub-dep", flow_id: flowId })
+        const plainSub = yield* createRun({ flow_id: flowId, parent_task_run_id: yield* task("sub-1") })
+        const depSub = ok(
+          yield* request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { parent_task_run_id: yield* task("sub-2") } })
+        )
+        yield* setFlowState(plainSub.id, { type: "RUNNING" })
+        yield* setFlowState(depSub.id, { type: "RUNNING" })
+        yield* request("PATCH", `/flow_runs/${depSub.id}`, { body: { infrastructure_pid: "pid-42" } })
+
+        // While the parent runs, nothing is touched.
+        yield* cleanUpCancellations
+        expect((yield* readTask(running)).state_type).toBe("RUNNING")
+
+        yield* setFlowState(parent.id, { type: "CANCELLED" }, true)
+        yield* cleanUpCancellations
+        expect(yield* readTask(running)).toMatchObject({ state_type: "CANCELLED", state: { message: "The parent flow run was cancelled." } })
+        expect((yield* readTask(done)).state_type).toBe("COMPLETED")
+        expect(yield* readRun(plainSub.id)).toMatchObject({ state_type: "CANCELLED", state: { message: "The parent flow run was cancelled." } })
+        expect((yield* readRun(depSub.id)).state_type).toBe("CANCELLING")
+        // A Cancelling deployment subflow is left for its worker.
+        const cancelling = (yield* readRun(depSub.id)).state_id
+        yield* cleanUpCancellations
+        expect((yield* readRun(depSub.id)).state_id).toBe(cancelling)
+      })
+    )
+
+    it.effect("cancellation_cleanup cancels runs still waiting for a deleted deployment", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("orphans")
+        const dep = yield* makeDeployment({ name: "gone", flow_id: flowId })
+        const run = ok(yield* request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { state: { type: "PENDING" } } }))
+        yield* setFlowState(run.id, { type: "RUNNING" })
+        yield* setFlowState(run.id, { type: "SCHEDULED", name: "AwaitingRetry" }, true)
+        // Deleting the deployment removes runs that never ran; this one ran before.
+        yield* request("DELETE", `/deployments/${dep.id}`)
+        expect((yield* readRun(run.id)).state_name).toBe("AwaitingRetry")
+        yield* cleanUpCancellations
+        expect(yield* readRun(run.id)).toMatchObject({
+          state_type: "CANCELLED",
+          state: { message: "The deployment of this flow run was deleted." }
+        })
+      })
+    )
+  })
+})
