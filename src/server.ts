@@ -16,6 +16,12 @@ import { DeploymentRuns } from "./deployments/runs.ts"
 import { ScheduledRunsRepo } from "./deployments/scheduled-runs-repo.ts"
 import { DeploymentScheduler } from "./deployments/scheduler.ts"
 import { Deployments } from "./deployments/service.ts"
+import { TaskWorkersLive } from "./task-workers/http.ts"
+import { WorkPoolsLive } from "./work-pools/http.ts"
+import { PollRepo } from "./work-pools/poll-repo.ts"
+import { WorkPools } from "./work-pools/pools.ts"
+import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
+import { WorkQueuesLive } from "./work-queues/http.ts"
 import { WorkPoolsRepo } from "./work-pools/repo.ts"
 import { WorkQueueLookup } from "./work-pools/service.ts"
 import { FlowRunStatesLive, FlowRunsLive } from "./flow-runs/http.ts"
@@ -49,9 +55,10 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /** The repositories and area services the handlers and background services share. */
-export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default).pipe(
+export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default, WorkPools.Default).pipe(
   Layer.provideMerge(DeploymentScheduler.Default),
   Layer.provideMerge(WorkQueueLookup.Default),
+  Layer.provideMerge(WorkPoolsRepo.Default),
   Layer.provideMerge(
     Layer.mergeAll(
       FlowsRepo.Default,
@@ -59,7 +66,8 @@ export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Defa
       TaskRunsRepo.Default,
       DeploymentsRepo.Default,
       ScheduledRunsRepo.Default,
-      WorkPoolsRepo.Default,
+      WorkQueuesRepo.Default,
+      PollRepo.Default,
       ConcurrencyLimitsRepo.Default
     )
   ),
@@ -76,7 +84,10 @@ export const GroupsLive = Layer.mergeAll(
   FlowRunStatesLive,
   TaskRunsLive,
   TaskRunStatesLive,
-  DeploymentsLive
+  DeploymentsLive,
+  WorkPoolsLive,
+  WorkQueuesLive,
+  TaskWorkersLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */

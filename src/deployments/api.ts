@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
-import { WorkQueue } from "../work-pools/schemas.ts"
+import { CoreWorkQueue } from "../work-pools/schemas.ts"
 import {
   BulkDeleteDeploymentsBody,
   CountDeploymentsBody,
@@ -61,7 +61,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       .setPayload(Schema.Array(DeploymentFlowRunCreate))
       .addSuccess(FlowRunBulkCreateResponse)
   )
-  .add(HttpApiEndpoint.get("workQueueCheck", "/:id/work_queue_check").setPath(IdPath).addSuccess(Schema.Array(WorkQueue)))
+  .add(HttpApiEndpoint.get("workQueueCheck", "/:id/work_queue_check").setPath(IdPath).addSuccess(Schema.Array(CoreWorkQueue)))
   .add(HttpApiEndpoint.get("listSchedules", "/:id/schedules").setPath(IdPath).addSuccess(Schema.Array(DeploymentSchedule)))
   .add(
     HttpApiEndpoint.post("createSchedules", "/:id/schedules")

@@ -153,6 +153,10 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     const markReady = (ids: ReadonlyArray<string>, at: Date) =>
       sql`UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE id = ANY(${ids}::uuid[])`
 
+    /** Marks the deployments of the queues polled now and READY, leaving `updated` alone. */
+    const markReadyInQueues = (queueIds: ReadonlyArray<string>, at: Date) =>
+      sql`UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[])`
+
     /**
      * Marks NOT_READY the READY deployments not polled since `before`, unless their work queue was
      * polled since then.
@@ -262,6 +266,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       update,
       remove,
       markReady,
+      markReadyInQueues,
       markStale,
       readSchedules,
       createSchedules,

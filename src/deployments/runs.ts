@@ -9,7 +9,7 @@ import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { BadRequest, Conflict } from "../http/errors.ts"
-import { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { Settings } from "../settings/settings.ts"
 import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
@@ -32,7 +32,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
   effect: Effect.gen(function* () {
     const repo = yield* DeploymentsRepo
     const runs = yield* FlowRunsRepo
-    const pools = yield* WorkPoolsRepo
+    const workQueues = yield* WorkQueuesRepo
     const queues = yield* WorkQueueLookup
     const scheduler = yield* DeploymentScheduler
     const settings = yield* Settings
@@ -190,7 +190,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     /** The queues whose legacy filter would take the deployment's runs. */
     const workQueueCheck = Effect.fn("DeploymentRuns.workQueueCheck")(function* (id: string) {
       const deployment = yield* readDeployment(id)
-      return yield* Effect.orDie(pools.queuesAccepting(deployment))
+      return yield* Effect.orDie(workQueues.queuesAccepting(deployment))
     })
 
     return { createFlowRun, createFlowRuns, scheduledFlowRuns, scheduleRuns, workQueueCheck } as const

@@ -5,6 +5,9 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
 import { DeploymentsApi } from "../deployments/api.ts"
+import { TaskWorkersApi } from "../task-workers/api.ts"
+import { WorkPoolsApi } from "../work-pools/api.ts"
+import { WorkQueuesApi } from "../work-queues/api.ts"
 import { FlowRunStatesApi, FlowRunsApi } from "../flow-runs/api.ts"
 import { FlowsApi } from "../flows/api.ts"
 import { TaskRunStatesApi, TaskRunsApi } from "../task-runs/api.ts"
@@ -13,6 +16,7 @@ import { API_VERSION } from "../version.ts"
 import {
   BadRequestResponse,
   ConflictResponse,
+  ForbiddenResponse,
   MethodNotAllowedResponse,
   NotFoundResponse,
   ServiceUnavailableResponse,
@@ -28,10 +32,14 @@ export class BatonApi extends HttpApi.make("baton")
   .add(TaskRunsApi)
   .add(TaskRunStatesApi)
   .add(DeploymentsApi)
+  .add(WorkPoolsApi)
+  .add(WorkQueuesApi)
+  .add(TaskWorkersApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)
   .addError(BadRequestResponse)
+  .addError(ForbiddenResponse)
   .addError(MethodNotAllowedResponse)
   .addError(ServiceUnavailableResponse)
   .annotate(OpenApi.Title, "Baton REST API")

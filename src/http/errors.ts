@@ -31,6 +31,8 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", { detai
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { detail: Schema.String }) {}
 
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", { detail: Schema.String }) {}
+
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
   detail: Schema.String
 }) {}
@@ -56,6 +58,7 @@ export const ValidationErrorResponse = wire(ValidationError, ValidationDetail, 4
 export const NotFoundResponse = wire(NotFound, Schema.String, 404, "NotFound")
 export const ConflictResponse = wire(Conflict, Schema.String, 409, "Conflict")
 export const BadRequestResponse = wire(BadRequest, Schema.String, 400, "BadRequest")
+export const ForbiddenResponse = wire(Forbidden, Schema.String, 403, "Forbidden")
 export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 405, "MethodNotAllowed")
 export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
 

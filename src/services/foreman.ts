@@ -1,16 +1,26 @@
 /**
- * The foreman keeps readiness honest: a deployment no worker has polled within
- * `deployment_last_polled_timeout_seconds` (nor its work queue) goes back to NOT_READY.
+ * The foreman keeps readiness honest: workers that stopped sending heartbeats go OFFLINE, pools left
+ * without an ONLINE worker go NOT_READY, and work queues and deployments no worker polled within
+ * their timeouts go NOT_READY.
  */
 import { Effect } from "effect"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
+import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
+import { WorkPoolsRepo } from "../work-pools/repo.ts"
 
-export const markStaleDeployments = Effect.gen(function* () {
-  const settings = yield* Settings
+export const checkReadiness = Effect.gen(function* () {
+  const settings = (yield* Settings).server.services.foreman
+  const pools = yield* WorkPoolsRepo
+  const queues = yield* WorkQueuesRepo
   const deployments = yield* DeploymentsRepo
   const at = yield* now
-  const timeout = settings.server.services.foreman.deployment_last_polled_timeout_seconds
-  yield* deployments.markStale(new Date(at.getTime() - timeout * 1000))
+  const ago = (seconds: number) => new Date(at.getTime() - seconds * 1000)
+  yield* pools.markSilentWorkers(at, {
+    multiple: settings.inactivity_heartbeat_multiple,
+    fallbackSeconds: settings.fallback_heartbeat_interval_seconds
+  })
+  yield* deployments.markStale(ago(settings.deployment_last_polled_timeout_seconds))
+  yield* queues.markStale(ago(settings.work_queue_last_polled_timeout_seconds), at)
 })

@@ -8,8 +8,10 @@ import type { DeploymentScheduler } from "../deployments/scheduler.ts"
 import type { Settings, SettingsValue } from "../settings/settings.ts"
 import type { FlowRunsRepo } from "../flow-runs/repo.ts"
 import type { TaskRunsRepo } from "../task-runs/repo.ts"
+import type { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
+import type { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { cleanUpCancellations } from "./cancellation-cleanup.ts"
-import { markStaleDeployments } from "./foreman.ts"
+import { checkReadiness } from "./foreman.ts"
 import { markLateRuns } from "./late-runs.ts"
 import { failExpiredPauses } from "./pause-expirations.ts"
 import { type BackgroundService, defineService } from "./runner.ts"
@@ -27,7 +29,14 @@ const flushInterval = (pick: (s: Services) => { readonly flush_interval: number 
 const idle = Effect.void
 
 /** What the services' iterations use: the area services and repositories, and the settings. */
-export type ServiceRequirements = DeploymentScheduler | DeploymentsRepo | FlowRunsRepo | TaskRunsRepo | Settings
+export type ServiceRequirements =
+  | DeploymentScheduler
+  | DeploymentsRepo
+  | FlowRunsRepo
+  | TaskRunsRepo
+  | WorkPoolsRepo
+  | WorkQueuesRepo
+  | Settings
 
 export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
@@ -75,7 +84,7 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
     name: "foreman",
     interval: loopSeconds((s) => s.foreman),
-    tick: markStaleDeployments
+    tick: checkReadiness
   }),
   defineService({
     name: "repossessor",

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import { Timestamp } from "../domain/time.ts"
 
 const strings = criterion(Schema.Array(Schema.String))
 
@@ -28,6 +29,28 @@ export const WorkQueueFilter = strictStruct(
   "WorkQueueFilter"
 )
 export type WorkQueueFilter = typeof WorkQueueFilter.Type
+
+const at = criterion(Timestamp)
+
+export const WorkerFilter = strictStruct(
+  {
+    operator: operatorField,
+    last_heartbeat_time: criterion(strictStruct({ before_: at, after_: at }, "WorkerFilterLastHeartbeatTime")),
+    status: criterion(
+      strictStruct(
+        { any_: criterion(Schema.Array(Schema.Literal("ONLINE", "OFFLINE"))), not_any_: criterion(Schema.Array(Schema.Literal("ONLINE", "OFFLINE"))) },
+        "WorkerFilterStatus"
+      )
+    )
+  },
+  "WorkerFilter"
+)
+export type WorkerFilter = typeof WorkerFilter.Type
+
+export const workerFilterSpec: FilterSpec = {
+  last_heartbeat_time: Field.time("worker.last_heartbeat_time"),
+  status: Field.oneOf("worker.status", "text")
+}
 
 export const workPoolFilterSpec: FilterSpec = {
   id: Field.oneOf("work_pool.id", "uuid"),

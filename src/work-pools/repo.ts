@@ -1,8 +1,12 @@
-/** Work pools and their queues in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+/** Work pools and their workers in SQL. */
+import { SqlClient, type Statement } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
+import { workerFilterSpec, workPoolFilterSpec } from "./filter.ts"
+import { WorkQueuesRepo } from "./queues-repo.ts"
+import { type WorkerFilter, type WorkPoolFilter, WorkPool } from "./schemas.ts"
 
 export interface WorkPoolRow {
   readonly id: string
@@ -15,25 +19,7 @@ export interface WorkPoolRow {
   readonly is_paused: boolean
   readonly default_queue_id: string | null
   readonly concurrency_limit: number | null
-  readonly status: string
-}
-
-export interface WorkQueueRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly name: string
-  /** The legacy filter of queues made before work pools. */
-  readonly filter: { readonly tags: ReadonlyArray<string> | null; readonly deployment_ids: ReadonlyArray<string> | null } | null
-  readonly description: string
-  readonly is_paused: boolean
-  readonly concurrency_limit: number | null
-  readonly priority: number
-  readonly last_polled: Date | null
-  readonly status: string
-  readonly work_pool_id: string
-  /** Joined from the queue's pool. */
-  readonly work_pool_name: string
+  readonly status: "READY" | "NOT_READY" | "PAUSED"
 }
 
 export interface NewWorkPool {
@@ -43,63 +29,70 @@ export interface NewWorkPool {
   readonly base_job_template?: Record<string, unknown>
   readonly is_paused?: boolean
   readonly concurrency_limit?: number | null
+  readonly storage_configuration?: Record<string, unknown> | undefined
 }
 
-export interface NewWorkQueue {
+export interface WorkerRow {
+  readonly id: string
+  readonly created: Date
+  readonly updated: Date
   readonly name: string
-  readonly description?: string
-  /** Omitted: the first free priority. Given: taken, and the pool's queues from it on move down one. */
-  readonly priority?: number | null
+  readonly work_pool_id: string
+  readonly last_heartbeat_time: Date | null
+  readonly heartbeat_interval_seconds: number | null
+  readonly status: "ONLINE" | "OFFLINE"
 }
+
+/** The pool type of the default agent pool; its status is not shown. */
+export const AGENT_POOL_TYPE = "prefect-agent"
+
+const decodePool = Schema.decodeUnknown(WorkPool)
+
+const emptyStorage = { bundle_upload_step: null, bundle_execution_step: null, default_result_storage_block_id: null }
 
 export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPoolsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-
-    const selectQueues = sql`
-      SELECT work_queue.*, work_pool.name AS work_pool_name
-      FROM work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id
-    `
+    const queues = yield* WorkQueuesRepo
 
     const readPoolByName = (name: string) =>
       Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE name = ${name}`, (rows) => rows[0])
 
-    const readQueue = (id: string) =>
-      Effect.map(sql<WorkQueueRow>`${selectQueues} WHERE work_queue.id = ${id}`, (rows) => rows[0])
+    const readPoolById = (id: string) =>
+      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE id = ${id}`, (rows) => rows[0])
 
-    const readQueueByName = (poolName: string, queueName: string) =>
-      Effect.map(
-        sql<WorkQueueRow>`${selectQueues} WHERE work_pool.name = ${poolName} AND work_queue.name = ${queueName}`,
-        (rows) => rows[0]
+    /** Pool records as answered: Pending and Running runs in their queues counted when they have a limit. */
+    const records = (condition: Statement.Fragment, tail: Statement.Fragment = sql``) =>
+      Effect.flatMap(
+        sql<{ record: unknown }>`
+          SELECT to_jsonb(work_pool.*) || jsonb_build_object(
+            'status', CASE WHEN work_pool.type = ${AGENT_POOL_TYPE} THEN NULL ELSE work_pool.status END,
+            'storage_configuration', ${JSON.stringify(emptyStorage)}::jsonb || work_pool.storage_configuration,
+            'active_slots', CASE WHEN work_pool.concurrency_limit IS NULL THEN NULL ELSE (
+              SELECT count(*) FROM flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+              WHERE work_queue.work_pool_id = work_pool.id AND flow_run.state_type IN ('PENDING', 'RUNNING')
+            ) END
+          ) AS record
+          FROM work_pool
+          WHERE ${condition}
+          ${tail}
+        `,
+        (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodePool(row.record)))
       )
 
-    /** The first queue named `name`, in any pool. */
-    const readAnyQueueByName = (name: string) =>
-      Effect.map(sql<WorkQueueRow>`${selectQueues} WHERE work_queue.name = ${name} ORDER BY work_queue.id LIMIT 1`, (rows) => rows[0])
+    const record = (name: string) => Effect.map(records(sql`work_pool.name = ${name}`), (rows) => rows[0])
 
-    /** Adds a queue to a pool; priorities stay unique within the pool. Call inside a transaction. */
-    const createQueue = Effect.fn("WorkPoolsRepo.createQueue")(function* (poolId: string, queue: NewWorkQueue) {
-      const id = yield* newId
-      const at = yield* now
-      let priority = queue.priority ?? null
-      if (priority === null) {
-        const taken = yield* sql<{ priority: number }>`
-          SELECT priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority
-        `
-        // The first gap in 1, 2, 3 … or one past the last.
-        priority = taken.findIndex((row, i) => row.priority !== i + 1) + 1 || taken.length + 1
-      } else {
-        yield* sql`
-          UPDATE work_queue SET priority = priority + 1, updated = ${at}
-          WHERE work_pool_id = ${poolId} AND priority >= ${priority}
-        `
-      }
-      yield* sql`
-        INSERT INTO work_queue (id, created, updated, name, description, priority, work_pool_id)
-        VALUES (${id}, ${at}, ${at}, ${queue.name}, ${queue.description ?? ""}, ${priority}, ${poolId})
-      `
-      return (yield* readQueue(id))!
-    })
+    const filter = (options: { readonly filter: WorkPoolFilter | null | undefined; readonly offset: number; readonly limit: number }) =>
+      records(
+        compileFilter(sql, options.filter, workPoolFilterSpec),
+        sql`ORDER BY work_pool.name LIMIT ${options.limit} OFFSET ${options.offset}`
+      )
+
+    const count = (poolFilter: WorkPoolFilter | null | undefined) =>
+      Effect.map(
+        sql<{ count: string }>`SELECT count(*) AS count FROM work_pool WHERE ${compileFilter(sql, poolFilter, workPoolFilterSpec)}`,
+        (rows) => Number(rows[0]!.count)
+      )
 
     /** Creates a pool with its `default` queue. Call inside a transaction. */
     const createPool = Effect.fn("WorkPoolsRepo.createPool")(function* (pool: NewWorkPool) {
@@ -107,32 +100,109 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       const at = yield* now
       yield* sql`
         INSERT INTO work_pool (id, created, updated, name, description, type, base_job_template, is_paused,
-                               concurrency_limit, status)
+                               concurrency_limit, status, storage_configuration, last_transitioned_status_at)
         VALUES (${id}, ${at}, ${at}, ${pool.name}, ${pool.description ?? null}, ${pool.type},
                 ${JSON.stringify(pool.base_job_template ?? {})}::jsonb, ${pool.is_paused ?? false},
-                ${pool.concurrency_limit ?? null}, ${pool.is_paused ? "PAUSED" : "NOT_READY"})
+                ${pool.concurrency_limit ?? null}, ${pool.is_paused && pool.type !== AGENT_POOL_TYPE ? "PAUSED" : "NOT_READY"},
+                ${JSON.stringify({ ...emptyStorage, ...pool.storage_configuration })}::jsonb, ${at})
       `
-      const queue = yield* createQueue(id, { name: "default", description: "The work pool's default queue." })
+      const queue = yield* queues.createQueue(id, { name: "default", description: "The work pool's default queue." })
       yield* sql`UPDATE work_pool SET default_queue_id = ${queue.id} WHERE id = ${id}`
       return { ...(yield* readPoolByName(pool.name))!, default_queue_id: queue.id }
     })
 
-    /**
-     * Queues whose (legacy) filter takes the deployment: no filter, or its tags all among the
-     * deployment's and its deployment ids naming it (an empty or missing criterion takes any).
-     */
-    const queuesAccepting = (deployment: { readonly id: string; readonly tags: ReadonlyArray<string> }) =>
-      sql<WorkQueueRow>`
-        ${selectQueues}
-        WHERE work_queue.filter IS NULL OR work_queue.filter = 'null'::jsonb OR (
-          (jsonb_typeof(work_queue.filter -> 'tags') IS DISTINCT FROM 'array'
-            OR ${JSON.stringify(deployment.tags)}::jsonb @> (work_queue.filter -> 'tags'))
-          AND (jsonb_typeof(work_queue.filter -> 'deployment_ids') IS DISTINCT FROM 'array'
-            OR work_queue.filter -> 'deployment_ids' = '[]'::jsonb
-            OR (work_queue.filter -> 'deployment_ids') ? ${deployment.id}))
-        ORDER BY work_pool.name, work_queue.priority, work_queue.name
+    /** Sets the given columns (and `updated`); false when there is no such pool. */
+    const update = Effect.fn("WorkPoolsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+      const at = yield* now
+      const status = changes.status === undefined ? {} : { last_transitioned_status_at: at }
+      const rows = yield* sql`
+        UPDATE work_pool SET ${sql.update({ ...changes, ...status, updated: at })} WHERE id = ${id} RETURNING id
+      `
+      return rows.length > 0
+    })
+
+    /** Deletes the pool with its queues (the default one included) and workers. */
+    const remove = (id: string) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          yield* sql`UPDATE work_pool SET default_queue_id = NULL WHERE id = ${id}`
+          const rows = yield* sql`DELETE FROM work_pool WHERE id = ${id} RETURNING id`
+          return rows.length > 0
+        })
+      )
+
+    /** Whether any worker of the pool is ONLINE. */
+    const hasOnlineWorker = (poolId: string) =>
+      Effect.map(
+        sql`SELECT 1 FROM worker WHERE work_pool_id = ${poolId} AND status = 'ONLINE' LIMIT 1`,
+        (rows) => rows.length > 0
+      )
+
+    /** A worker's heartbeat: the worker (created on its first) is ONLINE as of now. */
+    const heartbeat = Effect.fn("WorkPoolsRepo.heartbeat")(function* (
+      poolId: string,
+      worker: { readonly name: string; readonly heartbeat_interval_seconds?: number | null | undefined }
+    ) {
+      const at = yield* now
+      const interval = worker.heartbeat_interval_seconds ?? null
+      yield* sql`
+        INSERT INTO worker (id, created, updated, name, work_pool_id, last_heartbeat_time, heartbeat_interval_seconds, status)
+        VALUES (${yield* newId}, ${at}, ${at}, ${worker.name}, ${poolId}, ${at}, ${interval}, 'ONLINE')
+        ON CONFLICT (work_pool_id, name) DO UPDATE SET
+          updated = ${at}, last_heartbeat_time = ${at}, status = 'ONLINE',
+          heartbeat_interval_seconds = coalesce(${interval}::integer, worker.heartbeat_interval_seconds)
+      `
+    })
+
+    const workers = (options: {
+      readonly poolId: string
+      readonly filter: WorkerFilter | null | undefined
+      readonly offset: number
+      readonly limit: number
+    }) =>
+      sql<WorkerRow>`
+        SELECT * FROM worker
+        WHERE work_pool_id = ${options.poolId} AND ${compileFilter(sql, options.filter, workerFilterSpec)}
+        ORDER BY last_heartbeat_time DESC NULLS LAST, id
+        LIMIT ${options.limit} OFFSET ${options.offset}
       `
 
-    return { readPoolByName, readQueue, readQueueByName, readAnyQueueByName, createQueue, createPool, queuesAccepting } as const
+    const removeWorker = (poolId: string, name: string) =>
+      Effect.map(sql`DELETE FROM worker WHERE work_pool_id = ${poolId} AND name = ${name} RETURNING id`, (rows) => rows.length > 0)
+
+    /**
+     * ONLINE workers that missed `multiple` heartbeat intervals (their own, else `fallbackSeconds`)
+     * by `at` go OFFLINE; then READY pools without an ONLINE worker go NOT_READY.
+     */
+    const markSilentWorkers = (at: Date, options: { readonly multiple: number; readonly fallbackSeconds: number }) =>
+      Effect.gen(function* () {
+        yield* sql`
+          UPDATE worker SET status = 'OFFLINE', updated = ${at}
+          WHERE status = 'ONLINE' AND last_heartbeat_time IS NOT NULL
+            AND EXTRACT(EPOCH FROM (${at}::timestamptz - last_heartbeat_time))
+              > coalesce(heartbeat_interval_seconds, ${options.fallbackSeconds}) * ${options.multiple}
+        `
+        yield* sql`
+          UPDATE work_pool SET status = 'NOT_READY', updated = ${at}, last_transitioned_status_at = ${at}
+          WHERE status = 'READY' AND NOT EXISTS (
+            SELECT 1 FROM worker WHERE worker.work_pool_id = work_pool.id AND worker.status = 'ONLINE')
+        `
+      })
+
+    return {
+      readPoolByName,
+      readPoolById,
+      record,
+      filter,
+      count,
+      createPool,
+      update,
+      remove,
+      hasOnlineWorker,
+      heartbeat,
+      workers,
+      removeWorker,
+      markSilentWorkers
+    } as const
   })
 }) {}

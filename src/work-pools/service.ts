@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { NotFound } from "../http/errors.ts"
+import { WorkQueuesRepo } from "./queues-repo.ts"
 import { WorkPoolsRepo } from "./repo.ts"
 
 export const DEFAULT_AGENT_POOL = "default-agent-pool"
@@ -16,6 +17,7 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const pools = yield* WorkPoolsRepo
+    const queues = yield* WorkQueuesRepo
 
     const pool = (name: string) =>
       Effect.flatMap(Effect.orDie(pools.readPoolByName(name)), (found) =>
@@ -24,18 +26,18 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
 
     /** The pool's default queue; 404 without such a pool. */
     const defaultQueue = (poolName: string) =>
-      Effect.flatMap(pool(poolName), (found) => Effect.map(Effect.orDie(pools.readQueue(found.default_queue_id!)), (q) => q!))
+      Effect.flatMap(pool(poolName), (found) => Effect.map(Effect.orDie(queues.readQueue(found.default_queue_id!)), (q) => q!))
 
     /** The queue of that name in the pool: created when missing and `create` is set; 404 otherwise. */
     const queueInPool = (poolName: string, queueName: string, options: { readonly create: boolean }) =>
       Effect.gen(function* () {
-        const existing = yield* Effect.orDie(pools.readQueueByName(poolName, queueName))
+        const existing = yield* Effect.orDie(queues.readQueueByName(poolName, queueName))
         if (existing !== undefined) return existing
         if (!options.create) {
           return yield* new NotFound({ detail: `Work pool queue '${poolName}/${queueName}' not found.` })
         }
         const found = yield* pool(poolName)
-        return yield* Effect.orDie(pools.createQueue(found.id, { name: queueName }))
+        return yield* Effect.orDie(queues.createQueue(found.id, { name: queueName }))
       })
 
     /** A queue named without a pool: looked up in the default agent pool (or anywhere when there is none), else created there. */
@@ -44,12 +46,12 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
         Effect.gen(function* () {
           const agentPool = yield* pools.readPoolByName(DEFAULT_AGENT_POOL)
           const existing = agentPool === undefined
-            ? yield* pools.readAnyQueueByName(name)
-            : yield* pools.readQueueByName(DEFAULT_AGENT_POOL, name)
+            ? yield* queues.readAnyQueueByName(name)
+            : yield* queues.readQueueByName(DEFAULT_AGENT_POOL, name)
           if (existing !== undefined) return existing
           const target = agentPool ?? (yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: "prefect-agent" }))
-          if (name === "default") return (yield* pools.readQueue(target.default_queue_id!))!
-          return yield* pools.createQueue(target.id, { name, priority: 1 })
+          if (name === "default") return (yield* queues.readQueue(target.default_queue_id!))!
+          return yield* queues.createQueue(target.id, { name, priority: 1 })
         })
       )
 

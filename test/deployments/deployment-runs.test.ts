@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
-import { markStaleDeployments } from "../../src/services/foreman.ts"
+import { checkReadiness } from "../../src/services/foreman.ts"
 import { ok, makeFlow, makeDeployment } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
@@ -165,10 +165,10 @@ describe("runs of deployments", () => {
         expect(polled.updated).toBe(dep.updated)
 
         yield* TestClock.adjust(Duration.seconds(30))
-        yield* markStaleDeployments
+        yield* checkReadiness
         expect(ok(yield* request("GET", `/deployments/${dep.id}`), 200).status).toBe("READY")
         yield* TestClock.adjust(Duration.seconds(31))
-        yield* markStaleDeployments
+        yield* checkReadiness
         expect(ok(yield* request("GET", `/deployments/${dep.id}`), 200).status).toBe("NOT_READY")
       })
     )

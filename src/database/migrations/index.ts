@@ -7,11 +7,13 @@ import m0002 from "./0002_flows.ts"
 import m0003 from "./0003_runs.ts"
 import m0004 from "./0004_deployments.ts"
 import m0005 from "./0005_scheduled_runs_index.ts"
+import m0006 from "./0006_workers.ts"
 
 export const migrations = {
   "0001_initial": m0001,
   "0002_flows": m0002,
   "0003_runs": m0003,
   "0004_deployments": m0004,
-  "0005_scheduled_runs_index": m0005
+  "0005_scheduled_runs_index": m0005,
+  "0006_workers": m0006
 }

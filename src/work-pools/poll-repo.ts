@@ -1,0 +1,145 @@
+/**
+ * What workers ask of pools and queues in SQL: the runs due to them (with queue priorities and pool
+ * and queue concurrency limits), and which runs hold a pool's or queue's slots.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export interface PollOptions {
+  readonly poolId: string
+  /** Only these queues (all of the pool's when undefined). */
+  readonly queueIds: ReadonlyArray<string> | undefined
+  readonly scheduledBefore: Date | null
+  readonly scheduledAfter: Date | null
+  readonly limit: number
+}
+
+export interface SlotHolder {
+  readonly id: string
+  readonly name: string
+  readonly state_type: string | null
+  readonly state_name: string | null
+  readonly start_time: Date | null
+  readonly state_timestamp: Date | null
+  readonly work_queue_id: string | null
+}
+
+export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /**
+     * The worker poll: Scheduled runs of the pool's unpaused queues (none when the pool is paused),
+     * each queue contributing no more than its free slots, the pool no more than its own; ordered
+     * by queue priority, then scheduled time. Ids with their queue, in that order.
+     */
+    const dueInPool = (options: PollOptions) =>
+      sql<{ id: string; work_queue_id: string }>`
+        WITH pool AS (
+          SELECT id, concurrency_limit FROM work_pool WHERE id = ${options.poolId} AND NOT is_paused
+        ),
+        pool_room AS (
+          SELECT CASE WHEN pool.concurrency_limit IS NULL THEN NULL ELSE GREATEST(0, pool.concurrency_limit - (
+            SELECT count(*) FROM flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+            WHERE work_queue.work_pool_id = pool.id AND NOT work_queue.is_paused
+              AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room
+          FROM pool
+        ),
+        queues AS (
+          SELECT work_queue.id, work_queue.priority,
+            CASE WHEN work_queue.concurrency_limit IS NULL THEN NULL ELSE GREATEST(0, work_queue.concurrency_limit - (
+              SELECT count(*) FROM flow_run
+              WHERE flow_run.work_queue_id = work_queue.id AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room
+          FROM work_queue JOIN pool ON pool.id = work_queue.work_pool_id
+          WHERE NOT work_queue.is_paused
+            ${options.queueIds === undefined ? sql`` : sql`AND work_queue.id = ANY(${options.queueIds}::uuid[])`}
+        )
+        SELECT due.id, queues.id AS work_queue_id
+        FROM queues CROSS JOIN LATERAL (
+          SELECT flow_run.id, flow_run.next_scheduled_start_time FROM flow_run
+          WHERE flow_run.work_queue_id = queues.id AND flow_run.state_type = 'SCHEDULED'
+            AND (flow_run.empirical_policy ->> 'retry_type') IS DISTINCT FROM 'in_process'
+            ${options.scheduledBefore === null ? sql`` : sql`AND flow_run.next_scheduled_start_time <= ${options.scheduledBefore}`}
+            ${options.scheduledAfter === null ? sql`` : sql`AND flow_run.next_scheduled_start_time >= ${options.scheduledAfter}`}
+          ORDER BY flow_run.next_scheduled_start_time, flow_run.id
+          LIMIT LEAST(coalesce(queues.room, ${options.limit}), ${options.limit})
+        ) due
+        ORDER BY queues.priority, due.next_scheduled_start_time, due.id
+        LIMIT LEAST(${options.limit}, coalesce((SELECT room FROM pool_room), ${options.limit}))
+      `
+
+    /**
+     * The legacy queue poll: Scheduled runs filed under the queue's name (or, for a queue with a
+     * legacy filter, matching its tags and deployments), no more than its free slots, soonest first.
+     */
+    const dueInQueue = (
+      queue: {
+        readonly name: string
+        readonly concurrency_limit: number | null
+        readonly filter: { readonly tags: ReadonlyArray<string> | null; readonly deployment_ids: ReadonlyArray<string> | null } | null
+      },
+      options: { readonly scheduledBefore: Date | null; readonly limit: number }
+    ) => {
+      const legacy = queue.filter
+      const matches = legacy === null
+        ? sql`flow_run.work_queue_name = ${queue.name}`
+        : sql.and([
+          legacy.tags === null ? sql`TRUE` : sql`flow_run.tags @> ${JSON.stringify(legacy.tags)}::jsonb`,
+          legacy.deployment_ids === null
+            ? sql`TRUE`
+            : sql`flow_run.deployment_id = ANY(${legacy.deployment_ids}::uuid[])`
+        ])
+      const holding = legacy === null ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`
+      return Effect.flatMap(
+        queue.concurrency_limit === null
+          ? Effect.succeed(options.limit)
+          : Effect.map(
+            sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE ${matches} AND flow_run.state_type IN ${holding}`,
+            (rows) => Math.min(options.limit, Math.max(0, queue.concurrency_limit! - Number(rows[0]!.count)))
+          ),
+        (limit) =>
+          Effect.map(
+            sql<{ id: string }>`
+              SELECT flow_run.id FROM flow_run
+              WHERE ${matches} AND flow_run.state_type = 'SCHEDULED'
+                ${options.scheduledBefore === null ? sql`` : sql`AND flow_run.next_scheduled_start_time <= ${options.scheduledBefore}`}
+              ORDER BY flow_run.next_scheduled_start_time, flow_run.id
+              LIMIT ${limit}
+            `,
+            (rows) => rows.map((r) => r.id)
+          )
+      )
+    }
+
+    /** Runs holding slots (Pending or Running; Cancelling too for a legacy queue) of the given queues, by id. */
+    const slotHolders = (queueIds: ReadonlyArray<string>, options: { readonly withCancelling: boolean; readonly offset: number; readonly limit: number }) =>
+      sql<SlotHolder>`
+        SELECT id, name, state_type, state_name, start_time, state_timestamp, work_queue_id FROM flow_run
+        WHERE work_queue_id = ANY(${queueIds}::uuid[])
+          AND state_type IN ${options.withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`}
+        ORDER BY id
+        LIMIT ${options.limit} OFFSET ${options.offset}
+      `
+
+    /** How many runs hold slots of each of the queues. */
+    const slotCounts = (queueIds: ReadonlyArray<string>, options: { readonly withCancelling: boolean }) =>
+      Effect.map(
+        sql<{ work_queue_id: string; count: string }>`
+          SELECT work_queue_id, count(*) AS count FROM flow_run
+          WHERE work_queue_id = ANY(${queueIds}::uuid[])
+            AND state_type IN ${options.withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`}
+          GROUP BY work_queue_id
+        `,
+        (rows) => new Map(rows.map((r) => [r.work_queue_id, Number(r.count)]))
+      )
+
+    /** The queue's runs marked Late. */
+    const lateRuns = (queueId: string) =>
+      Effect.map(
+        sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE work_queue_id = ${queueId} AND state_name = 'Late'`,
+        (rows) => Number(rows[0]!.count)
+      )
+
+    return { dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns } as const
+  })
+}) {}

@@ -1,0 +1,247 @@
+/**
+ * The work pool rules: reserved names, job templates and their defaults, pause and readiness,
+ * pool-scoped queues with unique priorities, workers' heartbeats, and the worker poll.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { DeploymentsRepo } from "../deployments/repo.ts"
+import { checkAgainstSchema, describeFailure, prepareParameterSchema } from "../domain/json-schema.ts"
+import { now } from "../domain/time.ts"
+import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { Conflict, Forbidden, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { PollRepo } from "./poll-repo.ts"
+import { WorkQueuesRepo } from "./queues-repo.ts"
+import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
+import type { WorkPoolCreate, WorkPoolUpdate, WorkQueueCreate, WorkQueueUpdate } from "./schemas.ts"
+import { DEFAULT_AGENT_POOL, workPoolNotFound } from "./service.ts"
+
+const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
+
+const isReserved = (name: string) => name.toLowerCase().startsWith("prefect")
+
+export const queueNotFound = (pool: string, queue: string) =>
+  new NotFound({ detail: `Work pool queue '${pool}/${queue}' not found.` })
+
+export const defaultQueueKept = new Conflict({ detail: "Can't delete a pool's default queue." })
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * A pool's job variable defaults must satisfy its variables schema (required ones aside). Defaults
+ * that point at a block document are checked once blocks exist; until then no such document exists.
+ */
+const checkJobDefaults = (template: Record<string, unknown>) => {
+  const variables = template.variables
+  if (!isObject(variables)) return Effect.void
+  const defaults: Record<string, unknown> = {}
+  for (const [name, property] of Object.entries(isObject(variables.properties) ? variables.properties : {})) {
+    if (!isObject(property) || !("default" in property)) continue
+    const value = property.default
+    if (isObject(value) && isObject(value.$ref) && "block_document_id" in value.$ref) {
+      return Effect.fail(new NotFound({ detail: "Block not found." }))
+    }
+    defaults[name] = value
+  }
+  const check = checkAgainstSchema(prepareParameterSchema(variables, { ignoreRequired: true }), defaults)
+  if (check.valid) return Effect.void
+  if (check.message.startsWith("Invalid schema:")) return Effect.fail(new ValidationError({ detail: check.message }))
+  return Effect.fail(new ValidationError({ detail: `Validation failed for work pool's job variable defaults: ${describeFailure(check)}` }))
+}
+
+export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const pools = yield* WorkPoolsRepo
+    const queues = yield* WorkQueuesRepo
+    const poll = yield* PollRepo
+    const runs = yield* FlowRunsRepo
+    const deployments = yield* DeploymentsRepo
+    const foreman = (yield* Settings).server.services.foreman
+
+    const pool = (name: string) =>
+      Effect.flatMap(Effect.orDie(pools.readPoolByName(name)), (found) =>
+        found === undefined ? Effect.fail(workPoolNotFound(name)) : Effect.succeed(found)
+      )
+
+    const record = (name: string) =>
+      Effect.flatMap(Effect.orDie(pools.record(name)), (found) => (found === undefined ? Effect.fail(workPoolNotFound(name)) : Effect.succeed(found)))
+
+    const create = Effect.fn("WorkPools.create")(function* (body: WorkPoolCreate) {
+      if (isReserved(body.name)) {
+        return yield* new Forbidden({ detail: "Work pools starting with 'Prefect' are reserved for internal use." })
+      }
+      yield* checkJobDefaults(body.base_job_template)
+      yield* sql.withTransaction(pools.createPool(body)).pipe(
+        Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "A work pool with this name already exists." }))),
+        Effect.catchTag("SqlError", Effect.die)
+      )
+      return yield* record(body.name)
+    })
+
+    const update = Effect.fn("WorkPools.update")(function* (name: string, body: WorkPoolUpdate) {
+      const sent = Object.keys(body).filter((key) => body[key as keyof WorkPoolUpdate] !== undefined)
+      if (isReserved(name) && sent.some((key) => key !== "is_paused" && key !== "concurrency_limit")) {
+        return yield* new Forbidden({
+          detail: "Work pools starting with 'Prefect' are reserved for internal use and can only be updated to set concurrency limits or pause."
+        })
+      }
+      const found = yield* pool(name)
+      const changes: Record<string, unknown> = {}
+      if (body.description !== undefined) changes.description = body.description
+      if (body.concurrency_limit !== undefined) changes.concurrency_limit = body.concurrency_limit
+      // null for a column that has no null is read as "leave it".
+      if (body.base_job_template != null) changes.base_job_template = JSON.stringify(body.base_job_template)
+      if (body.storage_configuration != null) changes.storage_configuration = JSON.stringify(body.storage_configuration)
+      if (body.is_paused != null) {
+        changes.is_paused = body.is_paused
+        if (found.type !== AGENT_POOL_TYPE) {
+          changes.status = body.is_paused ? "PAUSED" : (yield* Effect.orDie(pools.hasOnlineWorker(found.id))) ? "READY" : "NOT_READY"
+        }
+      }
+      yield* Effect.orDie(pools.update(found.id, changes))
+    })
+
+    const remove = Effect.fn("WorkPools.remove")(function* (name: string) {
+      if (isReserved(name)) {
+        return yield* new Forbidden({ detail: "Work pools starting with 'Prefect' are reserved for internal use and can not be deleted." })
+      }
+      const found = yield* pool(name)
+      yield* Effect.orDie(pools.remove(found.id))
+    })
+
+    const queueRecord = (id: string) => Effect.map(Effect.orDie(queues.record(id, "pool")), (q) => q!)
+
+    const createQueue = Effect.fn("WorkPools.createQueue")(function* (poolName: string, body: WorkQueueCreate) {
+      const found = yield* pool(poolName)
+      const queue = yield* sql.withTransaction(queues.createQueue(found.id, body)).pipe(
+        Effect.catchIf(isUniqueViolation, () =>
+          Effect.fail(new Conflict({ detail: `A work queue with this name already exists in work pool '${poolName}'.` }))
+        ),
+        Effect.catchTag("SqlError", Effect.die)
+      )
+      return yield* queueRecord(queue.id)
+    })
+
+    /** A queue made without a pool goes to the default agent pool (created on demand). */
+    const createAgentQueue = Effect.fn("WorkPools.createAgentQueue")(function* (body: WorkQueueCreate) {
+      const queue = yield* sql.withTransaction(Effect.gen(function* () {
+        const existing = yield* pools.readPoolByName(DEFAULT_AGENT_POOL)
+        if (existing === undefined) {
+          const created = yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: AGENT_POOL_TYPE })
+          if (body.name === "default") return (yield* queues.readQueue(created.default_queue_id!))!
+          return yield* queues.createQueue(created.id, body)
+        }
+        return yield* queues.createQueue(existing.id, body)
+      })).pipe(
+        Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "A work queue with this name already exists." }))),
+        Effect.catchTag("SqlError", Effect.die)
+      )
+      return (yield* Effect.orDie(queues.record(queue.id, "legacy")))!
+    })
+
+    const queueIn = (poolName: string, queueName: string) =>
+      Effect.flatMap(Effect.orDie(queues.readQueueByName(poolName, queueName)), (found) =>
+        found === undefined ? Effect.fail(queueNotFound(poolName, queueName)) : Effect.succeed(found)
+      )
+
+    const readQueue = (poolName: string, queueName: string) => Effect.flatMap(queueIn(poolName, queueName), (q) => queueRecord(q.id))
+
+    /**
+     * Changes a queue. Pausing makes it PAUSED; unpausing a PAUSED queue makes it READY when it was
+     * polled lately, NOT_READY otherwise. A new priority moves the pool's other queues when `rebalance`.
+     */
+    const updateQueue = Effect.fn("WorkPools.updateQueue")(function* (
+      queue: { readonly id: string; readonly work_pool_id: string; readonly status: string; readonly last_polled: Date | null },
+      body: WorkQueueUpdate,
+      options: { readonly rebalance: boolean }
+    ) {
+      const changes: Record<string, unknown> = {}
+      if (body.name != null) changes.name = body.name
+      if (body.description !== undefined) changes.description = body.description ?? ""
+      if (body.concurrency_limit !== undefined) changes.concurrency_limit = body.concurrency_limit
+      if (body.priority != null) changes.priority = body.priority
+      if (body.last_polled !== undefined) changes.last_polled = body.last_polled
+      if (body.filter !== undefined) changes.filter = body.filter === null ? null : JSON.stringify(body.filter)
+      if (body.is_paused !== undefined) {
+        changes.is_paused = body.is_paused
+        if (body.is_paused && queue.status !== "PAUSED") changes.status = "PAUSED"
+        if (!body.is_paused && queue.status === "PAUSED") {
+          const polled = body.last_polled !== undefined ? body.last_polled : queue.last_polled
+          const at = yield* now
+          const fresh = polled !== null && at.getTime() - polled.getTime() <= foreman.work_queue_last_polled_timeout_seconds * 1000
+          changes.status = fresh ? "READY" : "NOT_READY"
+        }
+      }
+      yield* sql.withTransaction(Effect.gen(function* () {
+        yield* queues.update(queue.id, changes)
+        if (options.rebalance && body.priority != null) {
+          yield* queues.rebalancePriorities(queue.work_pool_id, new Map([[queue.id, body.priority]]))
+        }
+      })).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+    })
+
+    /** Deletes a queue; a pool's default queue stays. */
+    const removeQueue = Effect.fn("WorkPools.removeQueue")(function* (queue: { readonly id: string; readonly work_pool_id: string }) {
+      const owner = yield* Effect.orDie(pools.readPoolById(queue.work_pool_id))
+      if (owner?.default_queue_id === queue.id) return yield* defaultQueueKept
+      yield* Effect.orDie(queues.remove(queue.id))
+    })
+
+    /** A worker's heartbeat: ONLINE now; its pool, when NOT_READY, becomes READY. */
+    const heartbeat = Effect.fn("WorkPools.heartbeat")(function* (
+      poolName: string,
+      worker: { readonly name: string; readonly heartbeat_interval_seconds?: number | null | undefined }
+    ) {
+      const found = yield* pool(poolName)
+      yield* Effect.orDie(pools.heartbeat(found.id, worker))
+      if (found.status === "NOT_READY") yield* Effect.orDie(pools.update(found.id, { status: "READY" }))
+    })
+
+    /**
+     * The worker poll: due runs of the pool's queues (those named, else all) by queue priority and
+     * time; the queues and their deployments count as polled now.
+     */
+    const scheduledRuns = Effect.fn("WorkPools.scheduledRuns")(function* (
+      poolName: string,
+      options: {
+        readonly queueNames: ReadonlyArray<string> | null | undefined
+        readonly scheduledBefore: Date | null
+        readonly scheduledAfter: Date | null
+        readonly limit: number
+      }
+    ) {
+      const found = yield* pool(poolName)
+      const named = options.queueNames && options.queueNames.length > 0
+        ? yield* Effect.forEach(options.queueNames, (name) => queueIn(poolName, name))
+        : undefined
+      const due = yield* Effect.orDie(poll.dueInPool({
+        poolId: found.id,
+        queueIds: named?.map((q) => q.id),
+        scheduledBefore: options.scheduledBefore,
+        scheduledAfter: options.scheduledAfter,
+        limit: options.limit
+      }))
+      const found_runs = due.length === 0
+        ? []
+        : yield* Effect.orDie(runs.filter({
+          flow_runs: { operator: "and_", id: { any_: due.map((d) => d.id) } },
+          sort: "ID_DESC",
+          offset: 0,
+          limit: due.length
+        }))
+      const byId = new Map(found_runs.map((run) => [run.id, run]))
+      const polledIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
+      const at = yield* now
+      yield* Effect.orDie(queues.markPolled(polledIds, at))
+      yield* Effect.orDie(deployments.markReadyInQueues(polledIds, at))
+      return due.flatMap((d) => {
+        const run = byId.get(d.id)
+        return run === undefined ? [] : [{ work_pool_id: found.id, work_queue_id: d.work_queue_id, flow_run: run }]
+      })
+    })
+
+    return { pool, record, create, update, remove, createQueue, createAgentQueue, queueIn, readQueue, updateQueue, removeQueue, heartbeat, scheduledRuns } as const
+  })
+}) {}

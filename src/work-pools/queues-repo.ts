@@ -1,0 +1,235 @@
+/** Work queues in SQL: records, priorities kept unique within a pool, readiness. */
+import { SqlClient, type Statement } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import { workQueueFilterSpec } from "./filter.ts"
+import { type WorkQueueFilter, WorkQueue } from "./schemas.ts"
+
+/** The stored queue row with its pool's name (what the rules read). */
+export interface WorkQueueRow {
+  readonly id: string
+  readonly created: Date
+  readonly updated: Date
+  readonly name: string
+  /** The legacy filter of queues made before work pools. */
+  readonly filter: { readonly tags: ReadonlyArray<string> | null; readonly deployment_ids: ReadonlyArray<string> | null } | null
+  readonly description: string
+  readonly is_paused: boolean
+  readonly concurrency_limit: number | null
+  readonly priority: number
+  readonly last_polled: Date | null
+  readonly status: "READY" | "NOT_READY" | "PAUSED"
+  readonly work_pool_id: string
+  readonly work_pool_name: string
+}
+
+export interface NewWorkQueue {
+  readonly name: string
+  readonly description?: string | null
+  readonly is_paused?: boolean
+  readonly concurrency_limit?: number | null
+  /** Omitted: the first free priority. Given: taken, and the pool's other queues make room. */
+  readonly priority?: number | null
+  readonly filter?: unknown
+}
+
+/**
+ * Which runs hold a queue's slots: the pool routes count Pending and Running runs, the legacy
+ * /work_queues routes Cancelling ones too (as the reference does).
+ */
+export type SlotStates = "pool" | "legacy"
+
+const slotStates = { pool: ["PENDING", "RUNNING"], legacy: ["PENDING", "RUNNING", "CANCELLING"] } as const
+
+const decodeQueue = Schema.decodeUnknown(WorkQueue)
+
+/**
+ * New priorities so that every queue of a pool has its own: the `moved` queues take their targets
+ * and the others, in priority order, step down one where they collide (gaps are kept).
+ */
+export const rebalance = (
+  queues: ReadonlyArray<{ readonly id: string; readonly priority: number }>,
+  moved: ReadonlyMap<string, number>
+): Map<string, number> => {
+  const others = queues.filter((q) => !moved.has(q.id)).map((q) => ({ ...q }))
+  const targets = [...moved.entries()].filter(([id]) => queues.some((q) => q.id === id)).sort((a, b) => a[1] - b[1])
+  for (const [id, priority] of targets) {
+    const at = others.findIndex((q) => q.priority >= priority)
+    // Past every other queue: it keeps its target and collides with nothing.
+    if (at !== -1) others.splice(at, 0, { id, priority })
+  }
+  const result = new Map<string, number>(targets)
+  let last = 0
+  for (const q of others) {
+    last = q.priority <= last ? last + 1 : q.priority
+    result.set(q.id, last)
+  }
+  return result
+}
+
+export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/WorkQueuesRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const selectRows = sql`
+      SELECT work_queue.*, work_pool.name AS work_pool_name
+      FROM work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id
+    `
+
+    const readQueue = (id: string) => Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.id = ${id}`, (rows) => rows[0])
+
+    const readQueueByName = (poolName: string, queueName: string) =>
+      Effect.map(
+        sql<WorkQueueRow>`${selectRows} WHERE work_pool.name = ${poolName} AND work_queue.name = ${queueName}`,
+        (rows) => rows[0]
+      )
+
+    /** The first queue named `name`, in any pool. */
+    const readAnyQueueByName = (name: string) =>
+      Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.name = ${name} ORDER BY work_queue.id LIMIT 1`, (rows) => rows[0])
+
+    /** Queue records as answered, with the runs holding their slots counted when they have a limit. */
+    const records = (condition: Statement.Fragment, options: { readonly slots: SlotStates; readonly tail?: Statement.Fragment }) =>
+      Effect.flatMap(
+        sql<{ record: unknown }>`
+          SELECT to_jsonb(work_queue.*) || jsonb_build_object(
+            'work_pool_name', work_pool.name,
+            'active_slots', CASE WHEN work_queue.concurrency_limit IS NULL THEN NULL ELSE (
+              SELECT count(*) FROM flow_run
+              WHERE flow_run.work_queue_id = work_queue.id AND flow_run.state_type = ANY(${slotStates[options.slots]}::text[])
+            ) END
+          ) AS record
+          FROM work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id
+          WHERE ${condition}
+          ${options.tail ?? sql``}
+        `,
+        (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodeQueue(row.record)))
+      )
+
+    const record = (id: string, slots: SlotStates) =>
+      Effect.map(records(sql`work_queue.id = ${id}`, { slots }), (rows) => rows[0])
+
+    /** Queues matching the filter (in one pool when given), by priority in a pool, by name across pools. */
+    const filter = (options: {
+      readonly poolId?: string
+      readonly filter: WorkQueueFilter | null | undefined
+      readonly offset: number
+      readonly limit: number
+      readonly slots: SlotStates
+    }) =>
+      records(
+        sql.and([
+          options.poolId === undefined ? sql`TRUE` : sql`work_queue.work_pool_id = ${options.poolId}`,
+          compileFilter(sql, options.filter, workQueueFilterSpec)
+        ]),
+        {
+          slots: options.slots,
+          tail: options.poolId === undefined
+            ? sql`ORDER BY work_queue.name, work_queue.id LIMIT ${options.limit} OFFSET ${options.offset}`
+            : sql`ORDER BY work_queue.priority, work_queue.name LIMIT ${options.limit} OFFSET ${options.offset}`
+        }
+      )
+
+    /** Gives the `moved` queues their priorities and moves the pool's others out of their way. */
+    const rebalancePriorities = Effect.fn("WorkQueuesRepo.rebalancePriorities")(function* (
+      poolId: string,
+      moved: ReadonlyMap<string, number>
+    ) {
+      const queues = yield* sql<{ id: string; priority: number }>`
+        SELECT id, priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority, id FOR UPDATE
+      `
+      const next = rebalance(queues, moved)
+      const changed = queues.filter((q) => next.has(q.id) && next.get(q.id) !== q.priority)
+      if (changed.length === 0) return
+      const at = yield* now
+      yield* sql`
+        UPDATE work_queue SET priority = v.priority, updated = ${at}
+        FROM jsonb_to_recordset(${JSON.stringify(changed.map((q) => ({ id: q.id, priority: next.get(q.id) })))}::jsonb)
+          AS v(id uuid, priority integer)
+        WHERE work_queue.id = v.id
+      `
+    })
+
+    /** Adds a queue to a pool; priorities stay unique within the pool. Call inside a transaction. */
+    const createQueue = Effect.fn("WorkQueuesRepo.createQueue")(function* (poolId: string, queue: NewWorkQueue) {
+      const id = yield* newId
+      const at = yield* now
+      let priority = queue.priority ?? null
+      if (priority === null) {
+        const taken = yield* sql<{ priority: number }>`
+          SELECT priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority
+        `
+        // The first gap in 1, 2, 3 … or one past the last.
+        priority = taken.findIndex((row, i) => row.priority !== i + 1) + 1 || taken.length + 1
+      }
+      yield* sql`
+        INSERT INTO work_queue (id, created, updated, name, description, is_paused, concurrency_limit, priority, filter,
+                                work_pool_id, status)
+        VALUES (${id}, ${at}, ${at}, ${queue.name}, ${queue.description ?? ""}, ${queue.is_paused ?? false},
+                ${queue.concurrency_limit ?? null}, ${priority}, ${queue.filter == null ? null : JSON.stringify(queue.filter)}::jsonb,
+                ${poolId}, 'NOT_READY')
+      `
+      if (queue.priority != null) yield* rebalancePriorities(poolId, new Map([[id, queue.priority]]))
+      return (yield* readQueue(id))!
+    })
+
+    /** Sets the given columns (and `updated`); false when there is no such queue. */
+    const update = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+      const at = yield* now
+      const rows = yield* sql`UPDATE work_queue SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`
+      return rows.length > 0
+    })
+
+    const idsInPool = (poolId: string) =>
+      Effect.map(sql<{ id: string }>`SELECT id FROM work_queue WHERE work_pool_id = ${poolId}`, (rows) => rows.map((r) => r.id))
+
+    const remove = (id: string) =>
+      Effect.map(sql`DELETE FROM work_queue WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+
+    /** Polled now: last_polled set, and NOT_READY queues become READY (paused ones stay PAUSED). */
+    const markPolled = (ids: ReadonlyArray<string>, at: Date) =>
+      sql`
+        UPDATE work_queue SET last_polled = ${at},
+          status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+        WHERE id = ANY(${ids}::uuid[])
+      `
+
+    /** READY queues not polled since `before` become NOT_READY. */
+    const markStale = (before: Date, at: Date) =>
+      sql`UPDATE work_queue SET status = 'NOT_READY', updated = ${at} WHERE status = 'READY' AND last_polled < ${before}`
+
+    /**
+     * Queues whose (legacy) filter takes the deployment: no filter, or its tags all among the
+     * deployment's and its deployment ids naming it (an empty or missing criterion takes any).
+     */
+    const queuesAccepting = (deployment: { readonly id: string; readonly tags: ReadonlyArray<string> }) =>
+      sql<WorkQueueRow>`
+        ${selectRows}
+        WHERE work_queue.filter IS NULL OR work_queue.filter = 'null'::jsonb OR (
+          (jsonb_typeof(work_queue.filter -> 'tags') IS DISTINCT FROM 'array'
+            OR ${JSON.stringify(deployment.tags)}::jsonb @> (work_queue.filter -> 'tags'))
+          AND (jsonb_typeof(work_queue.filter -> 'deployment_ids') IS DISTINCT FROM 'array'
+            OR work_queue.filter -> 'deployment_ids' = '[]'::jsonb
+            OR (work_queue.filter -> 'deployment_ids') ? ${deployment.id}))
+        ORDER BY work_pool.name, work_queue.priority, work_queue.name
+      `
+
+    return {
+      readQueue,
+      readQueueByName,
+      readAnyQueueByName,
+      record,
+      filter,
+      createQueue,
+      rebalancePriorities,
+      update,
+      idsInPool,
+      remove,
+      markPolled,
+      markStale,
+      queuesAccepting
+    } as const
+  })
+}) {}

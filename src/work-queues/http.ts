@@ -1,0 +1,108 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { paginated, resolveLimit } from "../domain/pagination.ts"
+import { now } from "../domain/time.ts"
+import { DeploymentsRepo } from "../deployments/repo.ts"
+import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { BatonApi } from "../http/api.ts"
+import { NotFound } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { PollRepo } from "../work-pools/poll-repo.ts"
+import { WorkPools } from "../work-pools/pools.ts"
+import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
+import { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { DEFAULT_AGENT_POOL } from "../work-pools/service.ts"
+import { slotSummary } from "../work-pools/slots.ts"
+
+const notFound = new NotFound({ detail: "work queue not found" })
+
+export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (handlers) =>
+  Effect.gen(function* () {
+    const service = yield* WorkPools
+    const queues = yield* WorkQueuesRepo
+    const pools = yield* WorkPoolsRepo
+    const poll = yield* PollRepo
+    const runs = yield* FlowRunsRepo
+    const deployments = yield* DeploymentsRepo
+    const timeout = (yield* Settings).server.services.foreman.work_queue_last_polled_timeout_seconds
+
+    const queue = (id: string, missing: NotFound) =>
+      Effect.flatMap(Effect.orDie(queues.readQueue(id)), (found) => (found === undefined ? Effect.fail(missing) : Effect.succeed(found)))
+
+    const record = (id: string) => Effect.map(Effect.orDie(queues.record(id, "legacy")), (q) => q!)
+
+    return handlers
+      .handle("create", ({ payload }) => service.createAgentQueue(payload))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) =>
+          Effect.orDie(queues.filter({ filter: payload.work_queues, offset: payload.offset, limit, slots: "legacy" }))
+        )
+      )
+      .handle("readByName", ({ path }) =>
+        Effect.gen(function* () {
+          // The default agent pool's queue of that name, or (without that pool) the first of any pool.
+          const agentPool = yield* Effect.orDie(pools.readPoolByName(DEFAULT_AGENT_POOL))
+          const found = agentPool === undefined
+            ? yield* Effect.orDie(queues.readAnyQueueByName(path.name))
+            : yield* Effect.orDie(queues.readQueueByName(DEFAULT_AGENT_POOL, path.name))
+          if (found === undefined) return yield* notFound
+          return yield* record(found.id)
+        })
+      )
+      .handle("read", ({ path }) => Effect.flatMap(queue(path.id, notFound), (q) => record(q.id)))
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(queue(path.id, new NotFound({ detail: `Work Queue ${path.id} not found` })), (q) =>
+          service.updateQueue(q, payload, { rebalance: false })
+        )
+      )
+      .handle("delete", ({ path }) => Effect.flatMap(queue(path.id, notFound), (q) => service.removeQueue(q)))
+      .handle("runs", ({ path, payload, headers }) =>
+        Effect.gen(function* () {
+          const found = yield* queue(path.id, new NotFound({ detail: `Work queue with id ${path.id} not found.` }))
+          const limit = yield* resolveLimit(payload.limit)
+          const ids = found.is_paused
+            ? []
+            : yield* Effect.orDie(poll.dueInQueue(found, { scheduledBefore: payload.scheduled_before ?? null, limit }))
+          const due = ids.length === 0
+            ? []
+            : yield* Effect.orDie(runs.filter({ flow_runs: { operator: "and_", id: { any_: ids } }, sort: "ID_DESC", offset: 0, limit: ids.length }))
+          // The UI looks without counting as a poll.
+          if (headers["x-prefect-ui"] !== true) {
+            const at = yield* now
+            yield* Effect.orDie(queues.markPolled([found.id], at))
+            yield* Effect.orDie(deployments.markReadyInQueues([found.id], at))
+          }
+          const order = new Map(ids.map((id, i) => [id, i]))
+          return [...due].sort((a, b) => order.get(a.id)! - order.get(b.id)!)
+        })
+      )
+      .handle("concurrencyStatus", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const found = yield* queue(path.id, new NotFound({ detail: "Work queue not found." }))
+          const limit = yield* resolveLimit(payload.limit)
+          const counts = yield* Effect.orDie(poll.slotCounts([found.id], { withCancelling: true }))
+          const holders = yield* Effect.orDie(
+            poll.slotHolders([found.id], { withCancelling: true, offset: (payload.page - 1) * limit, limit })
+          )
+          const at = yield* now
+          const flowRuns = holders.map((h) => slotSummary(h, at))
+          const count = counts.get(found.id) ?? 0
+          return { ...paginated(flowRuns, count, limit, payload.page), flow_runs: flowRuns, active_slots: count, concurrency_limit: found.concurrency_limit }
+        })
+      )
+      .handle("status", ({ path }) =>
+        Effect.gen(function* () {
+          const found = yield* queue(path.id, new NotFound({ detail: `Work queue with id ${path.id} not found` }))
+          const late = yield* Effect.orDie(poll.lateRuns(found.id))
+          const at = yield* now
+          const recent = found.last_polled !== null && at.getTime() - found.last_polled.getTime() <= timeout * 1000
+          return {
+            healthy: late <= 0 && recent,
+            late_runs_count: late,
+            last_polled: found.last_polled,
+            health_check_policy: { maximum_late_runs: 0, maximum_seconds_since_last_polled: timeout }
+          }
+        })
+      )
+  })
+)
