@@ -9,7 +9,10 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
+import { ConcurrencyLimitsLive, ConcurrencyLimitsV2Live } from "./concurrency/http.ts"
+import { LeaseStorageLive } from "./concurrency/leases.ts"
 import { ConcurrencyLimitsRepo } from "./concurrency/repo.ts"
+import { ConcurrencySlots } from "./concurrency/service.ts"
 import { DeploymentsLive } from "./deployments/http.ts"
 import { DeploymentsRepo } from "./deployments/repo.ts"
 import { DeploymentRuns } from "./deployments/runs.ts"
@@ -58,6 +61,8 @@ export const DatabaseLive: Layer.Layer<
 export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default, WorkPools.Default).pipe(
   Layer.provideMerge(DeploymentScheduler.Default),
   Layer.provideMerge(WorkQueueLookup.Default),
+  Layer.provideMerge(ConcurrencySlots.Default),
+  Layer.provideMerge(LeaseStorageLive),
   Layer.provideMerge(WorkPoolsRepo.Default),
   Layer.provideMerge(
     Layer.mergeAll(
@@ -87,7 +92,9 @@ export const GroupsLive = Layer.mergeAll(
   DeploymentsLive,
   WorkPoolsLive,
   WorkQueuesLive,
-  TaskWorkersLive
+  TaskWorkersLive,
+  ConcurrencyLimitsLive,
+  ConcurrencyLimitsV2Live
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */

@@ -6,6 +6,7 @@ import { BulkDeleteResponse, bulkDeleteBody, PaginationResponse, queryBodies } f
 import { JsonObject, Labels, nullable, ObjectName, strictBody, Tags } from "../domain/schemas.ts"
 import { StateCreate } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
+import { GlobalConcurrencyLimit } from "../concurrency/schemas.ts"
 import { CreatedBy, defaultFlowRunPolicy, FlowRunPolicy } from "../flow-runs/schemas.ts"
 import { FlowRunFilter } from "../flow-runs/filter.ts"
 import { FlowFilter } from "../flows/filter.ts"
@@ -68,17 +69,6 @@ export const DeploymentScheduleUpdate = strictBody(
   "DeploymentScheduleUpdate"
 )
 export type DeploymentScheduleUpdate = typeof DeploymentScheduleUpdate.Type
-
-export const GlobalConcurrencyLimit = Schema.Struct({
-  id: Id,
-  created: Schema.NullOr(Timestamp),
-  updated: Schema.NullOr(Timestamp),
-  active: Schema.Boolean,
-  name: Schema.String,
-  limit: Schema.Int,
-  active_slots: Schema.Int,
-  slot_decay_per_second: Schema.Number
-}).annotations({ identifier: "GlobalConcurrencyLimitResponse" })
 
 export const DeploymentStatus = Schema.Literal("READY", "NOT_READY").annotations({ identifier: "DeploymentStatus" })
 

@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
+import { ConcurrencyLimitsApi, ConcurrencyLimitsV2Api } from "../concurrency/api.ts"
 import { DeploymentsApi } from "../deployments/api.ts"
 import { TaskWorkersApi } from "../task-workers/api.ts"
 import { WorkPoolsApi } from "../work-pools/api.ts"
@@ -17,6 +18,7 @@ import {
   BadRequestResponse,
   ConflictResponse,
   ForbiddenResponse,
+  GoneResponse,
   MethodNotAllowedResponse,
   NotFoundResponse,
   ServiceUnavailableResponse,
@@ -35,11 +37,14 @@ export class BatonApi extends HttpApi.make("baton")
   .add(WorkPoolsApi)
   .add(WorkQueuesApi)
   .add(TaskWorkersApi)
+  .add(ConcurrencyLimitsApi)
+  .add(ConcurrencyLimitsV2Api)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)
   .addError(BadRequestResponse)
   .addError(ForbiddenResponse)
+  .addError(GoneResponse)
   .addError(MethodNotAllowedResponse)
   .addError(ServiceUnavailableResponse)
   .annotate(OpenApi.Title, "Baton REST API")

@@ -33,6 +33,8 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
 
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", { detail: Schema.String }) {}
 
+export class Gone extends Schema.TaggedError<Gone>()("Gone", { detail: Schema.String }) {}
+
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
   detail: Schema.String
 }) {}
@@ -59,6 +61,7 @@ export const NotFoundResponse = wire(NotFound, Schema.String, 404, "NotFound")
 export const ConflictResponse = wire(Conflict, Schema.String, 409, "Conflict")
 export const BadRequestResponse = wire(BadRequest, Schema.String, 400, "BadRequest")
 export const ForbiddenResponse = wire(Forbidden, Schema.String, 403, "Forbidden")
+export const GoneResponse = wire(Gone, Schema.String, 410, "Gone")
 export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 405, "MethodNotAllowed")
 export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
 

@@ -8,6 +8,7 @@ import m0003 from "./0003_runs.ts"
 import m0004 from "./0004_deployments.ts"
 import m0005 from "./0005_scheduled_runs_index.ts"
 import m0006 from "./0006_workers.ts"
+import m0007 from "./0007_concurrency_leases.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -15,5 +16,6 @@ export const migrations = {
   "0003_runs": m0003,
   "0004_deployments": m0004,
   "0005_scheduled_runs_index": m0005,
-  "0006_workers": m0006
+  "0006_workers": m0006,
+  "0007_concurrency_leases": m0007
 }

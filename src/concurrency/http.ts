@@ -1,0 +1,225 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { resolveLimit } from "../domain/pagination.ts"
+import { BatonApi } from "../http/api.ts"
+import { Gone, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
+import { ConcurrencyLimit, ConcurrencyLimitV2 } from "./schemas.ts"
+import { ConcurrencySlots, LONG_LEASE_SECONDS } from "./service.ts"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
+
+const v2NotFound = new NotFound({ detail: "Concurrency Limit not found" })
+const v1NotFound = new NotFound({ detail: "Concurrency limit not found" })
+
+/** 423 Locked, with when to try again (a header the declared errors cannot carry). */
+const locked = (detail: string, retryAfter?: number) =>
+  HttpServerResponse.unsafeJson(
+    { detail },
+    { status: 423, headers: retryAfter === undefined ? {} : { "retry-after": String(retryAfter) } }
+  )
+
+const minimal = (row: GlobalConcurrencyLimitRow, name = row.name) => ({ id: row.id, name, limit: row.limit })
+
+const asGlobal = (row: GlobalConcurrencyLimitRow) => ({
+  id: row.id,
+  created: row.created,
+  updated: row.updated,
+  active: row.active,
+  name: row.name,
+  limit: row.limit,
+  active_slots: row.decayed_active_slots,
+  slot_decay_per_second: row.slot_decay_per_second
+})
+
+const encodeV2 = Schema.encode(ConcurrencyLimitV2)
+const encodeV1 = Schema.encode(ConcurrencyLimit)
+
+export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurrencyLimitsV2", (handlers) =>
+  Effect.gen(function* () {
+    const repo = yield* ConcurrencyLimitsRepo
+    const slots = yield* ConcurrencySlots
+
+    const find = (idOrName: string) =>
+      Effect.flatMap(Effect.orDie(UUID.test(idOrName) ? repo.read(idOrName) : repo.readByName(idOrName)), (row) =>
+        row === undefined ? Effect.fail(v2NotFound) : Effect.succeed(row)
+      )
+
+    /**
+     * Takes `count` slots on the active limits named (all or none). Answers the limits found (inactive
+     * ones too), or a 423 response when one is full.
+     */
+    const acquire = (names: ReadonlyArray<string>, count: number, mode: "concurrency" | "rate_limit") =>
+      Effect.gen(function* () {
+        const limits = yield* Effect.orDie(repo.readByNames(names))
+        const active = limits.filter((l) => l.active)
+        if (active.some((l) => l.limit < count)) {
+          return yield* new ValidationError({ detail: "Slots requested is greater than the limit" })
+        }
+        const undecayed = active.filter((l) => l.slot_decay_per_second === 0)
+        if (mode === "rate_limit" && undecayed.length > 0) {
+          return yield* new ValidationError({
+            detail: `Only concurrency limits with slot decay can be used for rate limiting. The following limits do not have a decay configured: '${undecayed.map((l) => l.name).join(",")}'`
+          })
+        }
+        if (yield* slots.take(active.map((l) => l.id), count)) return { limits, refused: undefined }
+        return { limits, refused: locked("Locked", yield* slots.retryAfter(active, count)) }
+      })
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const id = yield* repo.create(payload).pipe(
+            Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())),
+            Effect.catchTag("SqlError", Effect.die)
+          )
+          const row = (yield* Effect.orDie(repo.read(id)))!
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeV2(row)), { status: 201 })
+        })
+      )
+      .handle("read", ({ path }) => Effect.map(find(path.id_or_name), asGlobal))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) =>
+          Effect.map(Effect.orDie(repo.list({ offset: payload.offset, limit })), (rows) => rows.map(asGlobal))
+        )
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(find(path.id_or_name), (row) =>
+          repo.update(row.id, payload).pipe(
+            Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())),
+            Effect.catchTag("SqlError", Effect.die),
+            Effect.asVoid
+          )
+        )
+      )
+      .handle("delete", ({ path }) => Effect.flatMap(find(path.id_or_name), (row) => Effect.orDie(Effect.asVoid(repo.remove(row.id)))))
+      .handle("increment", ({ payload }) =>
+        Effect.map(acquire(payload.names, payload.slots, payload.mode), ({ limits, refused }) =>
+          refused ?? limits.map((l) => minimal(l))
+        )
+      )
+      .handle("incrementWithLease", ({ payload }) =>
+        Effect.gen(function* () {
+          const { limits, refused } = yield* acquire(payload.names, payload.slots, payload.mode)
+          if (refused !== undefined) return refused
+          const lease = yield* slots.lease(limits.map((l) => l.id), payload.lease_duration, payload.slots, payload.holder ?? null)
+          return { lease_id: lease.id, limits: limits.map((l) => minimal(l)) }
+        })
+      )
+      .handle("decrement", ({ payload }) =>
+        Effect.gen(function* () {
+          const limits = yield* Effect.orDie(repo.readByNames(payload.names))
+          const active = limits.filter((l) => l.active).map((l) => l.id)
+          if (active.length > 0) yield* Effect.orDie(repo.decrement(active, payload.slots, payload.occupancy_seconds))
+          return limits.map((l) => minimal(l))
+        })
+      )
+      .handle("decrementWithLease", ({ payload }) => Effect.asVoid(slots.release(payload.lease_id)))
+      .handle("renewLease", ({ path, payload }) =>
+        Effect.flatMap(slots.leases.renew(path.lease_id, payload.lease_duration), (renewed) =>
+          renewed ? Effect.void : Effect.fail(new Gone({ detail: "Lease not found - it may have expired or been revoked" }))
+        )
+      )
+  })
+)
+
+const TAG = "tag:"
+
+export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrencyLimits", (handlers) =>
+  Effect.gen(function* () {
+    const repo = yield* ConcurrencyLimitsRepo
+    const slots = yield* ConcurrencySlots
+    const tagWait = (yield* Settings).server.tasks.tag_concurrency_slot_wait_seconds
+
+    /** The tag limit as v1 answers it: the task runs holding its slots listed. */
+    const shape = (row: GlobalConcurrencyLimitRow) =>
+      Effect.map(slots.leases.holders(row.id), (holders) => ({
+        id: row.id,
+        created: row.created,
+        updated: row.updated,
+        tag: row.name.slice(TAG.length),
+        concurrency_limit: row.limit,
+        active_slots: holders.filter((h) => h.holder.type === "task_run").map((h) => h.holder.id)
+      }))
+
+    const byTag = (tag: string) =>
+      Effect.flatMap(Effect.orDie(repo.readByName(TAG + tag)), (row) => (row === undefined ? Effect.fail(v1NotFound) : Effect.succeed(row)))
+
+    const remove = (row: GlobalConcurrencyLimitRow) =>
+      Effect.gen(function* () {
+        yield* slots.revokeAllOn(row.id)
+        yield* Effect.orDie(repo.remove(row.id))
+        return null
+      })
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const existing = yield* Effect.orDie(repo.readByName(TAG + payload.tag))
+          const id = existing === undefined
+            ? yield* Effect.orDie(repo.create({ name: TAG + payload.tag, limit: payload.concurrency_limit }))
+            : existing.id
+          if (existing !== undefined) yield* Effect.orDie(repo.setLimit(existing.id, payload.concurrency_limit))
+          const body = yield* shape((yield* Effect.orDie(repo.read(id)))!)
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeV1(body)), { status: existing === undefined ? 201 : 200 })
+        })
+      )
+      .handle("read", ({ path }) =>
+        Effect.flatMap(Effect.orDie(repo.read(path.id)), (row) =>
+          row === undefined || !row.name.startsWith(TAG) ? Effect.fail(v1NotFound) : shape(row)
+        )
+      )
+      .handle("readByTag", ({ path }) => Effect.flatMap(byTag(path.tag), shape))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) =>
+          Effect.flatMap(Effect.orDie(repo.list({ offset: payload.offset, limit, prefix: TAG })), (rows) => Effect.forEach(rows, shape))
+        )
+      )
+      .handle("reset", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const row = yield* byTag(path.tag)
+          yield* slots.revokeAllOn(row.id)
+          // The slots are exactly those given now.
+          const holders = payload.slot_override ?? []
+          yield* Effect.orDie(repo.update(row.id, { active_slots: holders.length }))
+          for (const id of holders) yield* slots.lease([row.id], LONG_LEASE_SECONDS, 1, { type: "task_run", id })
+          return null
+        })
+      )
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(Effect.orDie(repo.read(path.id)), (row) => (row === undefined ? Effect.fail(v1NotFound) : remove(row)))
+      )
+      .handle("deleteByTag", ({ path }) => Effect.flatMap(byTag(path.tag), remove))
+      .handle("increment", ({ payload }) =>
+        Effect.gen(function* () {
+          const rows = yield* Effect.orDie(repo.readByNames(payload.names.map((t) => TAG + t)))
+          const byName = new Map(rows.map((r) => [r.name, r]))
+          const ordered = payload.names.flatMap((t) => (byName.has(TAG + t) ? [byName.get(TAG + t)!] : []))
+          const zero = ordered.find((r) => r.limit === 0)
+          if (zero !== undefined) {
+            const tag = zero.name.slice(TAG.length)
+            return locked(`The concurrency limit on tag "${tag}" is 0 and will deadlock if the task tries to run again.`)
+          }
+          const active = ordered.filter((r) => r.active)
+          if (active.length === 0) return []
+          if (!(yield* slots.take(active.map((r) => r.id), 1))) {
+            return locked(`Concurrency limit for the ${active[0]!.name.slice(TAG.length)} tag has been reached`, tagWait)
+          }
+          yield* slots.lease(active.map((r) => r.id), LONG_LEASE_SECONDS, 1, { type: "task_run", id: payload.task_run_id })
+          return active.map((r) => minimal(r, r.name.slice(TAG.length)))
+        })
+      )
+      .handle("decrement", ({ payload }) =>
+        Effect.gen(function* () {
+          const rows = yield* Effect.orDie(repo.readByNames(payload.names.map((t) => TAG + t)))
+          for (const row of rows) {
+            for (const leaseId of yield* slots.heldBy(row.id, payload.task_run_id)) yield* slots.release(leaseId)
+          }
+          return rows.map((r) => minimal(r))
+        })
+      )
+  })
+)

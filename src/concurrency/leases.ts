@@ -1,0 +1,171 @@
+/**
+ * Concurrency leases: who holds slots of which limits, until when. One interface, two stores chosen
+ * by `server.concurrency.lease_storage`: "memory" (the default; one process, gone on restart) and
+ * "database" (a table, so leases survive restarts and replicas share them; and a lease taken inside
+ * a transaction is rolled back with it).
+ */
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer } from "effect"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import { Settings } from "../settings/settings.ts"
+
+export interface LeaseHolder {
+  readonly type: "flow_run" | "task_run" | "deployment"
+  readonly id: string
+}
+
+export interface Lease {
+  readonly id: string
+  readonly resource_ids: ReadonlyArray<string>
+  readonly expiration: Date
+  readonly created: Date
+  /** Slots it holds on each of its limits; null for a lease without metadata. */
+  readonly slots: number | null
+  readonly holder: LeaseHolder | null
+}
+
+export interface LeaseStore {
+  readonly create: (
+    resourceIds: ReadonlyArray<string>,
+    ttlSeconds: number,
+    metadata: { readonly slots: number; readonly holder: LeaseHolder | null } | null
+  ) => Effect.Effect<Lease>
+  /** Expired but not yet revoked leases are still read. */
+  readonly read: (id: string) => Effect.Effect<Lease | undefined>
+  /** False when there is no such lease. */
+  readonly renew: (id: string, ttlSeconds: number) => Effect.Effect<boolean>
+  readonly revoke: (id: string) => Effect.Effect<void>
+  readonly activeIds: (options: { readonly limit: number; readonly offset: number }) => Effect.Effect<ReadonlyArray<string>>
+  readonly expiredIds: (limit: number) => Effect.Effect<ReadonlyArray<string>>
+  /** Active leases on the limit that name a holder. */
+  readonly holders: (limitId: string) => Effect.Effect<ReadonlyArray<{ readonly leaseId: string; readonly holder: LeaseHolder }>>
+}
+
+export class LeaseStorage extends Context.Tag("baton/LeaseStorage")<LeaseStorage, LeaseStore>() {}
+
+const later = (at: Date, seconds: number) => new Date(at.getTime() + seconds * 1000)
+
+/** Leases in the server process, as the reference keeps them by default. */
+export const memoryStore = Effect.sync((): LeaseStore => {
+  const leases = new Map<string, Lease>()
+  return {
+    create: (resourceIds, ttlSeconds, metadata) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const lease: Lease = {
+          id: yield* newId,
+          resource_ids: [...resourceIds],
+          expiration: later(at, ttlSeconds),
+          created: at,
+          slots: metadata?.slots ?? null,
+          holder: metadata?.holder ?? null
+        }
+        leases.set(lease.id, lease)
+        return lease
+      }),
+    read: (id) => Effect.sync(() => leases.get(id)),
+    renew: (id, ttlSeconds) =>
+      Effect.map(now, (at) => {
+        const lease = leases.get(id)
+        if (lease === undefined) return false
+        leases.set(id, { ...lease, expiration: later(at, ttlSeconds) })
+        return true
+      }),
+    revoke: (id) => Effect.sync(() => void leases.delete(id)),
+    activeIds: ({ limit, offset }) =>
+      Effect.map(now, (at) => [...leases.values()].filter((l) => l.expiration > at).slice(offset, offset + limit).map((l) => l.id)),
+    expiredIds: (limit) =>
+      Effect.map(now, (at) => [...leases.values()].filter((l) => l.expiration < at).slice(0, limit).map((l) => l.id)),
+    holders: (limitId) =>
+      Effect.map(now, (at) =>
+        [...leases.values()]
+          .filter((l) => l.expiration > at && l.holder !== null && l.resource_ids.includes(limitId))
+          .map((l) => ({ leaseId: l.id, holder: l.holder! }))
+      )
+  }
+})
+
+interface LeaseRow {
+  readonly id: string
+  readonly created: Date
+  readonly expiration: Date
+  readonly resource_ids: ReadonlyArray<string>
+  readonly slots: number | null
+  readonly holder_type: LeaseHolder["type"] | null
+  readonly holder_id: string | null
+}
+
+const toLease = (row: LeaseRow): Lease => ({
+  id: row.id,
+  created: row.created,
+  expiration: row.expiration,
+  resource_ids: row.resource_ids,
+  slots: row.slots,
+  holder: row.holder_type === null || row.holder_id === null ? null : { type: row.holder_type, id: row.holder_id }
+})
+
+/** Leases in the `concurrency_lease` table. */
+export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore => ({
+  create: (resourceIds, ttlSeconds, metadata) =>
+    Effect.gen(function* () {
+      const at = yield* now
+      const id = yield* newId
+      const rows = yield* sql<LeaseRow>`
+        INSERT INTO concurrency_lease (id, created, expiration, resource_ids, slots, holder_type, holder_id)
+        VALUES (${id}, ${at}, ${later(at, ttlSeconds)}, ${resourceIds}::uuid[], ${metadata?.slots ?? null},
+                ${metadata?.holder?.type ?? null}, ${metadata?.holder?.id ?? null})
+        RETURNING *
+      `
+      return toLease(rows[0]!)
+    }).pipe(Effect.orDie),
+  read: (id) => Effect.orDie(Effect.map(sql<LeaseRow>`SELECT * FROM concurrency_lease WHERE id = ${id}`, (rows) => rows[0] && toLease(rows[0]))),
+  renew: (id, ttlSeconds) =>
+    Effect.orDie(Effect.flatMap(now, (at) =>
+      Effect.map(
+        sql`UPDATE concurrency_lease SET expiration = ${later(at, ttlSeconds)} WHERE id = ${id} RETURNING id`,
+        (rows) => rows.length > 0
+      )
+    )),
+  revoke: (id) => Effect.orDie(Effect.asVoid(sql`DELETE FROM concurrency_lease WHERE id = ${id}`)),
+  activeIds: ({ limit, offset }) =>
+    Effect.orDie(Effect.flatMap(now, (at) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT id FROM concurrency_lease WHERE expiration > ${at} ORDER BY expiration, id LIMIT ${limit} OFFSET ${offset}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+    )),
+  expiredIds: (limit) =>
+    Effect.orDie(Effect.flatMap(now, (at) =>
+      Effect.map(
+        sql<{ id: string }>`SELECT id FROM concurrency_lease WHERE expiration < ${at} ORDER BY expiration, id LIMIT ${limit}`,
+        (rows) => rows.map((r) => r.id)
+      )
+    )),
+  holders: (limitId) =>
+    Effect.orDie(Effect.flatMap(now, (at) =>
+      Effect.map(
+        sql<LeaseRow>`
+          SELECT * FROM concurrency_lease
+          WHERE resource_ids @> ARRAY[${limitId}]::uuid[] AND expiration > ${at} AND holder_id IS NOT NULL
+          ORDER BY created, id
+        `,
+        (rows) => rows.map((row) => ({ leaseId: row.id, holder: toLease(row).holder! }))
+      )
+    ))
+}))
+
+/** The store `server.concurrency.lease_storage` names. */
+export const LeaseStorageLive = Layer.effect(
+  LeaseStorage,
+  Effect.gen(function* () {
+    const choice = (yield* Settings).server.concurrency.lease_storage
+    if (choice === "memory") return yield* memoryStore
+    if (choice === "database") return yield* databaseStore
+    return yield* Effect.dieMessage(
+      `server.concurrency.lease_storage: unknown lease storage "${choice}" (expected "memory" or "database")`
+    )
+  })
+)

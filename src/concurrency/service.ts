@@ -1,0 +1,115 @@
+/**
+ * Taking and giving back concurrency slots, the reference's way: all the named limits or none, with
+ * a lease recording who holds what until when, and a Retry-After estimate for those turned away.
+ */
+import { SqlClient } from "@effect/sql"
+import { Data, Effect, Random } from "effect"
+import { now } from "../domain/time.ts"
+import { Settings } from "../settings/settings.ts"
+import { type LeaseHolder, LeaseStorage } from "./leases.ts"
+import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
+
+/** A lease held "for good" (the v1 tag limits and task runs): about a hundred years. */
+export const LONG_LEASE_SECONDS = 36_500 * 86_400
+
+class NotAcquired extends Data.TaggedError("NotAcquired") {}
+
+/**
+ * A random wait with the given mean, kept within [0.75, 1.3] of it (the reference's clamped Poisson
+ * interval), so clients turned away together do not all come back at once.
+ */
+export const clampedPoissonInterval = (average: number) =>
+  Effect.map(Random.next, (u) => {
+    if (average <= 0) return 0
+    const cdf = (x: number) => 1 - Math.exp(-x / average)
+    const lower = average * Math.log2(2 ** 1.3 / (2 ** 1.3 - 1))
+    const upper = average * 1.3
+    const draw = cdf(lower) + u * (cdf(upper) - cdf(lower))
+    return -Math.log(Math.max(1 - draw, 1e-10)) * average
+  })
+
+export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/ConcurrencySlots", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* ConcurrencyLimitsRepo
+    const leases = yield* LeaseStorage
+    const settings = yield* Settings
+    const tagWait = settings.server.tasks.tag_concurrency_slot_wait_seconds
+    const maxWait = settings.server.concurrency.maximum_concurrency_slot_wait_seconds
+
+    /** Takes `slots` on all the limits or on none (rolled back); true when taken. */
+    const take = (ids: ReadonlyArray<string>, slots: number) =>
+      ids.length === 0
+        ? Effect.succeed(true)
+        : sql.withTransaction(
+          Effect.flatMap(repo.increment(ids, slots), (ok) => (ok ? Effect.succeed(true) : Effect.fail(new NotAcquired())))
+        ).pipe(Effect.catchTag("NotAcquired", () => Effect.succeed(false)), Effect.orDie)
+
+    /**
+     * Seconds a client turned away should wait: after the limit that blocks most (by denied slots,
+     * relative to its size unless it decays), one average occupancy per slot ahead, capped; for a rate
+     * limit, the time its decay takes. The denial is counted on every limit asked for.
+     */
+    const retryAfter = (limits: ReadonlyArray<GlobalConcurrencyLimitRow>, slots: number) =>
+      Effect.gen(function* () {
+        yield* Effect.orDie(repo.deny(limits.map((l) => l.id), slots))
+        const blocking = (l: GlobalConcurrencyLimitRow) =>
+          l.slot_decay_per_second > 0 ? slots + l.denied_slots : (slots + l.denied_slots) / l.limit
+        const worst = limits.reduce((a, b) => (blocking(b) > blocking(a) ? b : a))
+        const average = worst.slot_decay_per_second > 0
+          ? (1 / worst.slot_decay_per_second) * blocking(worst)
+          : (() => {
+            const wait = worst.name.startsWith("tag:") ? tagWait : maxWait
+            return Math.min(Math.min(worst.avg_slot_occupancy_seconds, wait) * blocking(worst), wait)
+          })()
+        return yield* clampedPoissonInterval(average)
+      })
+
+    const lease = (resourceIds: ReadonlyArray<string>, ttlSeconds: number, slots: number, holder: LeaseHolder | null) =>
+      leases.create(resourceIds, ttlSeconds, { slots, holder })
+
+    /**
+     * Gives back what a lease holds and revokes it; a lease already gone gives back one slot of
+     * `fallback` instead. False when the limits could not all be found active.
+     */
+    const release = (leaseId: string, fallback: ReadonlyArray<string> = []) =>
+      Effect.gen(function* () {
+        const found = yield* leases.read(leaseId)
+        if (found === undefined) {
+          if (fallback.length === 0) return true
+          return yield* Effect.orDie(repo.decrement(fallback, 1))
+        }
+        const at = yield* now
+        const ok = yield* Effect.orDie(
+          repo.decrement(found.resource_ids, found.slots ?? 0, (at.getTime() - found.created.getTime()) / 1000)
+        )
+        yield* leases.revoke(leaseId)
+        return ok
+      })
+
+    /** Every lease on the limit, revoked (nothing given back: the caller resets or deletes the limit). */
+    const revokeAllOn = (limitId: string) =>
+      Effect.gen(function* () {
+        let offset = 0
+        while (true) {
+          const ids = yield* leases.activeIds({ limit: 100, offset })
+          if (ids.length === 0) return
+          let revoked = false
+          for (const id of ids) {
+            const found = yield* leases.read(id)
+            if (found?.resource_ids.includes(limitId)) {
+              yield* leases.revoke(id)
+              revoked = true
+            }
+          }
+          offset = revoked ? 0 : offset + ids.length
+        }
+      })
+
+    /** The leases a holder has on the limit. */
+    const heldBy = (limitId: string, holderId: string) =>
+      Effect.map(leases.holders(limitId), (holders) => holders.filter((h) => h.holder.id === holderId).map((h) => h.leaseId))
+
+    return { take, retryAfter, lease, release, revokeAllOn, heldBy, leases } as const
+  })
+}) {}
