@@ -12,6 +12,7 @@ import { AdminLive } from "./admin/http.ts"
 import { ConcurrencyLimitsLive, ConcurrencyLimitsV2Live } from "./concurrency/http.ts"
 import { LeaseStorageLive } from "./concurrency/leases.ts"
 import { ConcurrencyLimitsRepo } from "./concurrency/repo.ts"
+import { ConcurrencyRules } from "./concurrency/rules.ts"
 import { ConcurrencySlots } from "./concurrency/service.ts"
 import { DeploymentsLive } from "./deployments/http.ts"
 import { DeploymentsRepo } from "./deployments/repo.ts"
@@ -57,23 +58,21 @@ export const DatabaseLive: Layer.Layer<
   Layer.provideMerge(Database.layerFromSettings)
 )
 
-/** The repositories and area services the handlers and background services share. */
+/** The repositories and area services the handlers and background services share, tier on tier. */
 export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default, WorkPools.Default).pipe(
-  Layer.provideMerge(DeploymentScheduler.Default),
-  Layer.provideMerge(WorkQueueLookup.Default),
-  Layer.provideMerge(ConcurrencySlots.Default),
-  Layer.provideMerge(LeaseStorageLive),
-  Layer.provideMerge(WorkPoolsRepo.Default),
+  Layer.provideMerge(Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default)),
+  Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default)),
+  Layer.provideMerge(ConcurrencyRules.Default),
+  Layer.provideMerge(Layer.mergeAll(ConcurrencySlots.Default, WorkPoolsRepo.Default)),
   Layer.provideMerge(
     Layer.mergeAll(
       FlowsRepo.Default,
-      FlowRunsRepo.Default,
-      TaskRunsRepo.Default,
       DeploymentsRepo.Default,
       ScheduledRunsRepo.Default,
       WorkQueuesRepo.Default,
       PollRepo.Default,
-      ConcurrencyLimitsRepo.Default
+      ConcurrencyLimitsRepo.Default,
+      LeaseStorageLive
     )
   ),
   Layer.provideMerge(RunStatesRepo.Default),

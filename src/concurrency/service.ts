@@ -68,23 +68,14 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
     const lease = (resourceIds: ReadonlyArray<string>, ttlSeconds: number, slots: number, holder: LeaseHolder | null) =>
       leases.create(resourceIds, ttlSeconds, { slots, holder })
 
-    /**
-     * Gives back what a lease holds and revokes it; a lease already gone gives back one slot of
-     * `fallback` instead. False when the limits could not all be found active.
-     */
-    const release = (leaseId: string, fallback: ReadonlyArray<string> = []) =>
+    /** Gives back what a lease holds and revokes it (nothing for a lease already gone). */
+    const release = (leaseId: string) =>
       Effect.gen(function* () {
         const found = yield* leases.read(leaseId)
-        if (found === undefined) {
-          if (fallback.length === 0) return true
-          return yield* Effect.orDie(repo.decrement(fallback, 1))
-        }
+        if (found === undefined) return
         const at = yield* now
-        const ok = yield* Effect.orDie(
-          repo.decrement(found.resource_ids, found.slots ?? 0, (at.getTime() - found.created.getTime()) / 1000)
-        )
+        yield* Effect.orDie(repo.decrement(found.resource_ids, found.slots ?? 0, (at.getTime() - found.created.getTime()) / 1000))
         yield* leases.revoke(leaseId)
-        return ok
       })
 
     /** Every lease on the limit, revoked (nothing given back: the caller resets or deletes the limit). */

@@ -92,6 +92,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
           parameter_openapi_schema: Record<string, unknown> | null
           enforce_parameter_schema: boolean
           concurrency_limit_id: string | null
+          concurrency_options: { readonly collision_strategy?: string; readonly grace_period_seconds?: number | null } | null
           work_queue_id: string | null
           work_queue_name: string | null
         }>`SELECT * FROM deployment WHERE id = ${id}`,

@@ -1,6 +1,7 @@
 /** Flow runs and their states in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
@@ -115,6 +116,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const states = yield* RunStatesRepo
+    const concurrency = yield* ConcurrencyRules
 
     const selectRuns = sql`
       SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state,
@@ -178,6 +180,9 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         id,
         proposed,
         rules: rules ?? (force ? minimalFlowPolicy : coreFlowPolicy),
+        // Only the core policy takes deployment slots; every stored transition may give one back.
+        ...(rules === undefined && !force ? { secure: (row, _run, outcome, initial) => concurrency.secureFlow(row, outcome, initial) } : {}),
+        afterStore: (row, state, initial) => concurrency.releaseFlow(row, state, initial),
         ruleRun: (row) => Effect.succeed({ ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) })
       })
 
@@ -218,17 +223,34 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         Number(rows[0]!.count)
       )
 
-    const remove = (id: string) =>
-      Effect.map(sql`DELETE FROM flow_run WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+    /**
+     * Deletes the runs the condition picks (at most `limit`); a run holding a deployment concurrency
+     * slot gives it back. The ids deleted.
+     */
+    const removeWhere = (condition: ReturnType<typeof where>, limit: number) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const deleted = yield* sql<{ id: string; deployment_id: string | null; state_type: StateType | null; lease_id: string | null }>`
+            WITH doomed AS (
+              SELECT flow_run.id FROM flow_run WHERE ${condition} LIMIT ${limit}
+            ),
+            gone AS (
+              DELETE FROM flow_run WHERE id IN (SELECT id FROM doomed)
+              RETURNING id, deployment_id, state_type, state_id
+            )
+            SELECT gone.id, gone.deployment_id, gone.state_type,
+              s.state_details ->> 'deployment_concurrency_lease_id' AS lease_id
+            FROM gone LEFT JOIN flow_run_state s ON s.id = gone.state_id
+          `
+          for (const run of deleted) yield* concurrency.releaseDeletedFlow(run)
+          return deleted.map((r) => r.id)
+        })
+      )
+
+    const remove = (id: string) => Effect.map(removeWhere(sql`flow_run.id = ${id}`, 1), (ids) => ids.length > 0)
 
     const removeMatching = (flowRuns: FlowRunFilter | null | undefined, limit: number) =>
-      Effect.map(
-        sql<{ id: string }>`
-          DELETE FROM flow_run WHERE id IN (SELECT id FROM flow_run WHERE ${where({ flow_runs: flowRuns })} LIMIT ${limit})
-          RETURNING id
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
+      removeWhere(where({ flow_runs: flowRuns }), limit)
 
     /** Merges `labels` over the run's labels; false when there is no such run. */
     const updateLabels = (id: string, labels: Record<string, unknown>) =>
@@ -309,8 +331,8 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     /** Runs still named Scheduled whose time passed before `before`: (id, scheduled time), at most `limit`. */
     const overdue = (before: Date, limit: number) =>
-      sql<{ id: string; next_scheduled_start_time: Date }>`
-        SELECT id, next_scheduled_start_time FROM flow_run
+      sql<{ id: string; next_scheduled_start_time: Date; deployment_id: string | null }>`
+        SELECT id, next_scheduled_start_time, deployment_id FROM flow_run
         WHERE state_type = 'SCHEDULED' AND state_name = 'Scheduled' AND next_scheduled_start_time <= ${before}
         ORDER BY next_scheduled_start_time
         LIMIT ${limit}

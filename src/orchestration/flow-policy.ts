@@ -25,6 +25,22 @@ const cancelled = (): RuleState => ({
   state_details: emptyStateDetails
 })
 
+/**
+ * A run keeps its deployment concurrency lease through states that do not name it (workers send
+ * none when they re-propose Pending), so the slot can be given back later.
+ */
+const preserveDeploymentConcurrencyLeaseId: Rule = {
+  name: "PreserveDeploymentConcurrencyLeaseId",
+  from: ALL_STATES,
+  to: ALL_STATES,
+  before: (context) => {
+    const lease = context.initial?.state_details.deployment_concurrency_lease_id ?? null
+    const proposed = context.proposed
+    if (lease === null || proposed === null || proposed.state_details.deployment_concurrency_lease_id !== null) return
+    context.proposed = { ...proposed, state_details: { ...proposed.state_details, deployment_concurrency_lease_id: lease } }
+  }
+}
+
 /** A client retrying a request never applies the same transition twice. */
 const preventDuplicateTransitions: Rule = {
   name: "PreventDuplicateTransitions",
@@ -233,6 +249,7 @@ const retryFailedFlows: Rule = {
 
 /** The core flow policy, for ordinary transitions. */
 export const coreFlowPolicy: ReadonlyArray<Rule> = [
+  preserveDeploymentConcurrencyLeaseId,
   preventDuplicateTransitions,
   handleFlowTerminalStateTransitions,
   enforceCancellingToCancelledTransition,
@@ -250,4 +267,4 @@ export const coreFlowPolicy: ReadonlyArray<Rule> = [
 export const markLateRunsPolicy: ReadonlyArray<Rule> = [ensureOnlyScheduledFlowsMarkedLate]
 
 /** What still applies when a transition is forced. */
-export const minimalFlowPolicy: ReadonlyArray<Rule> = [bypassCancellingFlowRunsWithNoInfra]
+export const minimalFlowPolicy: ReadonlyArray<Rule> = [preserveDeploymentConcurrencyLeaseId, bypassCancellingFlowRunsWithNoInfra]

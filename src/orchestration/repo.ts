@@ -9,7 +9,7 @@ import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { ValidationError } from "../http/errors.ts"
-import { orchestrate, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
+import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
 import { Transitions } from "./transitions.ts"
 
@@ -83,7 +83,12 @@ export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBas
   /** The run as the rules see it, from its row (and facts the caller looks up in the transaction). */
   readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<Run, unknown>
   /** Work the kind of run does after storing a state, in the same transaction (e.g. the task cache). */
-  readonly afterStore?: (row: Row, state: State) => Effect.Effect<void, unknown>
+  readonly afterStore?: (row: Row, state: State, initial: State | null) => Effect.Effect<void, unknown>
+  /**
+   * Rules that need the database (concurrency slots), after the policy's: they may take slots for
+   * the transition, or turn it into another decision. In the same transaction.
+   */
+  readonly secure?: (row: Row, run: Run, outcome: Outcome<Run>, initial: State | null) => Effect.Effect<Outcome<Run>, unknown>
 }
 
 const tables = {
@@ -208,11 +213,12 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           // A state without a name is named after its type before any rule looks at it.
           const proposed: RuleState = { ...input.proposed, name: input.proposed.name ?? defaultStateName[input.proposed.type] }
           const ruleRun = yield* input.ruleRun(row, proposed)
-          const outcome = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
+          const decided = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
+          const outcome = input.secure ? yield* input.secure(row, ruleRun, decided, initial) : decided
           const validated = outcome.proposed === null
             ? initial
             : yield* writeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount)
-          if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated)
+          if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated, initial)
           return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null }
         })
       )

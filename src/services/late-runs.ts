@@ -1,10 +1,12 @@
 /**
  * Late runs: a run still Scheduled `after_seconds` past its scheduled time becomes "Late" (a Scheduled
  * state of that name, keeping its scheduled time), so users and automations see it has not started.
+ * A late run whose deployment's limit is full and says CANCEL_NEW is cancelled instead.
  */
 import { Duration, Effect } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
+import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { markLateRunsPolicy } from "../orchestration/flow-policy.ts"
 import { Settings } from "../settings/settings.ts"
@@ -13,6 +15,7 @@ const BATCH = 400
 
 export const markLateRuns = Effect.gen(function* () {
   const runs = yield* FlowRunsRepo
+  const concurrency = yield* ConcurrencyRules
   const after = (yield* Settings).server.services.late_runs.after_seconds
   const at = yield* now
   const overdue = yield* runs.overdue(new Date(at.getTime() - Duration.toMillis(after)), BATCH)
@@ -24,8 +27,17 @@ export const markLateRuns = Effect.gen(function* () {
       data: null,
       state_details: { ...emptyStateDetails, scheduled_time: run.next_scheduled_start_time }
     }
+    const cancelNew = run.deployment_id === null
+      ? false
+      : yield* Effect.map(concurrency.deploymentLimit(run.deployment_id), (found) =>
+        found.found && found.strategy === "CANCEL_NEW" && found.limit !== undefined &&
+        found.limit.decayed_active_slots >= found.limit.limit
+      )
+    const change = cancelNew
+      ? runs.setState(run.id, { ...late, type: "CANCELLED", name: null, message: "Deployment concurrency limit reached.", state_details: emptyStateDetails }, true)
+      : runs.setState(run.id, late, false, markLateRunsPolicy)
     // One run failing (say, deleted meanwhile) does not keep the others from being marked.
-    yield* runs.setState(run.id, late, false, markLateRunsPolicy).pipe(
+    yield* change.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning(`Could not mark flow run ${run.id} late`, cause))
     )
   }

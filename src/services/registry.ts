@@ -3,6 +3,8 @@
  * interval from `server.services.<name>`; an iteration's work lives in the service's own module.
  */
 import { Duration, Effect } from "effect"
+import type { ConcurrencyRules } from "../concurrency/rules.ts"
+import type { ConcurrencySlots } from "../concurrency/service.ts"
 import type { DeploymentsRepo } from "../deployments/repo.ts"
 import type { DeploymentScheduler } from "../deployments/scheduler.ts"
 import type { Settings, SettingsValue } from "../settings/settings.ts"
@@ -14,6 +16,7 @@ import { cleanUpCancellations } from "./cancellation-cleanup.ts"
 import { checkReadiness } from "./foreman.ts"
 import { markLateRuns } from "./late-runs.ts"
 import { failExpiredPauses } from "./pause-expirations.ts"
+import { repossessExpiredLeases } from "./repossessor.ts"
 import { type BackgroundService, defineService } from "./runner.ts"
 import { scheduleDue, scheduleRecent } from "./scheduler.ts"
 
@@ -36,6 +39,8 @@ export type ServiceRequirements =
   | TaskRunsRepo
   | WorkPoolsRepo
   | WorkQueuesRepo
+  | ConcurrencySlots
+  | ConcurrencyRules
   | Settings
 
 export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
@@ -89,7 +94,7 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
     name: "repossessor",
     interval: loopSeconds((s) => s.repossessor),
-    tick: idle
+    tick: repossessExpiredLeases
   }),
   defineService({
     name: "db_vacuum",

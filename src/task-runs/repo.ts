@@ -1,6 +1,7 @@
 /** Task runs in SQL; their states go through the shared state store. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Random, Schema } from "effect"
+import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { State, StateCreate, StateType } from "../domain/states.ts"
@@ -53,6 +54,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const states = yield* RunStatesRepo
+    const concurrency = yield* ConcurrencyRules
     const settings = yield* Settings
 
     const where = (query: TaskRunQuery) => queryCondition(sql, "task_run", query)
@@ -189,7 +191,9 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
         proposed,
         rules: force ? minimalTaskPolicy : coreTaskPolicy,
         ruleRun,
-        afterStore
+        // Only the core policy takes tag slots; every stored transition may give them back.
+        ...(force ? {} : { secure: (row, _run, outcome) => concurrency.secureTask(row, outcome) }),
+        afterStore: (row, state) => Effect.zipRight(afterStore(row, state), concurrency.releaseTask(row, state))
       })
 
     const update = Effect.fn("TaskRunsRepo.update")(function* (id: string, changes: { readonly name?: string | undefined }) {

@@ -1,0 +1,23 @@
+/**
+ * The repossessor: a concurrency lease that expired without being renewed or given back (its holder
+ * crashed, say) is revoked, and the slots it held are given back.
+ */
+import { Effect } from "effect"
+import { ConcurrencySlots } from "../concurrency/service.ts"
+
+const BATCH = 100
+
+export const repossessExpiredLeases = Effect.gen(function* () {
+  const slots = yield* ConcurrencySlots
+  const expired = yield* slots.leases.expiredIds(BATCH)
+  for (const id of expired) {
+    const lease = yield* slots.leases.read(id)
+    if (lease === undefined) continue
+    // Without metadata there is nothing known to give back: the lease stays, as the reference keeps it.
+    if (lease.slots === null) {
+      yield* Effect.logWarning(`Lease ${id} should be revoked but has no metadata`)
+      continue
+    }
+    yield* slots.release(id).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`Could not revoke lease ${id}`, cause)))
+  }
+})
