@@ -8,8 +8,10 @@ import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
-import { BadRequest, Conflict } from "../http/errors.ts"
+import { BadRequest, Conflict, ValidationError } from "../http/errors.ts"
+import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
+import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { Settings } from "../settings/settings.ts"
 import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
@@ -25,6 +27,7 @@ type RunProblem =
   | { readonly kind: "no-schema" }
   | { readonly kind: "invalid"; readonly message: string }
   | { readonly kind: "no-pool"; readonly queue: string }
+  | { readonly kind: "job-variables"; readonly message: string }
 
 export const MAX_BULK_RUNS = 100
 
@@ -33,6 +36,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const repo = yield* DeploymentsRepo
     const runs = yield* FlowRunsRepo
     const workQueues = yield* WorkQueuesRepo
+    const pools = yield* WorkPoolsRepo
     const queues = yield* WorkQueueLookup
     const scheduler = yield* DeploymentScheduler
     const settings = yield* Settings
@@ -49,6 +53,14 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
         if (body.enforce_parameter_schema ?? deployment.enforce_parameter_schema) {
           const problem = parameterSchemaProblem(deployment.parameter_openapi_schema, parameters, { partial: false })
           if (problem !== undefined) return Either.left<RunProblem>(problem)
+        }
+        // The run's job variables over the deployment's must satisfy its pool's job template.
+        if (deployment.work_pool_name !== null) {
+          const pool = yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
+          const check = pool === undefined
+            ? ({ valid: true } as const)
+            : checkJobVariables(pool.base_job_template, { ...deployment.job_variables, ...body.job_variables }, { ignoreRequired: false })
+          if (!check.valid) return Either.left<RunProblem>({ kind: "job-variables", message: describeFailure(check) })
         }
         let queue = { id: deployment.work_queue_id, name: deployment.work_queue_name }
         if (body.work_queue_name) {
@@ -112,6 +124,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             })
           case "invalid":
             return yield* new Conflict({ detail: `Error creating flow run: ${problem.message}` })
+          case "job-variables":
+            return yield* new ValidationError({ detail: `Error creating flow run: ${problem.message}` })
           case "no-pool":
             return yield* new BadRequest({
               detail:
@@ -133,6 +147,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           return `Parameter validation failed: ${problem.message}`
         case "no-pool":
           return `Cannot create flow run in work queue ${problem.queue} because deployment is not associated with a work pool.`
+        case "job-variables":
+          return `Error creating flow run: ${problem.message}`
       }
     }
 

@@ -11,6 +11,7 @@ import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
+import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
 import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
@@ -129,7 +130,13 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       const result = yield* sql.withTransaction(
         Effect.gen(function* () {
           if (body.work_pool_name && body.work_pool_name !== DEFAULT_AGENT_POOL) {
-            if ((yield* pools.readPoolByName(body.work_pool_name)) === undefined) return yield* workPoolNotFound(body.work_pool_name)
+            const pool = yield* pools.readPoolByName(body.work_pool_name)
+            if (pool === undefined) return yield* workPoolNotFound(body.work_pool_name)
+            // The deployment's job variables must fit the pool's job template (required ones may come later).
+            if (body.job_variables && Object.keys(body.job_variables).length > 0) {
+              const check = checkJobVariables(pool.base_job_template, body.job_variables, { ignoreRequired: true })
+              if (!check.valid) return yield* new ValidationError({ detail: `Error creating deployment: ${describeFailure(check)}` })
+            }
           }
           yield* requireLimit(body.global_concurrency_limit_id)
           const queue = yield* queues.forDeployment(body)
@@ -286,6 +293,12 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           })
         }
         if (problem?.kind === "invalid") return yield* new Conflict({ detail: `Error updating deployment: ${problem.message}` })
+      }
+      if (body.work_pool_name) {
+        const pool = yield* Effect.orDie(pools.readPoolByName(body.work_pool_name))
+        if (pool === undefined) return yield* workPoolNotFound(body.work_pool_name)
+        const check = checkJobVariables(pool.base_job_template, body.job_variables ?? existing.job_variables, { ignoreRequired: true })
+        if (!check.valid) return yield* new Conflict({ detail: `Error creating deployment: <ValidationError: "${check.message}">` })
       }
       yield* requireLimit(body.global_concurrency_limit_id)
       const at = yield* now

@@ -5,11 +5,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { DeploymentsRepo } from "../deployments/repo.ts"
-import { checkAgainstSchema, describeFailure, prepareParameterSchema } from "../domain/json-schema.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { Conflict, Forbidden, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
+import { checkJobVariables, describeFailure, referencesBlock } from "./job-variables.ts"
 import { PollRepo } from "./poll-repo.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
@@ -25,26 +25,13 @@ export const queueNotFound = (pool: string, queue: string) =>
 
 export const defaultQueueKept = new Conflict({ detail: "Can't delete a pool's default queue." })
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /**
  * A pool's job variable defaults must satisfy its variables schema (required ones aside). Defaults
  * that point at a block document are checked once blocks exist; until then no such document exists.
  */
 const checkJobDefaults = (template: Record<string, unknown>) => {
-  const variables = template.variables
-  if (!isObject(variables)) return Effect.void
-  const defaults: Record<string, unknown> = {}
-  for (const [name, property] of Object.entries(isObject(variables.properties) ? variables.properties : {})) {
-    if (!isObject(property) || !("default" in property)) continue
-    const value = property.default
-    if (isObject(value) && isObject(value.$ref) && "block_document_id" in value.$ref) {
-      return Effect.fail(new NotFound({ detail: "Block not found." }))
-    }
-    defaults[name] = value
-  }
-  const check = checkAgainstSchema(prepareParameterSchema(variables, { ignoreRequired: true }), defaults)
+  if (referencesBlock(template)) return Effect.fail(new NotFound({ detail: "Block not found." }))
+  const check = checkJobVariables(template, {}, { ignoreRequired: true })
   if (check.valid) return Effect.void
   if (check.message.startsWith("Invalid schema:")) return Effect.fail(new ValidationError({ detail: check.message }))
   return Effect.fail(new ValidationError({ detail: `Validation failed for work pool's job variable defaults: ${describeFailure(check)}` }))

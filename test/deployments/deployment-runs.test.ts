@@ -112,6 +112,43 @@ describe("runs of deployments", () => {
       })
     )
 
+    it.effect("job variables must fit the work pool's job template", () =>
+      Effect.gen(function* () {
+        ok(yield* request("POST", "/work_pools/", {
+          body: {
+            name: "templated",
+            type: "docker",
+            base_job_template: {
+              job_configuration: { image: "{{ image }}", cpu: "{{ cpu }}" },
+              variables: {
+                type: "object",
+                properties: { image: { type: "string" }, cpu: { type: "integer", default: 1 } },
+                required: ["image"]
+              }
+            }
+          }
+        }), 201)
+        const flowId = yield* makeFlow("runs-templated")
+        const bad = yield* request("POST", "/deployments/", {
+          body: { name: "t", flow_id: flowId, work_pool_name: "templated", job_variables: { cpu: "many" } }
+        })
+        expect(bad.status).toBe(422)
+        expect(bad.body).toEqual({
+          detail: "Error creating deployment: Validation failed for field 'cpu'. Failure reason: 'many' is not of type 'integer'"
+        })
+        // The image may come with each run.
+        const dep = yield* makeDeployment({ name: "t", flow_id: flowId, work_pool_name: "templated", job_variables: { cpu: 2 } })
+        const patched = yield* request("PATCH", `/deployments/${dep.id}`, { body: { work_pool_name: "templated", job_variables: { cpu: "x" } } })
+        expect(patched.status).toBe(409)
+        expect(patched.body.detail).toBe(`Error creating deployment: <ValidationError: "'x' is not of type 'integer'">`)
+        const noImage = yield* createRun(dep.id)
+        expect(noImage.status).toBe(422)
+        expect(noImage.body).toEqual({ detail: "Error creating flow run: Validation failed. Failure reason: 'image' is a required property" })
+        const run = ok(yield* createRun(dep.id, { job_variables: { image: "python:3.12" } }))
+        expect(run.job_variables).toEqual({ image: "python:3.12" })
+      })
+    )
+
     it.effect("create_flow_run/bulk creates each run or reports why not, at most 100", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("runs-bulk")
