@@ -26,6 +26,9 @@ import { PollRepo } from "./work-pools/poll-repo.ts"
 import { WorkPools } from "./work-pools/pools.ts"
 import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
 import { WorkQueuesLive } from "./work-queues/http.ts"
+import { VariablesLive } from "./variables/http.ts"
+import { Hydration } from "./variables/hydration.ts"
+import { VariablesRepo } from "./variables/repo.ts"
 import { WorkPoolsRepo } from "./work-pools/repo.ts"
 import { WorkQueueLookup } from "./work-pools/service.ts"
 import { FlowRunStatesLive, FlowRunsLive } from "./flow-runs/http.ts"
@@ -61,7 +64,7 @@ export const DatabaseLive: Layer.Layer<
 /** The repositories and area services the handlers and background services share, tier on tier. */
 export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default, WorkPools.Default).pipe(
   Layer.provideMerge(Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default)),
-  Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default)),
+  Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default, Hydration.Default)),
   Layer.provideMerge(ConcurrencyRules.Default),
   Layer.provideMerge(Layer.mergeAll(ConcurrencySlots.Default, WorkPoolsRepo.Default)),
   Layer.provideMerge(
@@ -72,6 +75,7 @@ export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Defa
       WorkQueuesRepo.Default,
       PollRepo.Default,
       ConcurrencyLimitsRepo.Default,
+      VariablesRepo.Default,
       LeaseStorageLive
     )
   ),
@@ -93,7 +97,8 @@ export const GroupsLive = Layer.mergeAll(
   WorkQueuesLive,
   TaskWorkersLive,
   ConcurrencyLimitsLive,
-  ConcurrencyLimitsV2Live
+  ConcurrencyLimitsV2Live,
+  VariablesLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */

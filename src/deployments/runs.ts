@@ -14,7 +14,8 @@ import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { Settings } from "../settings/settings.ts"
-import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
+import { Hydration } from "../variables/hydration.ts"
+import { parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
 import { DeploymentsRepo } from "./repo.ts"
 import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
@@ -40,6 +41,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const queues = yield* WorkQueueLookup
     const scheduler = yield* DeploymentScheduler
     const settings = yield* Settings
+    const hydration = yield* Hydration
 
     const readDeployment = (id: string) =>
       Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found)))
@@ -47,7 +49,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     /** Creates one run of the deployment; a problem with its parameters or queue is returned, not raised. */
     const createRun = (deployment: Deployment, body: DeploymentFlowRunCreate) =>
       Effect.gen(function* () {
-        const hydrated = hydrate({ ...deployment.parameters, ...body.parameters }, noVariables)
+        const hydrated = yield* hydration.hydrate({ ...deployment.parameters, ...body.parameters })
         if (Either.isLeft(hydrated)) return Either.left<RunProblem>({ kind: "hydration", message: hydrated.left })
         const parameters = hydrated.right
         if (body.enforce_parameter_schema ?? deployment.enforce_parameter_schema) {

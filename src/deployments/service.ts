@@ -10,10 +10,11 @@ import { FlowsRepo } from "../flows/repo.ts"
 import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
+import { Hydration } from "../variables/hydration.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
-import { hydrate, noVariables, parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
+import { parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
 import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
 import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
 import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"
@@ -51,6 +52,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const limits = yield* ConcurrencyLimitsRepo
     const queues = yield* WorkQueueLookup
     const settings = yield* Settings
+    const hydration = yield* Hydration
     const maxScheduledRuns = settings.server.deployment_schedule_max_scheduled_runs
 
     /** An interval schedule keeps the moment it was made as its anchor, and says its zone. */
@@ -276,7 +278,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       const plan = yield* planSchedules(body.schedules, existing.schedules)
       let parameters = existing.parameters
       if (body.parameters != null) {
-        const hydrated = hydrate(body.parameters, noVariables)
+        const hydrated = yield* hydration.hydrate(body.parameters)
         if (Either.isLeft(hydrated)) {
           return yield* new BadRequest({ detail: `Error hydrating deployment parameters: ${hydrated.left}` })
         }

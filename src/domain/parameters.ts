@@ -98,8 +98,18 @@ export const hydrate = (parameters: Record<string, Json>, ctx: HydrationContext)
   }
 }
 
-/** Hydration without workspace variables (none exist yet): every such reference is unknown. */
-export const noVariables: HydrationContext = { variable: () => undefined }
+/** The workspace variables a value refers to. */
+export const referencedVariables = (value: Json): Array<string> => {
+  const names = new Set<string>()
+  const visit = (node: Json) => {
+    if (Array.isArray(node)) return node.forEach(visit)
+    if (!isObject(node)) return
+    if (node.__prefect_kind === "workspace_variable" && typeof node.variable_name === "string") names.add(node.variable_name)
+    Object.values(node).forEach(visit)
+  }
+  visit(value)
+  return [...names]
+}
 
 export type SchemaProblem =
   | { readonly kind: "no-schema" }

@@ -24,3 +24,13 @@ export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unkn
 /** An optional field that may be null and defaults to null. */
 export const nullable = <S extends Schema.Schema.Any>(schema: S) =>
   Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
+
+/** Any JSON value (null included, a missing value not). */
+export const JsonValue = Schema.Union(
+  Schema.Null,
+  Schema.Boolean,
+  Schema.Number,
+  Schema.String,
+  Schema.Array(Schema.Unknown),
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+).annotations({ identifier: "JsonValue" })

@@ -2,7 +2,6 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { generateName } from "../domain/names.ts"
 import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
-import { hydrate, noVariables } from "../domain/parameters.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
@@ -11,6 +10,7 @@ import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
+import { Hydration } from "../variables/hydration.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
@@ -28,6 +28,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
     const flows = yield* FlowsRepo
     const taskRuns = yield* TaskRunsRepo
     const settings = yield* Settings
+    const hydration = yield* Hydration
     const queues = yield* WorkQueueLookup
 
     const create = (payload: FlowRunCreate) =>
@@ -85,7 +86,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         const keyset = state.state_details.run_input_keyset
         let input = runInput ?? {}
         if (keyset !== null) {
-          const hydrated = hydrate(input, noVariables)
+          const hydrated = yield* hydration.hydrate(input)
           if (Either.isLeft(hydrated)) return yield* refuse(state, `Error hydrating run input: ${hydrated.left}`)
           input = hydrated.right
           const stored = yield* Effect.orDie(runs.readInput(id, keyset.schema ?? ""))

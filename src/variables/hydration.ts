@@ -1,0 +1,16 @@
+/** Hydrating parameters and run input with the workspace's variables. */
+import { Effect } from "effect"
+import { hydrate, referencedVariables } from "../domain/parameters.ts"
+import { VariablesRepo } from "./repo.ts"
+
+export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
+  effect: Effect.gen(function* () {
+    const variables = yield* VariablesRepo
+    /** The value with every `__prefect_kind` replaced (variables read once, those it names only), or the first problem. */
+    const hydrateValue = (value: Record<string, unknown>) =>
+      Effect.map(Effect.orDie(variables.valuesByName(referencedVariables(value))), (values) =>
+        hydrate(value, { variable: (name) => (values.has(name) ? values.get(name) : undefined) })
+      )
+    return { hydrate: hydrateValue } as const
+  })
+}) {}
