@@ -26,6 +26,8 @@ import { PollRepo } from "./work-pools/poll-repo.ts"
 import { WorkPools } from "./work-pools/pools.ts"
 import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
 import { WorkQueuesLive } from "./work-queues/http.ts"
+import { SavedSearchesLive } from "./saved-searches/http.ts"
+import { SavedSearchesRepo } from "./saved-searches/repo.ts"
 import { VariablesLive } from "./variables/http.ts"
 import { Hydration } from "./variables/hydration.ts"
 import { VariablesRepo } from "./variables/repo.ts"
@@ -76,6 +78,7 @@ export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Defa
       PollRepo.Default,
       ConcurrencyLimitsRepo.Default,
       VariablesRepo.Default,
+      SavedSearchesRepo.Default,
       LeaseStorageLive
     )
   ),
@@ -98,7 +101,8 @@ export const GroupsLive = Layer.mergeAll(
   TaskWorkersLive,
   ConcurrencyLimitsLive,
   ConcurrencyLimitsV2Live,
-  VariablesLive
+  VariablesLive,
+  SavedSearchesLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */

@@ -10,6 +10,7 @@ import m0005 from "./0005_scheduled_runs_index.ts"
 import m0006 from "./0006_workers.ts"
 import m0007 from "./0007_concurrency_leases.ts"
 import m0008 from "./0008_variables.ts"
+import m0009 from "./0009_saved_searches.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -19,5 +20,6 @@ export const migrations = {
   "0005_scheduled_runs_index": m0005,
   "0006_workers": m0006,
   "0007_concurrency_leases": m0007,
-  "0008_variables": m0008
+  "0008_variables": m0008,
+  "0009_saved_searches": m0009
 }

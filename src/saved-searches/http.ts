@@ -1,0 +1,32 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { resolveLimit } from "../domain/pagination.ts"
+import { BatonApi } from "../http/api.ts"
+import { NotFound } from "../http/errors.ts"
+import { SavedSearchesRepo } from "./repo.ts"
+import { SavedSearch } from "./schemas.ts"
+
+const notFound = new NotFound({ detail: "Saved search not found" })
+const encode = Schema.encode(SavedSearch)
+
+export const SavedSearchesLive = HttpApiBuilder.group(BatonApi, "savedSearches", (handlers) =>
+  Effect.gen(function* () {
+    const searches = yield* SavedSearchesRepo
+    return handlers
+      .handle("upsert", ({ payload }) =>
+        Effect.gen(function* () {
+          const { search, created } = yield* Effect.orDie(searches.upsert(payload))
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encode(search)), { status: created ? 201 : 200 })
+        })
+      )
+      .handle("read", ({ path }) =>
+        Effect.flatMap(Effect.orDie(searches.read(path.id)), (found) => (found === undefined ? Effect.fail(notFound) : Effect.succeed(found)))
+      )
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(searches.filter({ offset: payload.offset, limit })))
+      )
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(Effect.orDie(searches.remove(path.id)), (deleted) => (deleted ? Effect.void : Effect.fail(notFound)))
+      )
+  })
+)
