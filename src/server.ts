@@ -26,6 +26,8 @@ import { PollRepo } from "./work-pools/poll-repo.ts"
 import { WorkPools } from "./work-pools/pools.ts"
 import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
 import { WorkQueuesLive } from "./work-queues/http.ts"
+import { LogsLive } from "./logs/http.ts"
+import { LogsRepo } from "./logs/repo.ts"
 import { SavedSearchesLive } from "./saved-searches/http.ts"
 import { SavedSearchesRepo } from "./saved-searches/repo.ts"
 import { VariablesLive } from "./variables/http.ts"
@@ -79,6 +81,7 @@ export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Defa
       ConcurrencyLimitsRepo.Default,
       VariablesRepo.Default,
       SavedSearchesRepo.Default,
+      LogsRepo.Default,
       LeaseStorageLive
     )
   ),
@@ -102,7 +105,8 @@ export const GroupsLive = Layer.mergeAll(
   ConcurrencyLimitsLive,
   ConcurrencyLimitsV2Live,
   VariablesLive,
-  SavedSearchesLive
+  SavedSearchesLive,
+  LogsLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */

@@ -4,7 +4,7 @@
  * and on until one date is `minTime` past the start. Pure: the scheduler service and the
  * `/deployments/{id}/schedule` endpoint both insert what this computes.
  */
-import { DateTime } from "luxon"
+import { pythonDate } from "../domain/time.ts"
 import { nextDates, type Schedule } from "./schedules.ts"
 
 export interface ScheduleWindow {
@@ -26,13 +26,6 @@ export const scheduledDates = (schedule: Schedule, window: ScheduleWindow): Arra
     if (dates.length >= window.minRuns && date.getTime() >= reach) break
   }
   return dates
-}
-
-/** A date as Python prints it (`2026-03-01 09:00:00+01:00`, microseconds only when non-zero). */
-const pythonDate = (date: Date, timezone: string | null | undefined): string => {
-  const local = DateTime.fromJSDate(date, { zone: timezone ?? "UTC" })
-  const fraction = local.millisecond === 0 ? "" : `.${String(local.millisecond * 1000).padStart(6, "0")}`
-  return `${local.toFormat("yyyy-MM-dd HH:mm:ss")}${fraction}${local.toFormat("ZZ")}`
 }
 
 /**

@@ -72,6 +72,11 @@ export const Field = {
     ...(c.is_null_ === true ? [sql`${col(sql, column)} = '[]'::jsonb`] : []),
     ...(c.is_null_ === false ? [sql`${col(sql, column)} <> '[]'::jsonb`] : [])
   ],
+  /** ge_ (>=), le_ (<=) */
+  range: (column: string): FieldCompiler => (sql, c) => [
+    ...(c.ge_ != null ? [sql`${col(sql, column)} >= ${c.ge_}`] : []),
+    ...(c.le_ != null ? [sql`${col(sql, column)} <= ${c.le_}`] : [])
+  ],
   /** before_ (<=), after_ (>=), is_null_ */
   time: (column: string): FieldCompiler => (sql, c) => [
     ...(c.before_ != null ? [sql`${col(sql, column)} <= ${c.before_}`] : []),

@@ -62,6 +62,8 @@ export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   .add(HttpApiEndpoint.get("readInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.String))
   .add(HttpApiEndpoint.del("deleteInput", "/:id/input/:key").setPath(InputPath).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.post("resume", "/:id/resume").setPath(IdPath).setPayload(ResumeFlowRunBody).addSuccess(OrchestrationResult))
+  // A CSV file, streamed a page of logs at a time.
+  .add(HttpApiEndpoint.get("downloadLogs", "/:id/logs/download").setPath(IdPath).addSuccess(Schema.String))
   .add(HttpApiEndpoint.get("graph", "/:id/graph").setPath(IdPath).addSuccess(Schema.Array(DependencyResult)))
   .add(
     HttpApiEndpoint.get("graphV2", "/:id/graph-v2")

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option, Schema, Stream } from "effect"
 import { generateName } from "../domain/names.ts"
 import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
@@ -11,6 +11,8 @@ import { BatonApi } from "../http/api.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
+import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
+import { LogsRepo } from "../logs/repo.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
@@ -18,6 +20,9 @@ import { FlowRunsRepo } from "./repo.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 
 const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
+
+/** Logs read per page of a download. */
+const LOG_PAGE = 1000
 const flowRunInputNotFound = new NotFound({ detail: "Flow run input not found" })
 
 const encodeFlowRun = Schema.encode(FlowRun)
@@ -29,6 +34,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
     const taskRuns = yield* TaskRunsRepo
     const settings = yield* Settings
     const hydration = yield* Hydration
+    const logs = yield* LogsRepo
     const queues = yield* WorkQueueLookup
 
     const create = (payload: FlowRunCreate) =>
@@ -196,6 +202,24 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         )
       )
       .handle("resume", ({ path, payload }) => resume(path.id, payload.run_input))
+      .handle("downloadLogs", ({ path }) =>
+        Effect.gen(function* () {
+          const run = yield* Effect.orDie(runs.read(path.id))
+          if (run === undefined) return yield* flowRunNotFound
+          const pages = Stream.paginateEffect(0, (offset) =>
+            Effect.map(
+              Effect.orDie(
+                logs.filter({ filter: { operator: "and_", flow_run_id: { any_: [path.id] } }, sort: "TIMESTAMP_ASC", offset, limit: LOG_PAGE })
+              ),
+              (page) => [csvRows(page), page.length < LOG_PAGE ? Option.none() : Option.some(offset + LOG_PAGE)] as const
+            )
+          )
+          return HttpServerResponse.stream(Stream.encodeText(Stream.concat(Stream.make(CSV_HEADER), pages)), {
+            contentType: "text/csv; charset=utf-8",
+            headers: { "content-disposition": contentDisposition(run.name) }
+          })
+        })
+      )
       .handle("graph", ({ path }) =>
         Effect.gen(function* () {
           if ((yield* Effect.orDie(runs.read(path.id))) === undefined) return yield* flowRunNotFound

@@ -243,7 +243,10 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             FROM gone LEFT JOIN flow_run_state s ON s.id = gone.state_id
           `
           for (const run of deleted) yield* concurrency.releaseDeletedFlow(run)
-          return deleted.map((r) => r.id)
+          const ids = deleted.map((r) => r.id)
+          // Their logs go with them.
+          if (ids.length > 0) yield* sql`DELETE FROM log WHERE flow_run_id = ANY(${ids}::uuid[])`
+          return ids
         })
       )
 

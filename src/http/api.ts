@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminApi } from "../admin/api.ts"
 import { ConcurrencyLimitsApi, ConcurrencyLimitsV2Api } from "../concurrency/api.ts"
 import { DeploymentsApi } from "../deployments/api.ts"
+import { LogsApi } from "../logs/api.ts"
 import { SavedSearchesApi } from "../saved-searches/api.ts"
 import { VariablesApi } from "../variables/api.ts"
 import { TaskWorkersApi } from "../task-workers/api.ts"
@@ -43,6 +44,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(ConcurrencyLimitsV2Api)
   .add(VariablesApi)
   .add(SavedSearchesApi)
+  .add(LogsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

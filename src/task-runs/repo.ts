@@ -223,8 +223,15 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
         Number(rows[0]!.count)
       )
 
+    /** Deletes the task run with its logs; false when there is no such task run. */
     const remove = (id: string) =>
-      Effect.map(sql`DELETE FROM task_run WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql`DELETE FROM task_run WHERE id = ${id} RETURNING id`
+          if (rows.length > 0) yield* sql`DELETE FROM log WHERE task_run_id = ${id}`
+          return rows.length > 0
+        })
+      )
 
     /** A flow run's task runs with the subflow run each started, for its graph. */
     const forGraph = (flowRunId: string) =>

@@ -11,6 +11,7 @@ import m0006 from "./0006_workers.ts"
 import m0007 from "./0007_concurrency_leases.ts"
 import m0008 from "./0008_variables.ts"
 import m0009 from "./0009_saved_searches.ts"
+import m0010 from "./0010_logs.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -21,5 +22,6 @@ export const migrations = {
   "0006_workers": m0006,
   "0007_concurrency_leases": m0007,
   "0008_variables": m0008,
-  "0009_saved_searches": m0009
+  "0009_saved_searches": m0009,
+  "0010_logs": m0010
 }

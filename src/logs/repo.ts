@@ -1,0 +1,63 @@
+/** Logs in SQL. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import { type Log, type LogCreate, type LogFilter, logFilterSpec, type LogSort } from "./schemas.ts"
+
+/** Rows per insert statement. */
+const INSERT_BATCH = 1000
+
+// Timestamps can tie; the id (time-ordered) keeps pages stable.
+const orderBy: Record<LogSort, string> = {
+  TIMESTAMP_ASC: "log.timestamp ASC, log.id ASC",
+  TIMESTAMP_DESC: "log.timestamp DESC, log.id DESC"
+}
+
+/** NUL characters cannot be stored in text; they are dropped, as the reference drops them. */
+const withoutNul = (text: string) => text.replaceAll("\u0000", "")
+
+export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Stores the logs, a statement per thousand. */
+    const create = Effect.fn("LogsRepo.create")(function* (logs: ReadonlyArray<LogCreate>) {
+      const at = yield* now
+      for (let i = 0; i < logs.length; i += INSERT_BATCH) {
+        const rows = []
+        for (const log of logs.slice(i, i + INSERT_BATCH)) {
+          rows.push({
+            id: yield* newId,
+            name: withoutNul(log.name),
+            level: log.level,
+            message: withoutNul(log.message),
+            timestamp: log.timestamp.toISOString(),
+            flow_run_id: log.flow_run_id,
+            task_run_id: log.task_run_id
+          })
+        }
+        yield* sql`
+          INSERT INTO log (id, created, updated, name, level, message, timestamp, flow_run_id, task_run_id)
+          SELECT r.id, ${at}, ${at}, r.name, r.level, r.message, r.timestamp, r.flow_run_id, r.task_run_id
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+            id uuid, name text, level smallint, message text, timestamp timestamptz, flow_run_id uuid, task_run_id uuid)
+        `
+      }
+    })
+
+    const filter = (options: {
+      readonly filter: LogFilter | null | undefined
+      readonly sort: LogSort
+      readonly offset: number
+      readonly limit: number
+    }) =>
+      sql<Log>`
+        SELECT * FROM log WHERE ${compileFilter(sql, options.filter, logFilterSpec)}
+        ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
+      `
+
+    return { create, filter } as const
+  })
+}) {}
