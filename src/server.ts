@@ -26,6 +26,8 @@ import { PollRepo } from "./work-pools/poll-repo.ts"
 import { WorkPools } from "./work-pools/pools.ts"
 import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
 import { WorkQueuesLive } from "./work-queues/http.ts"
+import { ArtifactsLive } from "./artifacts/http.ts"
+import { ArtifactsRepo } from "./artifacts/repo.ts"
 import { LogsLive } from "./logs/http.ts"
 import { LogsRepo } from "./logs/repo.ts"
 import { SavedSearchesLive } from "./saved-searches/http.ts"
@@ -82,6 +84,7 @@ export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Defa
       VariablesRepo.Default,
       SavedSearchesRepo.Default,
       LogsRepo.Default,
+      ArtifactsRepo.Default,
       LeaseStorageLive
     )
   ),
@@ -106,7 +109,8 @@ export const GroupsLive = Layer.mergeAll(
   ConcurrencyLimitsV2Live,
   VariablesLive,
   SavedSearchesLive,
-  LogsLive
+  LogsLive,
+  ArtifactsLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers. */

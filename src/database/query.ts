@@ -14,10 +14,18 @@ import { flowFilterSpec } from "../flows/filter.ts"
 import { taskRunFilterSpec } from "../task-runs/filter.ts"
 import { workPoolFilterSpec, workQueueFilterSpec } from "../work-pools/filter.ts"
 
-export type Entity = "flow" | "flow_run" | "task_run" | "deployment" | "work_pool" | "work_queue"
+export type Entity =
+  | "flow"
+  | "flow_run"
+  | "task_run"
+  | "deployment"
+  | "work_pool"
+  | "work_queue"
+  | "artifact"
+  | "artifact_collection"
 
 /** The body key of each entity's filter. */
-const keys: Record<string, Entity> = {
+const keys: Record<string, Exclude<Entity, "artifact" | "artifact_collection">> = {
   flows: "flow",
   flow_runs: "flow_run",
   task_runs: "task_run",
@@ -27,7 +35,8 @@ const keys: Record<string, Entity> = {
   work_queues: "work_queue"
 }
 
-const specs: Record<Entity, FilterSpec> = {
+/** Artifacts compile their own filter (its key names the latest-artifact filter too); they only reach others. */
+const specs: Record<Exclude<Entity, "artifact" | "artifact_collection">, FilterSpec> = {
   flow: flowFilterSpec,
   flow_run: flowRunFilterSpec,
   task_run: taskRunFilterSpec,
@@ -39,6 +48,16 @@ const specs: Record<Entity, FilterSpec> = {
 const queueOf = (column: string) => `work_queue WHERE work_queue.id = ${column}`
 const poolOf = (column: string) =>
   `work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE work_queue.id = ${column}`
+
+/** From an artifact's run ids to its flow run, flow, deployment and task run. */
+function runOfArtifact(table: string): Partial<Record<Entity, string>> {
+  return {
+    flow_run: `flow_run WHERE flow_run.id = ${table}.flow_run_id`,
+    flow: `flow_run JOIN flow ON flow.id = flow_run.flow_id WHERE flow_run.id = ${table}.flow_run_id`,
+    deployment: `flow_run JOIN deployment ON deployment.id = flow_run.deployment_id WHERE flow_run.id = ${table}.flow_run_id`,
+    task_run: `task_run WHERE task_run.id = ${table}.task_run_id`
+  }
+}
 
 /** From a row of the target (outer) table: the FROM … WHERE that reaches the related rows. */
 const paths: Record<Entity, Partial<Record<Entity, string>>> = {
@@ -70,6 +89,8 @@ const paths: Record<Entity, Partial<Record<Entity, string>>> = {
     work_queue: queueOf("deployment.work_queue_id")
   },
   work_pool: {},
+  artifact: runOfArtifact("artifact"),
+  artifact_collection: runOfArtifact("artifact_collection"),
   work_queue: {
     work_pool: "work_pool WHERE work_pool.id = work_queue.work_pool_id"
   }

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { State, StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
+import { GraphArtifact } from "../artifacts/schemas.ts"
 
 /** A task run with the subflow run it started, if any, as the graph reads them. */
 export interface GraphTaskRun {
@@ -84,7 +85,7 @@ export const GraphNode = Schema.Struct({
   parents: Schema.Array(Edge),
   children: Schema.Array(Edge),
   encapsulating: Schema.Array(Edge),
-  artifacts: Schema.Array(Schema.Unknown)
+  artifacts: Schema.Array(GraphArtifact)
 })
 
 export const Graph = Schema.Struct({
@@ -92,7 +93,7 @@ export const Graph = Schema.Struct({
   end_time: Schema.NullOr(Timestamp),
   root_node_ids: Schema.Array(Id),
   nodes: Schema.Array(Schema.Tuple(Id, GraphNode)),
-  artifacts: Schema.Array(Schema.Unknown),
+  artifacts: Schema.Array(GraphArtifact),
   states: Schema.Array(
     Schema.Struct({ id: Id, timestamp: Timestamp, type: StateType, name: Schema.NullOr(Schema.String) })
   )
@@ -104,7 +105,11 @@ type Node = typeof GraphNode.Type
  * v2: a node per task run (the subflow run it started stands in for it), edges from the task runs
  * its inputs name (`__parents__` inputs enclose it instead), nodes that ended before `since` left out.
  */
-export const nodeGraph = (tasks: ReadonlyArray<GraphTaskRun>, since: Date) => {
+export const nodeGraph = (
+  tasks: ReadonlyArray<GraphTaskRun>,
+  since: Date,
+  artifactsOf: (taskRunId: string) => ReadonlyArray<typeof GraphArtifact.Type> = () => []
+) => {
   const nodeIdOf = new Map(tasks.map((t) => [t.id, t.subflow?.id ?? t.id]))
   const nodes: Array<Node & { parents: Array<{ id: string }>; children: Array<{ id: string }> }> = []
   for (const task of tasks) {
@@ -125,7 +130,7 @@ export const nodeGraph = (tasks: ReadonlyArray<GraphTaskRun>, since: Date) => {
       parents: idsIn(inputEntries(task.task_inputs, (key) => key !== "__parents__")).map((id) => ({ id })),
       children: [],
       encapsulating: idsIn(inputEntries(task.task_inputs, (key) => key === "__parents__")).map((id) => ({ id })),
-      artifacts: []
+      artifacts: [...artifactsOf(task.id)]
     })
   }
   const byId = new Map(nodes.map((n) => [n.id, n]))

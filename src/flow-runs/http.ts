@@ -13,6 +13,7 @@ import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
+import { ArtifactsRepo } from "../artifacts/repo.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
@@ -35,6 +36,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
     const settings = yield* Settings
     const hydration = yield* Hydration
     const logs = yield* LogsRepo
+    const artifacts = yield* ArtifactsRepo
     const queues = yield* WorkQueueLookup
 
     const create = (payload: FlowRunCreate) =>
@@ -235,15 +237,17 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           if (tasks.length > maxNodes) {
             return yield* new BadRequest({ detail: `The graph of flow run ${path.id} has more than ${maxNodes} nodes.` })
           }
-          const graph = nodeGraph(tasks, urlParams.since ?? new Date(-8.64e15))
+          const artifactRows = yield* Effect.orDie(artifacts.forGraph(path.id, settings.server.flow_run_graph.max_artifacts))
+          const artifactsOf = (taskRunId: string | null) =>
+            artifactRows.filter((a) => a.task_run_id === taskRunId).map(({ task_run_id: _, ...artifact }) => artifact)
+          const graph = nodeGraph(tasks, urlParams.since ?? new Date(-8.64e15), artifactsOf)
           const history = yield* Effect.orDie(runs.readStates(path.id))
           return {
             start_time: run.start_time ?? run.expected_start_time,
             end_time: run.end_time,
             root_node_ids: graph.root_node_ids,
             nodes: graph.nodes,
-            // Artifacts arrive with their own area; until then a run has none.
-            artifacts: [],
+            artifacts: artifactsOf(null),
             states: history.map((s) => ({ id: s.id, timestamp: s.timestamp, type: s.type, name: s.name }))
           }
         })

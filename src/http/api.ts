@@ -7,6 +7,7 @@ import { AdminApi } from "../admin/api.ts"
 import { ConcurrencyLimitsApi, ConcurrencyLimitsV2Api } from "../concurrency/api.ts"
 import { DeploymentsApi } from "../deployments/api.ts"
 import { LogsApi } from "../logs/api.ts"
+import { ArtifactsApi } from "../artifacts/api.ts"
 import { SavedSearchesApi } from "../saved-searches/api.ts"
 import { VariablesApi } from "../variables/api.ts"
 import { TaskWorkersApi } from "../task-workers/api.ts"
@@ -45,6 +46,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(VariablesApi)
   .add(SavedSearchesApi)
   .add(LogsApi)
+  .add(ArtifactsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

@@ -12,6 +12,7 @@ import m0007 from "./0007_concurrency_leases.ts"
 import m0008 from "./0008_variables.ts"
 import m0009 from "./0009_saved_searches.ts"
 import m0010 from "./0010_logs.ts"
+import m0011 from "./0011_artifacts.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -23,5 +24,6 @@ export const migrations = {
   "0007_concurrency_leases": m0007,
   "0008_variables": m0008,
   "0009_saved_searches": m0009,
-  "0010_logs": m0010
+  "0010_logs": m0010,
+  "0011_artifacts": m0011
 }

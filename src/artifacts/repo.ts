@@ -1,0 +1,157 @@
+/**
+ * Artifacts in SQL, with the latest artifact of each key (artifact_collection) kept in step: a new
+ * keyed artifact becomes its key's latest, editing the latest edits the collection, and deleting the
+ * latest makes the newest remaining one latest (or removes the key).
+ */
+import { SqlClient, type Statement } from "@effect/sql"
+import { Effect } from "effect"
+import { queryCondition } from "../database/query.ts"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import {
+  type Artifact,
+  type ArtifactCollection,
+  type ArtifactCreate,
+  artifactCollectionFilterSpec,
+  artifactFilterSpec,
+  type ArtifactSort
+} from "./schemas.ts"
+
+const orderBy = (table: string): Record<ArtifactSort, string> => ({
+  CREATED_DESC: `${table}.created DESC, ${table}.id DESC`,
+  UPDATED_DESC: `${table}.updated DESC, ${table}.id DESC`,
+  ID_DESC: `${table}.id DESC`,
+  KEY_DESC: `${table}.key DESC NULLS LAST, ${table}.id DESC`,
+  KEY_ASC: `${table}.key ASC NULLS FIRST, ${table}.id DESC`
+})
+
+export type ArtifactQuery = Readonly<Record<string, unknown>> & { readonly artifacts?: unknown }
+
+const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
+
+export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/ArtifactsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** A query's condition on `table`: its own `artifacts` filter and its flows, runs and deployments. */
+    const where = (table: "artifact" | "artifact_collection", query: ArtifactQuery): Statement.Fragment =>
+      sql.and([
+        compileFilter(sql, query.artifacts as Record<string, unknown> | null | undefined, table === "artifact" ? artifactFilterSpec : artifactCollectionFilterSpec),
+        queryCondition(sql, table, { flows: query.flows, flow_runs: query.flow_runs, task_runs: query.task_runs, deployments: query.deployments })
+      ])
+
+    const create = Effect.fn("ArtifactsRepo.create")(function* (input: ArtifactCreate) {
+      const id = yield* newId
+      const at = yield* now
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql<Artifact>`
+            INSERT INTO artifact (id, created, updated, key, type, description, data, metadata_, flow_run_id, task_run_id)
+            VALUES (${id}, ${at}, ${at}, ${input.key}, ${input.type}, ${input.description}, ${json(input.data)}::jsonb,
+                    ${json(input.metadata_)}::jsonb, ${input.flow_run_id}, ${input.task_run_id})
+            RETURNING *
+          `
+          if (input.key !== null) {
+            yield* sql`
+              INSERT INTO artifact_collection (id, created, updated, key, latest_id, type, description, data, metadata_,
+                                               flow_run_id, task_run_id)
+              VALUES (${yield* newId}, ${at}, ${at}, ${input.key}, ${id}, ${input.type}, ${input.description},
+                      ${json(input.data)}::jsonb, ${json(input.metadata_)}::jsonb, ${input.flow_run_id}, ${input.task_run_id})
+              ON CONFLICT (key) DO UPDATE SET latest_id = EXCLUDED.latest_id, updated = EXCLUDED.updated,
+                type = EXCLUDED.type, description = EXCLUDED.description, data = EXCLUDED.data,
+                metadata_ = EXCLUDED.metadata_, flow_run_id = EXCLUDED.flow_run_id, task_run_id = EXCLUDED.task_run_id
+            `
+          }
+          return rows[0]!
+        })
+      )
+    })
+
+    const read = (id: string) => Effect.map(sql<Artifact>`SELECT * FROM artifact WHERE id = ${id}`, (rows) => rows[0])
+
+    /** The latest artifact of the key (the collection's own record). */
+    const readLatest = (key: string) =>
+      Effect.map(sql<ArtifactCollection>`SELECT * FROM artifact_collection WHERE key = ${key}`, (rows) => rows[0])
+
+    /** Sets the given fields on the artifact, and on its key's collection when it is the latest; false without it. */
+    const update = Effect.fn("ArtifactsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+      const at = yield* now
+      const columns = { ...changes, updated: at }
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql`UPDATE artifact SET ${sql.update(columns)} WHERE id = ${id} RETURNING id`
+          yield* sql`UPDATE artifact_collection SET ${sql.update(columns)} WHERE latest_id = ${id}`
+          return rows.length > 0
+        })
+      )
+    })
+
+    /** Deletes the artifact; when it was its key's latest, the newest remaining version takes over. */
+    const remove = (id: string) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql<Artifact>`DELETE FROM artifact WHERE id = ${id} RETURNING *`
+          const deleted = rows[0]
+          if (deleted === undefined) return false
+          if (deleted.key === null) return true
+          const latest = yield* sql`SELECT id FROM artifact_collection WHERE key = ${deleted.key} AND latest_id = ${id}`
+          if (latest.length === 0) return true
+          const next = yield* sql<Artifact>`
+            SELECT * FROM artifact WHERE key = ${deleted.key} ORDER BY created DESC, id DESC LIMIT 1
+          `
+          if (next[0] === undefined) {
+            yield* sql`DELETE FROM artifact_collection WHERE key = ${deleted.key}`
+          } else {
+            const n = next[0]
+            yield* sql`
+              UPDATE artifact_collection SET latest_id = ${n.id}, created = ${n.created}, updated = ${n.updated},
+                type = ${n.type}, description = ${n.description}, data = ${json(n.data)}::jsonb,
+                metadata_ = ${json(n.metadata_)}::jsonb, flow_run_id = ${n.flow_run_id}, task_run_id = ${n.task_run_id}
+              WHERE key = ${deleted.key}
+            `
+          }
+          return true
+        })
+      )
+
+    const filter = (query: ArtifactQuery & { readonly sort: ArtifactSort; readonly offset: number; readonly limit: number }) =>
+      sql<Artifact>`
+        SELECT * FROM artifact WHERE ${where("artifact", query)}
+        ORDER BY ${sql.unsafe(orderBy("artifact")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
+      `
+
+    const count = (query: ArtifactQuery) =>
+      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM artifact WHERE ${where("artifact", query)}`, (rows) =>
+        Number(rows[0]!.count)
+      )
+
+    const filterLatest = (query: ArtifactQuery & { readonly sort: ArtifactSort; readonly offset: number; readonly limit: number }) =>
+      sql<ArtifactCollection>`
+        SELECT * FROM artifact_collection WHERE ${where("artifact_collection", query)}
+        ORDER BY ${sql.unsafe(orderBy("artifact_collection")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
+      `
+
+    const countLatest = (query: ArtifactQuery) =>
+      Effect.map(
+        sql<{ count: string }>`SELECT count(*) AS count FROM artifact_collection WHERE ${where("artifact_collection", query)}`,
+        (rows) => Number(rows[0]!.count)
+      )
+
+    /**
+     * A flow run's artifacts (its task runs' included; no results, and none without a type), with
+     * whether each is its key's latest, for its graph. Progress artifacts bring their data.
+     */
+    const forGraph = (flowRunId: string, limit: number) =>
+      sql<{ id: string; created: Date; key: string | null; type: string | null; is_latest: boolean; data: unknown; task_run_id: string | null }>`
+        SELECT artifact.id, artifact.created, artifact.key, artifact.type, artifact.task_run_id,
+          EXISTS (SELECT 1 FROM artifact_collection c WHERE c.latest_id = artifact.id) AS is_latest,
+          CASE WHEN artifact.type = 'progress' THEN artifact.data ELSE NULL END AS data
+        FROM artifact WHERE artifact.flow_run_id = ${flowRunId} AND artifact.type <> 'result'
+        ORDER BY artifact.created, artifact.id
+        LIMIT ${limit}
+      `
+
+    return { create, read, readLatest, update, remove, filter, count, filterLatest, countLatest, forGraph } as const
+  })
+}) {}
