@@ -7,10 +7,10 @@ import { Settings } from "../settings/settings.ts"
 import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
 import { ConcurrencyLimit, ConcurrencyLimitV2 } from "./schemas.ts"
 import { ConcurrencySlots, LONG_LEASE_SECONDS } from "./service.ts"
+import { isUniqueViolation } from "../database/errors.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
 
 const v2NotFound = new NotFound({ detail: "Concurrency Limit not found" })
 const v1NotFound = new NotFound({ detail: "Concurrency limit not found" })

@@ -18,6 +18,7 @@ import { parameterSchemaProblem, parameterSizeProblem } from "../domain/paramete
 import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
 import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
 import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"
+import { isUniqueViolation } from "../database/errors.ts"
 
 export const deploymentNotFound = new NotFound({ detail: "Deployment not found" })
 /** The PATCH and schedule routes say it with a period, as the reference does. */
@@ -29,8 +30,6 @@ const limitNotFound = new NotFound({ detail: "Concurrency limit not found" })
 export const valueError = (loc: ReadonlyArray<string | number>, message: string) =>
   new ValidationError({ detail: [{ loc: ["body", ...loc], msg: `Value error, ${message}`, type: "value_error" }] })
 
-const isUniqueViolation = (error: unknown) =>
-  (error as { cause?: { code?: string } })?.cause?.code === "23505"
 
 const json = (value: unknown) => JSON.stringify(value)
 

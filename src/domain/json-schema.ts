@@ -4,6 +4,7 @@
  * clients show and match those messages.
  */
 import { Ajv, type ErrorObject } from "ajv"
+import { isObject } from "./schemas.ts"
 
 // Remote $refs are never fetched: ajv resolves only what the schema itself contains.
 const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false, verbose: true })
@@ -95,7 +96,6 @@ export const describeFailure = (check: { readonly field: string | null; readonly
 
 type JsonSchema = Record<string, unknown>
 
-const isObject = (value: unknown): value is JsonSchema => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * A parameter schema made lenient as the reference makes it before validating: optional properties

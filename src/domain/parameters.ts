@@ -6,6 +6,7 @@
 import { Either } from "effect"
 import { checkParameters, describeFailure } from "./json-schema.ts"
 import { renderTemplate } from "./templates.ts"
+import { isObject } from "./schemas.ts"
 
 type Json = unknown
 
@@ -35,8 +36,6 @@ class HydrationError {
 /** Marks a value that hydrates to nothing: its key (or list item) is dropped. */
 const REMOVE = Symbol("remove")
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 export interface HydrationContext {
   /** A workspace variable's value; undefined when there is none of that name. */

@@ -34,3 +34,7 @@ export const JsonValue = Schema.Union(
   Schema.Array(Schema.Unknown),
   Schema.Record({ key: Schema.String, value: Schema.Unknown })
 ).annotations({ identifier: "JsonValue" })
+
+/** A plain JSON object (not an array, not null). */
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)

@@ -5,10 +5,10 @@ import { BatonApi } from "../http/api.ts"
 import { Conflict, integrityConflict, NotFound } from "../http/errors.ts"
 import { VariablesRepo } from "./repo.ts"
 import type { Variable, VariableUpdate } from "./schemas.ts"
+import { isUniqueViolation } from "../database/errors.ts"
 
 const notFound = new NotFound({ detail: "Variable not found." })
 
-const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
 
 export const VariablesLive = HttpApiBuilder.group(BatonApi, "variables", (handlers) =>
   Effect.gen(function* () {

@@ -3,9 +3,8 @@
  * defaults it declares filled in, must accept them. Worded as the reference words its failures.
  */
 import { checkAgainstSchema, describeFailure, prepareParameterSchema, type SchemaCheck } from "../domain/json-schema.ts"
+import { isObject } from "../domain/schemas.ts"
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The template's variables schema, or undefined when it declares none. */
 const variablesOf = (template: Record<string, unknown>) => (isObject(template.variables) ? template.variables : undefined)

@@ -15,8 +15,8 @@ import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 import type { WorkPoolCreate, WorkPoolUpdate, WorkQueueCreate, WorkQueueUpdate } from "./schemas.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound } from "./service.ts"
+import { isUniqueViolation } from "../database/errors.ts"
 
-const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
 
 const isReserved = (name: string) => name.toLowerCase().startsWith("prefect")
 
