@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../http/api.ts"
 import { Gone, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
@@ -8,6 +8,7 @@ import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts
 import { ConcurrencyLimit, ConcurrencyLimitV2 } from "./schemas.ts"
 import { ConcurrencySlots, LONG_LEASE_SECONDS } from "./service.ts"
 import { isUniqueViolation } from "../database/errors.ts"
+import { createdOrFound } from "../http/responses.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -35,8 +36,6 @@ const asGlobal = (row: GlobalConcurrencyLimitRow) => ({
   slot_decay_per_second: row.slot_decay_per_second
 })
 
-const encodeV2 = Schema.encode(ConcurrencyLimitV2)
-const encodeV1 = Schema.encode(ConcurrencyLimit)
 
 export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurrencyLimitsV2", (handlers) =>
   Effect.gen(function* () {
@@ -76,8 +75,7 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
             Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())),
             Effect.catchTag("SqlError", Effect.die)
           )
-          const row = (yield* Effect.orDie(repo.read(id)))!
-          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeV2(row)), { status: 201 })
+          return yield* createdOrFound(ConcurrencyLimitV2, (yield* Effect.orDie(repo.read(id)))!, true)
         })
       )
       .handle("read", ({ path }) => Effect.map(find(path.id_or_name), asGlobal))
@@ -164,7 +162,7 @@ export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrency
             : existing.id
           if (existing !== undefined) yield* Effect.orDie(repo.setLimit(existing.id, payload.concurrency_limit))
           const body = yield* shape((yield* Effect.orDie(repo.read(id)))!)
-          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeV1(body)), { status: existing === undefined ? 201 : 200 })
+          return yield* createdOrFound(ConcurrencyLimit, body, existing === undefined)
         })
       )
       .handle("read", ({ path }) =>

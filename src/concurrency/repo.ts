@@ -57,7 +57,6 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
     const read = (id: string) => Effect.map(select(sql`id = ${id}`), (rows) => rows[0])
     const readByName = (name: string) => Effect.map(select(sql`name = ${name}`), (rows) => rows[0])
     const readByNames = (names: ReadonlyArray<string>) => select(sql`name = ANY(${names}::text[])`, sql`ORDER BY name`)
-    const readByIds = (ids: ReadonlyArray<string>) => select(sql`id = ANY(${ids}::uuid[])`)
 
     const list = (options: { readonly offset: number; readonly limit: number; readonly prefix?: string }) =>
       select(
@@ -142,6 +141,6 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
         `
       )
 
-    return { read, readByName, readByNames, readByIds, list, create, update, setLimit, remove, increment, decrement, deny } as const
+    return { read, readByName, readByNames, list, create, update, setLimit, remove, increment, decrement, deny } as const
   })
 }) {}

@@ -195,6 +195,6 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
         }
       })
 
-    return { secureFlow, releaseFlow, releaseDeletedFlow, secureTask, releaseTask, deploymentLimit } as const
+    return { secureFlow, releaseFlow, releaseDeletedFlow, secureTask, releaseTask } as const
   })
 }) {}

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { BatonApi } from "../http/api.ts"
@@ -7,13 +7,9 @@ import { DeploymentsRepo } from "./repo.ts"
 import { DeploymentRuns } from "./runs.ts"
 import { Deployment } from "./schemas.ts"
 import { deploymentNotFound, Deployments } from "./service.ts"
+import { createdOrFound } from "../http/responses.ts"
 
-const encodeDeployment = Schema.encode(Deployment)
-const encodeFlowRun = Schema.encode(FlowRun)
 
-/** A JSON answer with 201 for something new, 200 for something that already existed. */
-const createdOrFound = <A, I>(encode: (a: A) => Effect.Effect<I, unknown>, value: A, created: boolean) =>
-  Effect.map(Effect.orDie(encode(value)), (json) => HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 }))
 
 export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (handlers) =>
   Effect.gen(function* () {
@@ -22,7 +18,7 @@ export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (ha
     const repo = yield* DeploymentsRepo
     return handlers
       .handle("create", ({ payload }) =>
-        Effect.flatMap(deployments.create(payload), ({ deployment, created }) => createdOrFound(encodeDeployment, deployment, created))
+        Effect.flatMap(deployments.create(payload), ({ deployment, created }) => createdOrFound(Deployment, deployment, created))
       )
       .handle("read", ({ path }) => deployments.read(path.id))
       .handle("readByName", ({ path }) =>
@@ -62,7 +58,7 @@ export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (ha
       .handle("pause", ({ path }) => Effect.as(deployments.pause(path.id), null))
       .handle("resume", ({ path }) => Effect.as(deployments.resume(path.id), null))
       .handle("createFlowRun", ({ path, payload }) =>
-        Effect.flatMap(runs.createFlowRun(path.id, payload), ({ run, created }) => createdOrFound(encodeFlowRun, run, created))
+        Effect.flatMap(runs.createFlowRun(path.id, payload), ({ run, created }) => createdOrFound(FlowRun, run, created))
       )
       .handle("createFlowRuns", ({ path, payload }) => runs.createFlowRuns(path.id, payload))
       .handle("workQueueCheck", ({ path }) => runs.workQueueCheck(path.id))

@@ -46,8 +46,19 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const readDeployment = (id: string) =>
       Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found)))
 
+    /** The deployment its runs are made from, with its work pool's job template (read once per request). */
+    const readRunTarget = (id: string) =>
+      Effect.gen(function* () {
+        const deployment = yield* readDeployment(id)
+        const pool = deployment.work_pool_name === null ? undefined : yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
+        return { deployment, jobTemplate: pool?.base_job_template }
+      })
+
     /** Creates one run of the deployment; a problem with its parameters or queue is returned, not raised. */
-    const createRun = (deployment: Deployment, body: DeploymentFlowRunCreate) =>
+    const createRun = (
+      { deployment, jobTemplate }: { readonly deployment: Deployment; readonly jobTemplate: Record<string, unknown> | undefined },
+      body: DeploymentFlowRunCreate
+    ) =>
       Effect.gen(function* () {
         const hydrated = yield* hydration.hydrate({ ...deployment.parameters, ...body.parameters })
         if (Either.isLeft(hydrated)) return Either.left<RunProblem>({ kind: "hydration", message: hydrated.left })
@@ -57,11 +68,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           if (problem !== undefined) return Either.left<RunProblem>(problem)
         }
         // The run's job variables over the deployment's must satisfy its pool's job template.
-        if (deployment.work_pool_name !== null) {
-          const pool = yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
-          const check = pool === undefined
-            ? ({ valid: true } as const)
-            : checkJobVariables(pool.base_job_template, { ...deployment.job_variables, ...body.job_variables }, { ignoreRequired: false })
+        if (jobTemplate !== undefined) {
+          const check = checkJobVariables(jobTemplate, { ...deployment.job_variables, ...body.job_variables }, { ignoreRequired: false })
           if (!check.valid) return Either.left<RunProblem>({ kind: "job-variables", message: describeFailure(check) })
         }
         let queue = { id: deployment.work_queue_id, name: deployment.work_queue_name }
@@ -112,8 +120,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     /** POST /deployments/{id}/create_flow_run: the new run, or the one its idempotency key names. */
     const createFlowRun = Effect.fn("DeploymentRuns.createFlowRun")(function* (id: string, body: DeploymentFlowRunCreate) {
       yield* checkSize(body.parameters, ["parameters"])
-      const deployment = yield* readDeployment(id)
-      const outcome = yield* createRun(deployment, body)
+      const target = yield* readRunTarget(id)
+      const outcome = yield* createRun(target, body)
       if (Either.isLeft(outcome)) {
         const problem = outcome.left
         switch (problem.kind) {
@@ -160,10 +168,10 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
         return yield* new BadRequest({ detail: `Cannot create more than ${MAX_BULK_RUNS} flow runs at once.` })
       }
       for (const [i, body] of bodies.entries()) yield* checkSize(body.parameters, [i, "parameters"])
-      const deployment = yield* readDeployment(id)
+      const target = yield* readRunTarget(id)
       const results = []
       for (const body of bodies) {
-        const outcome = yield* createRun(deployment, body).pipe(
+        const outcome = yield* createRun(target, body).pipe(
           Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail })))
         )
         results.push(

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Option, Schema, Stream } from "effect"
+import { Effect, Either, Option, Stream } from "effect"
 import { generateName } from "../domain/names.ts"
 import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
@@ -19,6 +19,7 @@ import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
+import { createdOrFound } from "../http/responses.ts"
 
 const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
 
@@ -26,7 +27,6 @@ const flowRunNotFound = new NotFound({ detail: "Flow run not found" })
 const LOG_PAGE = 1000
 const flowRunInputNotFound = new NotFound({ detail: "Flow run input not found" })
 
-const encodeFlowRun = Schema.encode(FlowRun)
 
 export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers) =>
   Effect.gen(function* () {
@@ -61,12 +61,12 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           })
         )
         const run = (yield* Effect.orDie(runs.read(id)))!
-        return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeFlowRun(run)), { status: created ? 201 : 200 })
+        return yield* createdOrFound(FlowRun, run, created)
       })
 
     const answer = (result: { readonly created: boolean } & typeof OrchestrationResult.Type) => {
       const { created, ...body } = result
-      return Effect.map(Effect.orDie(encodeResult(body)), (json) => HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 }))
+      return createdOrFound(OrchestrationResult, body, created)
     }
 
     /** A refusal to resume: the run keeps its paused state (the reference calls the details abort_details). */
@@ -262,7 +262,6 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
   })
 )
 
-const encodeResult = Schema.encode(OrchestrationResult)
 
 export const FlowRunStatesLive = HttpApiBuilder.group(BatonApi, "flowRunStates", (handlers) =>
   Effect.gen(function* () {

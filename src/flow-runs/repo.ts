@@ -218,6 +218,17 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         return rows.map((row) => toFlowRun(row, at))
       })
 
+    /** The runs with these ids, in that order (ids of no run left out). */
+    const readMany = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([] as Array<FlowRun>)
+        : Effect.gen(function* () {
+          const rows = yield* sql<FlowRunRow>`${selectRuns} WHERE flow_run.id = ANY(${ids}::uuid[])`
+          const at = yield* now
+          const byId = new Map(rows.map((row) => [row.id, toFlowRun(row, at)]))
+          return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []))
+        })
+
     const count = (query: FlowRunQuery) =>
       Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE ${where(query)}`, (rows) =>
         Number(rows[0]!.count)
@@ -332,12 +343,19 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         (rows) => rows.length > 0
       )
 
-    /** Runs still named Scheduled whose time passed before `before`: (id, scheduled time), at most `limit`. */
+    /** Runs still named Scheduled whose time passed before `before`, at most `limit`. */
     const overdue = (before: Date, limit: number) =>
-      sql<{ id: string; next_scheduled_start_time: Date; deployment_id: string | null }>`
-        SELECT id, next_scheduled_start_time, deployment_id FROM flow_run
-        WHERE state_type = 'SCHEDULED' AND state_name = 'Scheduled' AND next_scheduled_start_time <= ${before}
-        ORDER BY next_scheduled_start_time
+      sql<{ id: string; next_scheduled_start_time: Date; cancel_new_limit_full: boolean }>`
+        SELECT flow_run.id, flow_run.next_scheduled_start_time,
+          -- Its deployment's concurrency limit is full and turns new runs away.
+          coalesce(deployment.concurrency_options ->> 'collision_strategy' = 'CANCEL_NEW'
+            AND gcl.active_slots >= gcl."limit", false) AS cancel_new_limit_full
+        FROM flow_run
+          LEFT JOIN deployment ON deployment.id = flow_run.deployment_id
+          LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id
+        WHERE flow_run.state_type = 'SCHEDULED' AND flow_run.state_name = 'Scheduled'
+          AND flow_run.next_scheduled_start_time <= ${before}
+        ORDER BY flow_run.next_scheduled_start_time
         LIMIT ${limit}
       `
 
@@ -384,6 +402,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     return {
       create,
       read,
+      readMany,
       setState,
       overdue,
       expiredPauses,

@@ -1,26 +1,23 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../http/api.ts"
 import { NotFound } from "../http/errors.ts"
 import { FlowsRepo } from "./repo.ts"
 import { Flow } from "./schemas.ts"
+import { createdOrFound } from "../http/responses.ts"
 
 const flowNotFound = new NotFound({ detail: "Flow not found" })
 
 const found = <A>(value: A | undefined) => (value === undefined ? Effect.fail(flowNotFound) : Effect.succeed(value))
 
-const encodeFlow = Schema.encode(Flow)
 
 export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
   Effect.gen(function* () {
     const flows = yield* FlowsRepo
     return handlers
       .handle("create", ({ payload }) =>
-        Effect.gen(function* () {
-          const { flow, created } = yield* flows.create(payload)
-          return HttpServerResponse.unsafeJson(yield* encodeFlow(flow), { status: created ? 201 : 200 })
-        }).pipe(Effect.orDie)
+        Effect.flatMap(Effect.orDie(flows.create(payload)), ({ flow, created }) => createdOrFound(Flow, flow, created))
       )
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(Effect.orDie(flows.update(path.id, payload)), (updated) => (updated ? Effect.void : flowNotFound))

@@ -1,13 +1,13 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../http/api.ts"
 import { NotFound } from "../http/errors.ts"
 import { SavedSearchesRepo } from "./repo.ts"
 import { SavedSearch } from "./schemas.ts"
+import { createdOrFound } from "../http/responses.ts"
 
 const notFound = new NotFound({ detail: "Saved search not found" })
-const encode = Schema.encode(SavedSearch)
 
 export const SavedSearchesLive = HttpApiBuilder.group(BatonApi, "savedSearches", (handlers) =>
   Effect.gen(function* () {
@@ -16,7 +16,7 @@ export const SavedSearchesLive = HttpApiBuilder.group(BatonApi, "savedSearches",
       .handle("upsert", ({ payload }) =>
         Effect.gen(function* () {
           const { search, created } = yield* Effect.orDie(searches.upsert(payload))
-          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encode(search)), { status: created ? 201 : 200 })
+          return yield* createdOrFound(SavedSearch, search, created)
         })
       )
       .handle("read", ({ path }) =>

@@ -6,7 +6,6 @@
 import { Duration, Effect } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { markLateRunsPolicy } from "../orchestration/flow-policy.ts"
 import { Settings } from "../settings/settings.ts"
@@ -15,7 +14,6 @@ const BATCH = 400
 
 export const markLateRuns = Effect.gen(function* () {
   const runs = yield* FlowRunsRepo
-  const concurrency = yield* ConcurrencyRules
   const after = (yield* Settings).server.services.late_runs.after_seconds
   const at = yield* now
   const overdue = yield* runs.overdue(new Date(at.getTime() - Duration.toMillis(after)), BATCH)
@@ -27,13 +25,7 @@ export const markLateRuns = Effect.gen(function* () {
       data: null,
       state_details: { ...emptyStateDetails, scheduled_time: run.next_scheduled_start_time }
     }
-    const cancelNew = run.deployment_id === null
-      ? false
-      : yield* Effect.map(concurrency.deploymentLimit(run.deployment_id), (found) =>
-        found.found && found.strategy === "CANCEL_NEW" && found.limit !== undefined &&
-        found.limit.decayed_active_slots >= found.limit.limit
-      )
-    const change = cancelNew
+    const change = run.cancel_new_limit_full
       ? runs.setState(run.id, { ...late, type: "CANCELLED", name: null, message: "Deployment concurrency limit reached.", state_details: emptyStateDetails }, true)
       : runs.setState(run.id, late, false, markLateRunsPolicy)
     // One run failing (say, deleted meanwhile) does not keep the others from being marked.

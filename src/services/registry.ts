@@ -3,7 +3,6 @@
  * interval from `server.services.<name>`; an iteration's work lives in the service's own module.
  */
 import { Duration, Effect } from "effect"
-import type { ConcurrencyRules } from "../concurrency/rules.ts"
 import type { ConcurrencySlots } from "../concurrency/service.ts"
 import type { DeploymentsRepo } from "../deployments/repo.ts"
 import type { DeploymentScheduler } from "../deployments/scheduler.ts"
@@ -40,7 +39,6 @@ export type ServiceRequirements =
   | WorkPoolsRepo
   | WorkQueuesRepo
   | ConcurrencySlots
-  | ConcurrencyRules
   | Settings
 
 export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [

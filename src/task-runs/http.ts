@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { generateName } from "../domain/names.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
@@ -9,12 +9,11 @@ import { BatonApi } from "../http/api.ts"
 import { integrityConflict, NotFound } from "../http/errors.ts"
 import { TaskRunsRepo } from "./repo.ts"
 import { TaskRun } from "./schemas.ts"
+import { createdOrFound } from "../http/responses.ts"
 
 // The reference says "Task not found" when reading or deleting, "Task run not found" when renaming.
 const taskNotFound = new NotFound({ detail: "Task not found" })
 const taskRunNotFound = new NotFound({ detail: "Task run not found" })
-const encodeTaskRun = Schema.encode(TaskRun)
-const encodeResult = Schema.encode(OrchestrationResult)
 
 export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers) =>
   Effect.gen(function* () {
@@ -34,7 +33,7 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
           if (result === undefined) return yield* integrityConflict()
           const { id, created } = result
           const run = (yield* Effect.orDie(runs.read(id)))!
-          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeTaskRun(run)), { status: created ? 201 : 200 })
+          return yield* createdOrFound(TaskRun, run, created)
         })
       )
       .handle("read", ({ path }) =>
@@ -61,7 +60,7 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
           const result = yield* Effect.orDie(runs.setState(path.id, payload.state, payload.force))
           if (result === undefined) return yield* taskRunNotFound
           const { created, ...answer } = result
-          return HttpServerResponse.unsafeJson(yield* Effect.orDie(encodeResult(answer)), { status: created ? 201 : 200 })
+          return yield* createdOrFound(OrchestrationResult, answer, created)
         })
       )
   })

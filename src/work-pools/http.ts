@@ -37,20 +37,18 @@ export const WorkPoolsLive = HttpApiBuilder.group(BatonApi, "workPools", (handle
             queues.filter({ poolId: found.id, filter: null, offset: (payload.page - 1) * limit, limit, slots: "pool" })
           )
           const counts = yield* Effect.orDie(poll.slotCounts(ids, { withCancelling: false }))
-          const at = yield* now
-          const queueDetails = yield* Effect.forEach(page, (queue) =>
-            Effect.map(
-              Effect.orDie(poll.slotHolders([queue.id], { withCancelling: false, offset: 0, limit: payload.flow_run_limit })),
-              (holders) => ({
-                queue_id: queue.id,
-                queue_name: queue.name,
-                active_slots: counts.get(queue.id) ?? 0,
-                concurrency_limit: queue.concurrency_limit,
-                flow_runs: holders.map((h) => slotSummary(h, at)),
-                flow_run_count: counts.get(queue.id) ?? 0
-              })
-            )
+          const holders = yield* Effect.orDie(
+            poll.slotHolders(page.map((q) => q.id), { withCancelling: false, offset: 0, limit: payload.flow_run_limit })
           )
+          const at = yield* now
+          const queueDetails = page.map((queue) => ({
+            queue_id: queue.id,
+            queue_name: queue.name,
+            active_slots: counts.get(queue.id) ?? 0,
+            concurrency_limit: queue.concurrency_limit,
+            flow_runs: holders.filter((h) => h.work_queue_id === queue.id).map((h) => slotSummary(h, at)),
+            flow_run_count: counts.get(queue.id) ?? 0
+          }))
           const total = [...counts.values()].reduce((a, b) => a + b, 0)
           return {
             ...paginated(queueDetails, ids.length, limit, payload.page),

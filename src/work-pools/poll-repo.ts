@@ -111,14 +111,19 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
       )
     }
 
-    /** Runs holding slots (Pending or Running; Cancelling too for a legacy queue) of the given queues, by id. */
+    /**
+     * Runs holding slots (Pending or Running; Cancelling too for a legacy queue) of the given queues:
+     * a page of each queue's, by id.
+     */
     const slotHolders = (queueIds: ReadonlyArray<string>, options: { readonly withCancelling: boolean; readonly offset: number; readonly limit: number }) =>
       sql<SlotHolder>`
-        SELECT id, name, state_type, state_name, start_time, state_timestamp, work_queue_id FROM flow_run
-        WHERE work_queue_id = ANY(${queueIds}::uuid[])
-          AND state_type IN ${options.withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`}
-        ORDER BY id
-        LIMIT ${options.limit} OFFSET ${options.offset}
+        SELECT id, name, state_type, state_name, start_time, state_timestamp, work_queue_id FROM (
+          SELECT flow_run.*, row_number() OVER (PARTITION BY work_queue_id ORDER BY id) AS rank FROM flow_run
+          WHERE work_queue_id = ANY(${queueIds}::uuid[])
+            AND state_type IN ${options.withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`}
+        ) holders
+        WHERE rank > ${options.offset} AND rank <= ${options.offset + options.limit}
+        ORDER BY work_queue_id, id
       `
 
     /** How many runs hold slots of each of the queues. */

@@ -14,14 +14,11 @@ import { PollRepo } from "./poll-repo.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 import type { WorkPoolCreate, WorkPoolUpdate, WorkQueueCreate, WorkQueueUpdate } from "./schemas.ts"
-import { DEFAULT_AGENT_POOL, workPoolNotFound } from "./service.ts"
+import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "./service.ts"
 import { isUniqueViolation } from "../database/errors.ts"
 
 
 const isReserved = (name: string) => name.toLowerCase().startsWith("prefect")
-
-export const queueNotFound = (pool: string, queue: string) =>
-  new NotFound({ detail: `Work pool queue '${pool}/${queue}' not found.` })
 
 export const defaultQueueKept = new Conflict({ detail: "Can't delete a pool's default queue." })
 
@@ -47,10 +44,8 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     const deployments = yield* DeploymentsRepo
     const foreman = (yield* Settings).server.services.foreman
 
-    const pool = (name: string) =>
-      Effect.flatMap(Effect.orDie(pools.readPoolByName(name)), (found) =>
-        found === undefined ? Effect.fail(workPoolNotFound(name)) : Effect.succeed(found)
-      )
+    const lookup = yield* WorkQueueLookup
+    const pool = lookup.pool
 
     const record = (name: string) =>
       Effect.flatMap(Effect.orDie(pools.record(name)), (found) => (found === undefined ? Effect.fail(workPoolNotFound(name)) : Effect.succeed(found)))
@@ -128,10 +123,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       return (yield* Effect.orDie(queues.record(queue.id, "legacy")))!
     })
 
-    const queueIn = (poolName: string, queueName: string) =>
-      Effect.flatMap(Effect.orDie(queues.readQueueByName(poolName, queueName)), (found) =>
-        found === undefined ? Effect.fail(queueNotFound(poolName, queueName)) : Effect.succeed(found)
-      )
+    const queueIn = (poolName: string, queueName: string) => lookup.queueInPool(poolName, queueName, { create: false })
 
     const readQueue = (poolName: string, queueName: string) => Effect.flatMap(queueIn(poolName, queueName), (q) => queueRecord(q.id))
 
@@ -210,23 +202,13 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
         scheduledAfter: options.scheduledAfter,
         limit: options.limit
       }))
-      const found_runs = due.length === 0
-        ? []
-        : yield* Effect.orDie(runs.filter({
-          flow_runs: { operator: "and_", id: { any_: due.map((d) => d.id) } },
-          sort: "ID_DESC",
-          offset: 0,
-          limit: due.length
-        }))
-      const byId = new Map(found_runs.map((run) => [run.id, run]))
+      const queueOf = new Map(due.map((d) => [d.id, d.work_queue_id]))
+      const dueRuns = yield* Effect.orDie(runs.readMany(due.map((d) => d.id)))
       const polledIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
       const at = yield* now
       yield* Effect.orDie(queues.markPolled(polledIds, at))
       yield* Effect.orDie(deployments.markReadyInQueues(polledIds, at))
-      return due.flatMap((d) => {
-        const run = byId.get(d.id)
-        return run === undefined ? [] : [{ work_pool_id: found.id, work_queue_id: d.work_queue_id, flow_run: run }]
-      })
+      return dueRuns.map((run) => ({ work_pool_id: found.id, work_queue_id: queueOf.get(run.id)!, flow_run: run }))
     })
 
     return { pool, record, create, update, remove, createQueue, createAgentQueue, queueIn, readQueue, updateQueue, removeQueue, heartbeat, scheduledRuns } as const

@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { NotFound } from "../http/errors.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
-import { WorkPoolsRepo } from "./repo.ts"
+import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 
 export const DEFAULT_AGENT_POOL = "default-agent-pool"
 
@@ -40,16 +40,25 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
         return yield* Effect.orDie(queues.createQueue(found.id, { name: queueName }))
       })
 
-    /** A queue named without a pool: looked up in the default agent pool (or anywhere when there is none), else created there. */
-    const ensureQueue = (name: string) =>
+    /** A queue named without a pool: the default agent pool's, or (without that pool) the first of any pool. */
+    const queueWithoutPool = (name: string) =>
       Effect.orDie(
         Effect.gen(function* () {
           const agentPool = yield* pools.readPoolByName(DEFAULT_AGENT_POOL)
-          const existing = agentPool === undefined
+          const queue = agentPool === undefined
             ? yield* queues.readAnyQueueByName(name)
             : yield* queues.readQueueByName(DEFAULT_AGENT_POOL, name)
+          return { agentPool, queue }
+        })
+      )
+
+    /** A queue named without a pool, as `queueWithoutPool` finds it, else created in the default agent pool. */
+    const ensureQueue = (name: string) =>
+      Effect.orDie(
+        Effect.gen(function* () {
+          const { agentPool, queue: existing } = yield* queueWithoutPool(name)
           if (existing !== undefined) return existing
-          const target = agentPool ?? (yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: "prefect-agent" }))
+          const target = agentPool ?? (yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: AGENT_POOL_TYPE }))
           if (name === "default") return (yield* queues.readQueue(target.default_queue_id!))!
           return yield* queues.createQueue(target.id, { name, priority: 1 })
         })
@@ -71,6 +80,6 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
         })
       ).pipe(Effect.catchTag("SqlError", Effect.die))
 
-    return { defaultQueue, queueInPool, ensureQueue, forDeployment } as const
+    return { pool, defaultQueue, queueInPool, queueWithoutPool, ensureQueue, forDeployment } as const
   })
 }) {}

@@ -10,8 +10,7 @@ import { Settings } from "../settings/settings.ts"
 import { PollRepo } from "../work-pools/poll-repo.ts"
 import { WorkPools } from "../work-pools/pools.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
-import { WorkPoolsRepo } from "../work-pools/repo.ts"
-import { DEFAULT_AGENT_POOL } from "../work-pools/service.ts"
+import { WorkQueueLookup } from "../work-pools/service.ts"
 import { slotSummary } from "../work-pools/slots.ts"
 
 const notFound = new NotFound({ detail: "work queue not found" })
@@ -20,7 +19,7 @@ export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (hand
   Effect.gen(function* () {
     const service = yield* WorkPools
     const queues = yield* WorkQueuesRepo
-    const pools = yield* WorkPoolsRepo
+    const lookup = yield* WorkQueueLookup
     const poll = yield* PollRepo
     const runs = yield* FlowRunsRepo
     const deployments = yield* DeploymentsRepo
@@ -39,15 +38,9 @@ export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (hand
         )
       )
       .handle("readByName", ({ path }) =>
-        Effect.gen(function* () {
-          // The default agent pool's queue of that name, or (without that pool) the first of any pool.
-          const agentPool = yield* Effect.orDie(pools.readPoolByName(DEFAULT_AGENT_POOL))
-          const found = agentPool === undefined
-            ? yield* Effect.orDie(queues.readAnyQueueByName(path.name))
-            : yield* Effect.orDie(queues.readQueueByName(DEFAULT_AGENT_POOL, path.name))
-          if (found === undefined) return yield* notFound
-          return yield* record(found.id)
-        })
+        Effect.flatMap(lookup.queueWithoutPool(path.name), ({ queue: found }) =>
+          found === undefined ? Effect.fail(notFound) : record(found.id)
+        )
       )
       .handle("read", ({ path }) => Effect.flatMap(queue(path.id, notFound), (q) => record(q.id)))
       .handle("update", ({ path, payload }) =>
@@ -63,17 +56,14 @@ export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (hand
           const ids = found.is_paused
             ? []
             : yield* Effect.orDie(poll.dueInQueue(found, { scheduledBefore: payload.scheduled_before ?? null, limit }))
-          const due = ids.length === 0
-            ? []
-            : yield* Effect.orDie(runs.filter({ flow_runs: { operator: "and_", id: { any_: ids } }, sort: "ID_DESC", offset: 0, limit: ids.length }))
+          const due = yield* Effect.orDie(runs.readMany(ids))
           // The UI looks without counting as a poll.
           if (headers["x-prefect-ui"] !== true) {
             const at = yield* now
             yield* Effect.orDie(queues.markPolled([found.id], at))
             yield* Effect.orDie(deployments.markReadyInQueues([found.id], at))
           }
-          const order = new Map(ids.map((id, i) => [id, i]))
-          return [...due].sort((a, b) => order.get(a.id)! - order.get(b.id)!)
+          return due
         })
       )
       .handle("concurrencyStatus", ({ path, payload }) =>

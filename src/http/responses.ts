@@ -1,0 +1,9 @@
+/** Answers the declared success schemas cannot express on their own. */
+import { HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+
+/** `value` as JSON: 201 when it was just created, 200 when it already existed. */
+export const createdOrFound = <A, I>(schema: Schema.Schema<A, I>, value: A, created: boolean) =>
+  Effect.map(Effect.orDie(Schema.encode(schema)(value)), (json) =>
+    HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 })
+  )
