@@ -27,9 +27,28 @@ import { WorkPools } from "./work-pools/pools.ts"
 import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
 import { WorkQueuesLive } from "./work-queues/http.ts"
 import { ArtifactsLive } from "./artifacts/http.ts"
+import { BlockDocumentsLive } from "./blocks/documents-http.ts"
+import { BlockDocumentsRepo } from "./blocks/documents-repo.ts"
+import { BlockDocuments } from "./blocks/documents-service.ts"
+import { Encryption } from "./blocks/encryption.ts"
+import { BlockRegistration } from "./blocks/registration.ts"
+import { BlockCapabilitiesLive, BlockSchemasLive } from "./blocks/schemas-http.ts"
+import { BlockSchemasRepo } from "./blocks/schemas-repo.ts"
+import { BlockSchemas } from "./blocks/schemas-service.ts"
+import { StorageDefaults } from "./blocks/storage-defaults.ts"
+import { BlockTypesLive } from "./blocks/types-http.ts"
+import { BlockTypesRepo } from "./blocks/types-repo.ts"
+import { CollectionsLive } from "./collections/http.ts"
+import { ConfigurationRepo } from "./configuration/repo.ts"
+import { CsrfLive } from "./csrf/http.ts"
+import { csrfMiddleware } from "./csrf/middleware.ts"
+import { CsrfTokensRepo } from "./csrf/repo.ts"
+import { TemplatesLive } from "./templates/http.ts"
 import { ArtifactsRepo } from "./artifacts/repo.ts"
 import { LogsLive } from "./logs/http.ts"
 import { LogsRepo } from "./logs/repo.ts"
+import { LogsOutLive } from "./logs/socket.ts"
+import { LogStream } from "./logs/stream.ts"
 import { SavedSearchesLive } from "./saved-searches/http.ts"
 import { SavedSearchesRepo } from "./saved-searches/repo.ts"
 import { VariablesLive } from "./variables/http.ts"
@@ -68,11 +87,19 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /** The repositories and area services the handlers and background services share, tier on tier. */
-export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Default, WorkPools.Default).pipe(
-  Layer.provideMerge(Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default)),
+export const AreasLive = Layer.mergeAll(
+  Deployments.Default,
+  DeploymentRuns.Default,
+  WorkPools.Default,
+  BlockDocuments.Default,
+  BlockRegistration.Default
+).pipe(
+  Layer.provideMerge(
+    Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default, BlockSchemas.Default, StorageDefaults.Default, Encryption.Default)
+  ),
   Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default, Hydration.Default)),
   Layer.provideMerge(ConcurrencyRules.Default),
-  Layer.provideMerge(Layer.mergeAll(ConcurrencySlots.Default, WorkPoolsRepo.Default)),
+  Layer.provideMerge(Layer.mergeAll(ConcurrencySlots.Default, WorkPoolsRepo.Default, BlockSchemasRepo.Default)),
   Layer.provideMerge(
     Layer.mergeAll(
       FlowsRepo.Default,
@@ -85,6 +112,11 @@ export const AreasLive = Layer.mergeAll(Deployments.Default, DeploymentRuns.Defa
       SavedSearchesRepo.Default,
       LogsRepo.Default,
       ArtifactsRepo.Default,
+      BlockTypesRepo.Default,
+      BlockDocumentsRepo.Default,
+      ConfigurationRepo.Default,
+      CsrfTokensRepo.Default,
+      LogStream.Default,
       LeaseStorageLive
     )
   ),
@@ -110,11 +142,18 @@ export const GroupsLive = Layer.mergeAll(
   VariablesLive,
   SavedSearchesLive,
   LogsLive,
-  ArtifactsLive
+  ArtifactsLive,
+  BlockTypesLive,
+  BlockSchemasLive,
+  BlockDocumentsLive,
+  BlockCapabilitiesLive,
+  CsrfLive,
+  CollectionsLive,
+  TemplatesLive
 ).pipe(Layer.provideMerge(AreasLive))
 
-/** The Api with every group's handlers. */
-export const HandlersLive = HttpApiBuilder.api(BatonApi).pipe(Layer.provide(GroupsLive))
+/** The Api with every group's handlers, and the websocket routes beside them. */
+export const HandlersLive = Layer.merge(HttpApiBuilder.api(BatonApi), LogsOutLive).pipe(Layer.provide(GroupsLive))
 
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its
@@ -125,6 +164,7 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
     Effect.map(Settings, (settings) =>
       HttpApiBuilder.serve(edge(settings)).pipe(
         Layer.provide(apiMiddleware(api)),
+        Layer.provide(csrfMiddleware),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
         Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
         Layer.provide(handlers)
@@ -144,6 +184,11 @@ export const HttpServerLive = Layer.unwrapEffect(
   )
 )
 
+/** The system block types and schemas, registered before the API serves when the settings ask. */
+export const BlocksOnStartLive = Layer.effectDiscard(
+  Effect.flatMap(BlockRegistration, (registration) => registration.registerOnStart())
+).pipe(Layer.provide(AreasLive))
+
 /** Every background service, each started when its settings enable it. */
 export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive))
 
@@ -153,7 +198,7 @@ export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive))
  * address says where it listens.
  */
 export const apiServerWith = (options: { readonly services?: boolean } = {}) => {
-  const http = ApiLive.pipe(Layer.provideMerge(HttpServerLive))
+  const http = ApiLive.pipe(Layer.provide(BlocksOnStartLive), Layer.provideMerge(HttpServerLive))
   return options.services === false ? http : Layer.merge(http, ServicesLive)
 }
 

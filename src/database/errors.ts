@@ -1,4 +1,16 @@
 /** What a failed statement means, for the callers that answer it. */
+import type { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
 
 /** The statement broke a unique constraint (PostgreSQL's unique_violation). */
 export const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
+
+/**
+ * `effect` in one transaction; a failure of the transaction itself (begin, commit) is a defect,
+ * as every other statement failure is to the handlers.
+ */
+export const inTransaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  sql.withTransaction(effect).pipe(
+    Effect.catchAll((error) => (error instanceof SqlError ? Effect.die(error) : Effect.fail(error as E)))
+  )

@@ -8,6 +8,10 @@ import { ConcurrencyLimitsApi, ConcurrencyLimitsV2Api } from "../concurrency/api
 import { DeploymentsApi } from "../deployments/api.ts"
 import { LogsApi } from "../logs/api.ts"
 import { ArtifactsApi } from "../artifacts/api.ts"
+import { CollectionsApi } from "../collections/api.ts"
+import { CsrfApi } from "../csrf/api.ts"
+import { TemplatesApi } from "../templates/api.ts"
+import { BlockCapabilitiesApi, BlockDocumentsApi, BlockSchemasApi, BlockTypesApi } from "../blocks/api.ts"
 import { SavedSearchesApi } from "../saved-searches/api.ts"
 import { VariablesApi } from "../variables/api.ts"
 import { TaskWorkersApi } from "../task-workers/api.ts"
@@ -47,6 +51,13 @@ export class BatonApi extends HttpApi.make("baton")
   .add(SavedSearchesApi)
   .add(LogsApi)
   .add(ArtifactsApi)
+  .add(BlockTypesApi)
+  .add(BlockSchemasApi)
+  .add(BlockDocumentsApi)
+  .add(BlockCapabilitiesApi)
+  .add(CsrfApi)
+  .add(CollectionsApi)
+  .add(TemplatesApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

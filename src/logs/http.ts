@@ -3,12 +3,16 @@ import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../http/api.ts"
 import { LogsRepo } from "./repo.ts"
+import { LogStream } from "./stream.ts"
 
 export const LogsLive = HttpApiBuilder.group(BatonApi, "logs", (handlers) =>
   Effect.gen(function* () {
     const logs = yield* LogsRepo
+    const stream = yield* LogStream
     return handlers
-      .handle("create", ({ payload }) => Effect.as(Effect.orDie(logs.create(payload)), null))
+      .handle("create", ({ payload }) =>
+        Effect.flatMap(Effect.orDie(logs.create(payload)), (stored) => Effect.as(stream.publish(stored), null))
+      )
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
           Effect.orDie(logs.filter({ filter: payload.logs, sort: payload.sort ?? "TIMESTAMP_ASC", offset: payload.offset ?? 0, limit }))

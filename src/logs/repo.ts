@@ -22,9 +22,10 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** Stores the logs, a statement per thousand. */
+    /** Stores the logs, a statement per thousand; the logs as stored. */
     const create = Effect.fn("LogsRepo.create")(function* (logs: ReadonlyArray<LogCreate>) {
       const at = yield* now
+      const stored: Array<Log> = []
       for (let i = 0; i < logs.length; i += INSERT_BATCH) {
         const rows = []
         for (const log of logs.slice(i, i + INSERT_BATCH)) {
@@ -38,6 +39,7 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
             task_run_id: log.task_run_id
           })
         }
+        for (const row of rows) stored.push({ ...row, created: at, updated: at, timestamp: new Date(row.timestamp) })
         yield* sql`
           INSERT INTO log (id, created, updated, name, level, message, timestamp, flow_run_id, task_run_id)
           SELECT r.id, ${at}, ${at}, r.name, r.level, r.message, r.timestamp, r.flow_run_id, r.task_run_id
@@ -45,6 +47,7 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
             id uuid, name text, level smallint, message text, timestamp timestamptz, flow_run_id uuid, task_run_id uuid)
         `
       }
+      return stored
     })
 
     const filter = (options: {

@@ -11,8 +11,11 @@ export const server = {
   metrics_enabled: S.boolean(false, "The API serves Prometheus metrics."),
   log_retryable_errors: S.boolean(false, "Logs errors of the API and its services that clients may retry."),
   register_blocks_on_start: S.boolean(true, "Registers the system block types and schemas at start."),
-  memoize_block_auto_registration: S.boolean(true, "Skips block registration when nothing changed since the last start."),
-  memo_store_path: S.optionalString("File remembering block registration; defaults to {home}/memo_store.toml."),
+  memoize_block_auto_registration: S.boolean(
+    true,
+    "Skips block registration when nothing changed since the last registration into the database (remembered in the database itself)."
+  ),
+  memo_store_path: S.optionalString("Accepted for compatibility; Baton remembers block registration in the database, not in a file."),
   deployment_schedule_max_scheduled_runs: S.integer(50, "Most scheduled runs kept ahead per deployment schedule.", { min: 1 }),
   api: {
     auth_string: S.secret("HTTP Basic credential (user:password) every API request must carry."),

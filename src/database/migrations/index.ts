@@ -13,6 +13,7 @@ import m0008 from "./0008_variables.ts"
 import m0009 from "./0009_saved_searches.ts"
 import m0010 from "./0010_logs.ts"
 import m0011 from "./0011_artifacts.ts"
+import m0012 from "./0012_blocks.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -25,5 +26,6 @@ export const migrations = {
   "0008_variables": m0008,
   "0009_saved_searches": m0009,
   "0010_logs": m0010,
-  "0011_artifacts": m0011
+  "0011_artifacts": m0011,
+  "0012_blocks": m0012
 }

@@ -1,0 +1,24 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { BatonApi } from "../http/api.ts"
+import { NotFound } from "../http/errors.ts"
+import { BlockDocuments } from "./documents-service.ts"
+
+const notFound = new NotFound({ detail: "Block document not found" })
+
+export const BlockDocumentsLive = HttpApiBuilder.group(BatonApi, "blockDocuments", (handlers) =>
+  Effect.gen(function* () {
+    const documents = yield* BlockDocuments
+    return handlers
+      .handle("create", ({ payload }) => documents.create(payload))
+      .handle("filter", ({ payload }) => documents.filter({ ...payload, limit: payload.limit }))
+      .handle("count", ({ payload }) => documents.count(payload))
+      .handle("read", ({ path, urlParams }) =>
+        Effect.flatMap(documents.read(path.id, urlParams.include_secrets), (document) =>
+          document === undefined ? Effect.fail(notFound) : Effect.succeed(document)
+        )
+      )
+      .handle("update", ({ path, payload }) => documents.update(path.id, payload))
+      .handle("delete", ({ path }) => documents.remove(path.id))
+  })
+)

@@ -1,0 +1,207 @@
+/** Block documents and the documents they reference, in SQL. `data` is stored as ciphertext. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { inTransaction } from "../database/errors.ts"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import {
+  type BlockDocumentFilter,
+  blockDocumentFilterSpec,
+  type BlockDocumentQuery,
+  type BlockDocumentSort
+} from "./documents-schemas.ts"
+import { blockSchemaFilterSpec, blockTypeFilterSpec } from "./schemas.ts"
+
+/** A stored document as its row holds it (data still sealed). */
+export interface DocumentRow {
+  readonly id: string
+  readonly created: Date
+  readonly updated: Date
+  readonly name: string
+  readonly data: string
+  readonly is_anonymous: boolean
+  readonly block_type_name: string | null
+  readonly block_type_id: string
+  readonly block_schema_id: string
+}
+
+/** One edge of the reference graph: `parent`'s key `name` holds document `reference`. */
+export interface ReferenceRow {
+  readonly id: string
+  readonly name: string
+  readonly parent_block_document_id: string
+  readonly reference_block_document_id: string
+}
+
+const orderBy: Record<BlockDocumentSort, string> = {
+  NAME_ASC: "block_document.name ASC, block_document.id",
+  NAME_DESC: "block_document.name DESC, block_document.id",
+  BLOCK_TYPE_AND_NAME_ASC: "block_document.block_type_name ASC, block_document.name ASC, block_document.id"
+}
+
+const NAMED_ONLY: BlockDocumentFilter = { operator: "and_", is_anonymous: { eq_: false } }
+
+export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("baton/BlockDocumentsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const where = (query: BlockDocumentQuery) => sql.and([
+      compileFilter(sql, query.block_documents ?? NAMED_ONLY, blockDocumentFilterSpec),
+      query.block_types == null
+        ? sql`TRUE`
+        : sql`EXISTS (SELECT 1 FROM block_type WHERE block_type.id = block_document.block_type_id
+                 AND ${compileFilter(sql, query.block_types, blockTypeFilterSpec)})`,
+      query.block_schemas == null
+        ? sql`TRUE`
+        : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.id = block_document.block_schema_id
+                 AND ${compileFilter(sql, query.block_schemas, blockSchemaFilterSpec)})`
+    ])
+
+    /** The ids of the documents the query matches, in `sort` order. */
+    const filterIds = (query: BlockDocumentQuery & {
+      readonly sort: BlockDocumentSort
+      readonly offset: number
+      readonly limit: number
+    }) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT block_document.id FROM block_document WHERE ${where(query)}
+          ORDER BY ${sql.unsafe(orderBy[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+
+    const count = (query: BlockDocumentQuery) =>
+      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM block_document WHERE ${where(query)}`, (rows) =>
+        Number(rows[0]!.count)
+      )
+
+    /** The id of the document named `name` of the type with this slug. */
+    const idByName = (slug: string, name: string) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT block_document.id FROM block_document JOIN block_type ON block_type.id = block_document.block_type_id
+          WHERE block_type.slug = ${slug} AND block_document.name = ${name}
+        `,
+        (rows) => rows[0]?.id
+      )
+
+    /** The documents with these ids and every document they reference, directly or not, with the edges. */
+    const readGraph = Effect.fn("BlockDocumentsRepo.readGraph")(function* (ids: ReadonlyArray<string>) {
+      if (ids.length === 0) return { rows: [] as ReadonlyArray<DocumentRow>, references: [] as ReadonlyArray<ReferenceRow> }
+      const references = yield* sql<ReferenceRow>`
+        WITH RECURSIVE tree AS (
+          SELECT r.* FROM block_document_reference r WHERE r.parent_block_document_id = ANY(${ids}::uuid[])
+          UNION
+          SELECT r.* FROM block_document_reference r JOIN tree t ON r.parent_block_document_id = t.reference_block_document_id
+        )
+        SELECT id, name, parent_block_document_id, reference_block_document_id FROM tree ORDER BY created, id
+      `
+      const all = [...new Set([...ids, ...references.map((r) => r.reference_block_document_id)])]
+      const rows = yield* sql<DocumentRow>`SELECT * FROM block_document WHERE id = ANY(${all}::uuid[])`
+      return { rows, references }
+    })
+
+    const readRow = (id: string) => Effect.map(sql<DocumentRow>`SELECT * FROM block_document WHERE id = ${id}`, (rows) => rows[0])
+
+    /** The row of `id`, locked until the transaction ends. */
+    const lockRow = (id: string) =>
+      Effect.map(sql<DocumentRow>`SELECT * FROM block_document WHERE id = ${id} FOR UPDATE`, (rows) => rows[0])
+
+    const existingIds = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Set<string>())
+        : Effect.map(sql<{ id: string }>`SELECT id FROM block_document WHERE id = ANY(${ids}::uuid[])`, (rows) => new Set(rows.map((r) => r.id)))
+
+    /** Every document `from` reaches through references (itself included). */
+    const reachable = (from: ReadonlyArray<string>) =>
+      from.length === 0
+        ? Effect.succeed(new Set<string>())
+        : Effect.map(
+          sql<{ id: string }>`
+            WITH RECURSIVE reach(id) AS (
+              SELECT unnest(${from}::uuid[])
+              UNION
+              SELECT r.reference_block_document_id FROM block_document_reference r JOIN reach ON r.parent_block_document_id = reach.id
+            )
+            SELECT id FROM reach
+          `,
+          (rows) => new Set(rows.map((r) => r.id))
+        )
+
+    /** Creates the document; undefined when its type already has a document of that name. */
+    const insert = Effect.fn("BlockDocumentsRepo.insert")(function* (row: Omit<DocumentRow, "id" | "created" | "updated">) {
+      const at = yield* now
+      const rows = yield* sql<{ id: string }>`
+        INSERT INTO block_document ${sql.insert({ id: yield* newId, created: at, updated: at, ...row })}
+        ON CONFLICT (block_type_id, name) DO NOTHING
+        RETURNING id
+      `
+      return rows[0]?.id
+    })
+
+    const update = Effect.fn("BlockDocumentsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+      const at = yield* now
+      yield* sql`UPDATE block_document SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id}`
+    })
+
+    const referencesOf = (parent: string) =>
+      sql<ReferenceRow>`SELECT id, name, parent_block_document_id, reference_block_document_id
+                        FROM block_document_reference WHERE parent_block_document_id = ${parent}`
+
+    const addReferences = Effect.fn("BlockDocumentsRepo.addReferences")(function* (
+      parent: string,
+      references: ReadonlyArray<{ readonly name: string; readonly id: string }>
+    ) {
+      if (references.length === 0) return
+      const at = yield* now
+      const rows = []
+      for (const r of references) {
+        rows.push({
+          id: yield* newId,
+          created: at,
+          updated: at,
+          name: r.name,
+          parent_block_document_id: parent,
+          reference_block_document_id: r.id
+        })
+      }
+      yield* sql`INSERT INTO block_document_reference ${sql.insert(rows)}`
+    })
+
+    const removeReferences = (ids: ReadonlyArray<string>) =>
+      ids.length === 0 ? Effect.void : Effect.asVoid(sql`DELETE FROM block_document_reference WHERE id = ANY(${ids}::uuid[])`)
+
+    /** The documents that reference `id`, by name. */
+    const referencedBy = (id: string) =>
+      sql<{ id: string; name: string }>`
+        SELECT d.id, d.name FROM block_document_reference r JOIN block_document d ON d.id = r.parent_block_document_id
+        WHERE r.reference_block_document_id = ${id} ORDER BY d.name
+      `
+
+    const remove = (id: string) => Effect.map(sql`DELETE FROM block_document WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+
+    /** Runs `effect` in one transaction. */
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => inTransaction(sql, effect)
+
+    return {
+      filterIds,
+      count,
+      idByName,
+      readGraph,
+      readRow,
+      lockRow,
+      existingIds,
+      reachable,
+      insert,
+      update,
+      referencesOf,
+      addReferences,
+      removeReferences,
+      referencedBy,
+      remove,
+      transaction
+    } as const
+  })
+}) {}

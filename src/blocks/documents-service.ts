@@ -1,0 +1,238 @@
+/**
+ * Block documents: data sealed at rest, secrets obfuscated on the way out unless asked for, and
+ * references — a top-level key whose value is `{"$ref": {"block_document_id": …}}` — stored as edges
+ * to other documents, whose data (and references) reads put back in place.
+ */
+import { Effect } from "effect"
+import { v4 } from "uuid"
+import { isObject } from "../domain/schemas.ts"
+import { resolveLimit } from "../domain/pagination.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
+import { type DocumentRow, BlockDocumentsRepo, type ReferenceRow } from "./documents-repo.ts"
+import type {
+  BlockDocument,
+  BlockDocumentCreate,
+  BlockDocumentQuery,
+  BlockDocumentSort,
+  BlockDocumentUpdate
+} from "./documents-schemas.ts"
+import { Encryption } from "./encryption.ts"
+import type { BlockSchema, BlockType } from "./schemas.ts"
+import { BlockSchemasRepo } from "./schemas-repo.ts"
+import { obfuscateSecrets, restoreSecrets, secretPaths } from "./secrets.ts"
+import { StorageDefaults } from "./storage-defaults.ts"
+import { BlockTypesRepo } from "./types-repo.ts"
+
+type Data = Record<string, unknown>
+
+const notFound = new NotFound({ detail: "Block document not found" })
+
+/** The data without its references, and the references (key, referenced document id). */
+const separateReferences = (data: Data) => {
+  const plain: Data = {}
+  const references: Array<{ name: string; id: string }> = []
+  for (const [key, value] of Object.entries(data)) {
+    if (isObject(value) && "$ref" in value) {
+      const ref = value.$ref
+      const id = isObject(ref) ? ref.block_document_id : undefined
+      if (id === undefined || id === null) {
+        return Effect.fail(new BadRequest({ detail: `Received block reference without a block_document_id in key ${key}` }))
+      }
+      if (typeof id !== "string" || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+        return Effect.fail(new BadRequest({ detail: `Received block reference with an invalid block_document_id in key ${key}` }))
+      }
+      references.push({ name: key, id: id.toLowerCase() })
+    } else plain[key] = value
+  }
+  return Effect.succeed({ plain, references })
+}
+
+export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/BlockDocuments", {
+  effect: Effect.gen(function* () {
+    const documents = yield* BlockDocumentsRepo
+    const schemas = yield* BlockSchemasRepo
+    const types = yield* BlockTypesRepo
+    const encryption = yield* Encryption
+    const storage = yield* StorageDefaults
+
+    /** The documents `ids` names, whole: nested documents in place, their schema and type. */
+    const readMany = Effect.fn("BlockDocuments.readMany")(function* (ids: ReadonlyArray<string>, includeSecrets: boolean) {
+      const { rows, references } = yield* Effect.orDie(documents.readGraph(ids))
+      const byId = new Map(rows.map((r) => [r.id, r]))
+      const schemaList = yield* Effect.orDie(schemas.readMany([...new Set(rows.map((r) => r.block_schema_id))]))
+      const schemaById = new Map<string, BlockSchema>(schemaList.map((s) => [s.id, s]))
+      const typeList = yield* Effect.orDie(types.readMany([...new Set(rows.map((r) => r.block_type_id))]))
+      const typeById = new Map<string, BlockType>(typeList.map((t) => [t.id, t]))
+      const edges = new Map<string, Array<ReferenceRow>>()
+      for (const edge of references) {
+        const list = edges.get(edge.parent_block_document_id) ?? []
+        list.push(edge)
+        edges.set(edge.parent_block_document_id, list)
+      }
+      const ownData = new Map<string, Data>()
+      for (const row of rows) {
+        const data = (yield* encryption.decrypt(row.data)) as Data
+        const schema = schemaById.get(row.block_schema_id)
+        ownData.set(row.id, includeSecrets || schema === undefined ? data : obfuscateSecrets(data, secretPaths(schema.fields)))
+      }
+
+      const build = (row: DocumentRow, path: ReadonlySet<string>): { data: Data; references: Data } => {
+        const data: Data = { ...ownData.get(row.id) }
+        const refs: Data = {}
+        for (const edge of edges.get(row.id) ?? []) {
+          const child = byId.get(edge.reference_block_document_id)
+          if (child === undefined || path.has(child.id)) continue
+          const nested = build(child, new Set([...path, row.id]))
+          data[edge.name] = nested.data
+          refs[edge.name] = {
+            block_document: {
+              id: child.id,
+              name: child.name,
+              block_type: typeById.get(child.block_type_id) ?? null,
+              is_anonymous: child.is_anonymous,
+              block_document_references: nested.references
+            }
+          }
+        }
+        return { data, references: refs }
+      }
+
+      const out: Array<BlockDocument> = []
+      for (const id of ids) {
+        const row = byId.get(id)
+        if (row === undefined) continue
+        const whole = build(row, new Set())
+        out.push({
+          id: row.id,
+          created: row.created,
+          updated: row.updated,
+          name: row.name,
+          data: whole.data,
+          block_schema_id: row.block_schema_id,
+          block_schema: schemaById.get(row.block_schema_id) ?? null,
+          block_type_id: row.block_type_id,
+          block_type_name: row.block_type_name,
+          block_type: typeById.get(row.block_type_id) ?? null,
+          block_document_references: whole.references as BlockDocument["block_document_references"],
+          is_anonymous: row.is_anonymous
+        })
+      }
+      return out
+    })
+
+    const read = (id: string, includeSecrets: boolean) => Effect.map(readMany([id], includeSecrets), (docs) => docs[0])
+
+    const readByName = (slug: string, name: string, includeSecrets: boolean) =>
+      Effect.flatMap(Effect.orDie(documents.idByName(slug, name)), (id) =>
+        id === undefined ? Effect.succeed(undefined) : read(id, includeSecrets)
+      )
+
+    const filter = Effect.fn("BlockDocuments.filter")(function* (
+      query: BlockDocumentQuery & {
+        readonly include_secrets: boolean
+        readonly sort: BlockDocumentSort | null
+        readonly offset: number
+        readonly limit: number | null | undefined
+      }
+    ) {
+      const limit = yield* resolveLimit(query.limit)
+      const ids = yield* Effect.orDie(documents.filterIds({ ...query, sort: query.sort ?? "NAME_ASC", limit }))
+      return yield* readMany(ids, query.include_secrets)
+    })
+
+    const count = (query: BlockDocumentQuery) => Effect.orDie(documents.count(query))
+
+    /** Every referenced document must exist: a reference to nothing is an integrity conflict. */
+    const checkReferences = (references: ReadonlyArray<{ readonly id: string }>) =>
+      Effect.flatMap(Effect.orDie(documents.existingIds(references.map((r) => r.id))), (existing) =>
+        references.every((r) => existing.has(r.id)) ? Effect.void : Effect.fail(integrityConflict())
+      )
+
+    const create = Effect.fn("BlockDocuments.create")(function* (body: BlockDocumentCreate) {
+      const id = yield* documents.transaction(
+        Effect.gen(function* () {
+          const type = yield* Effect.orDie(types.read(body.block_type_id))
+          const schema = yield* Effect.orDie(schemas.summary(body.block_schema_id))
+          if (type === undefined || schema === undefined) return yield* integrityConflict()
+          if (schema.block_type_id !== type.id) {
+            return yield* new ValidationError({ detail: "The block schema is not a schema of the block type." })
+          }
+          const { plain, references } = yield* separateReferences(body.data)
+          yield* checkReferences(references)
+          const name = body.is_anonymous && !body.name ? `anonymous-${v4()}` : body.name!
+          const created = yield* Effect.orDie(
+            documents.insert({
+              name,
+              data: yield* encryption.encrypt(plain),
+              is_anonymous: body.is_anonymous,
+              block_type_name: type.name,
+              block_type_id: type.id,
+              block_schema_id: body.block_schema_id
+            })
+          )
+          if (created === undefined) return yield* new Conflict({ detail: "Block already exists" })
+          yield* Effect.orDie(documents.addReferences(created, references))
+          return created
+        })
+      )
+      return (yield* read(id, false))!
+    })
+
+    const update = Effect.fn("BlockDocuments.update")(function* (id: string, body: BlockDocumentUpdate) {
+      yield* documents.transaction(
+        Effect.gen(function* () {
+          const row = yield* Effect.orDie(documents.lockRow(id))
+          if (row === undefined) return yield* notFound
+          // Without merging, what was not sent is gone: no data means empty data.
+          const sent = body.data ?? (body.merge_existing_data ? undefined : {})
+          if (sent === undefined) return yield* Effect.orDie(documents.update(id, {}))
+          const current = (yield* encryption.decrypt(row.data)) as Data
+          const schema = yield* Effect.orDie(schemas.summary(row.block_schema_id))
+          const kept = restoreSecrets(sent, current, secretPaths({ secret_fields: schema?.secret_fields }))
+          const merged = body.merge_existing_data ? { ...current, ...kept } : kept
+          const { plain, references } = yield* separateReferences(merged)
+          yield* checkReferences(references)
+          const reached = yield* Effect.orDie(documents.reachable(references.map((r) => r.id)))
+          if (reached.has(id)) {
+            return yield* new BadRequest({
+              detail: "Cannot create block document reference: it would introduce a cycle into the block document references."
+            })
+          }
+          const changes: Record<string, unknown> = { data: yield* encryption.encrypt(plain) }
+          if (body.block_schema_id !== null && body.block_schema_id !== row.block_schema_id) {
+            const proposed = yield* Effect.orDie(schemas.summary(body.block_schema_id))
+            if (proposed === undefined) return yield* integrityConflict()
+            if (proposed.block_type_id !== row.block_type_id) {
+              return yield* new BadRequest({ detail: "Must migrate block document to a block schema of the same block type." })
+            }
+            changes.block_schema_id = body.block_schema_id
+          }
+          yield* Effect.orDie(documents.update(id, changes))
+          const existing = yield* Effect.orDie(documents.referencesOf(id))
+          const same = (e: ReferenceRow, r: { name: string; id: string }) => e.name === r.name && e.reference_block_document_id === r.id
+          yield* Effect.orDie(documents.addReferences(id, references.filter((r) => !existing.some((e) => same(e, r)))))
+          yield* Effect.orDie(documents.removeReferences(existing.filter((e) => !references.some((r) => same(e, r))).map((e) => e.id)))
+        })
+      )
+    })
+
+    /** Deletes the document; one that other documents reference is kept (409), so none loses a nested block. */
+    const remove = Effect.fn("BlockDocuments.remove")(function* (id: string) {
+      yield* documents.transaction(
+        Effect.gen(function* () {
+          const row = yield* Effect.orDie(documents.lockRow(id))
+          if (row === undefined) return yield* notFound
+          const parents = yield* Effect.orDie(documents.referencedBy(id))
+          if (parents.length > 0) {
+            return yield* new Conflict({
+              detail: `Block document is referenced by other block documents (${parents.map((p) => p.name).join(", ")}); delete or update them first.`
+            })
+          }
+          yield* storage.clearWhenDeleting({ block_document_id: id }, documents.remove(id))
+        })
+      )
+    })
+
+    return { read, readByName, readMany, filter, count, create, update, remove } as const
+  })
+}) {}

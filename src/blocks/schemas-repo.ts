@@ -1,0 +1,219 @@
+/**
+ * Block schemas in SQL. A schema that nests other blocks is stored as its own row plus one row per
+ * nested block's schema, joined by block_schema_reference rows; reading puts the nested schemas back
+ * into `fields` (block_schema_references and definitions) as the client sent them.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { inTransaction } from "../database/errors.ts"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { isObject } from "../domain/schemas.ts"
+import { now } from "../domain/time.ts"
+import { type BlockSchema, type BlockSchemaFilter, blockSchemaFilterSpec, type BlockType, type SchemaReference } from "./schemas.ts"
+import { BlockTypesRepo } from "./types-repo.ts"
+
+interface SchemaRow {
+  readonly id: string
+  readonly created: Date
+  readonly updated: Date
+  readonly checksum: string
+  readonly fields: Record<string, unknown>
+  readonly capabilities: ReadonlyArray<string>
+  readonly version: string
+  readonly block_type_id: string
+}
+
+interface ReferenceRow {
+  readonly name: string
+  readonly parent_block_schema_id: string
+  readonly reference_block_schema_id: string
+}
+
+const sameReference = (a: unknown, b: SchemaReference) =>
+  isObject(a) && a.block_schema_checksum === b.block_schema_checksum && a.block_type_slug === b.block_type_slug
+
+/**
+ * The fields of `id` as clients know them: its stored fields, its references rebuilt from the
+ * reference rows (a list where several share a property, as unions do), and each nested schema
+ * (itself rebuilt) under its title in `definitions`.
+ */
+const rebuildFields = (
+  id: string,
+  rows: ReadonlyMap<string, SchemaRow>,
+  references: ReadonlyMap<string, ReadonlyArray<ReferenceRow>>,
+  types: ReadonlyMap<string, BlockType>,
+  path: ReadonlySet<string> = new Set()
+): Record<string, unknown> => {
+  const row = rows.get(id)!
+  const refs: Record<string, unknown> = {}
+  let definitions: Record<string, unknown> = {}
+  for (const reference of references.get(id) ?? []) {
+    const child = rows.get(reference.reference_block_schema_id)
+    if (child === undefined || path.has(child.id)) continue
+    const entry: SchemaReference = {
+      block_schema_checksum: child.checksum,
+      block_type_slug: types.get(child.block_type_id)?.slug ?? ""
+    }
+    const current = refs[reference.name]
+    if (current === undefined) refs[reference.name] = entry
+    else if (Array.isArray(current)) {
+      if (!current.some((c) => sameReference(c, entry))) current.push(entry)
+    } else if (!sameReference(current, entry)) refs[reference.name] = [current, entry]
+    const childFields = rebuildFields(child.id, rows, references, types, new Set([...path, id]))
+    if (childFields.title !== undefined && childFields.title !== null) {
+      const { definitions: nested, ...rest } = childFields
+      definitions = { ...definitions, [String(childFields.title)]: rest, ...(isObject(nested) ? nested : {}) }
+    }
+  }
+  const fields: Record<string, unknown> = { ...row.fields, block_schema_references: refs }
+  const stored = isObject(row.fields.definitions) ? row.fields.definitions : {}
+  if (Object.keys(definitions).length > 0 || isObject(row.fields.definitions)) {
+    fields.definitions = { ...stored, ...definitions }
+  }
+  return fields
+}
+
+export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/BlockSchemasRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const blockTypes = yield* BlockTypesRepo
+
+    /** The schemas with these ids, each with its nested schemas put back, in the order of `ids`. */
+    const readMany = Effect.fn("BlockSchemasRepo.readMany")(function* (ids: ReadonlyArray<string>) {
+      if (ids.length === 0) return []
+      const referenceRows = yield* sql<ReferenceRow & { readonly created: Date }>`
+        WITH RECURSIVE tree AS (
+          SELECT r.* FROM block_schema_reference r WHERE r.parent_block_schema_id = ANY(${ids}::uuid[])
+          UNION
+          SELECT r.* FROM block_schema_reference r JOIN tree t ON r.parent_block_schema_id = t.reference_block_schema_id
+        )
+        SELECT name, parent_block_schema_id, reference_block_schema_id, created FROM tree ORDER BY created, id
+      `
+      const all = [...new Set([...ids, ...referenceRows.map((r) => r.reference_block_schema_id)])]
+      const schemaRows = yield* sql<SchemaRow>`SELECT * FROM block_schema WHERE id = ANY(${all}::uuid[])`
+      const rows = new Map(schemaRows.map((r) => [r.id, r]))
+      const typeRows = yield* blockTypes.readMany([...new Set(schemaRows.map((r) => r.block_type_id))])
+      const types = new Map(typeRows.map((t) => [t.id, t]))
+      const references = new Map<string, Array<ReferenceRow>>()
+      for (const r of referenceRows) {
+        const list = references.get(r.parent_block_schema_id) ?? []
+        list.push(r)
+        references.set(r.parent_block_schema_id, list)
+      }
+      const out: Array<BlockSchema> = []
+      for (const id of ids) {
+        const row = rows.get(id)
+        if (row === undefined) continue
+        out.push({
+          id: row.id,
+          created: row.created,
+          updated: row.updated,
+          checksum: row.checksum,
+          fields: rebuildFields(id, rows, references, types),
+          block_type_id: row.block_type_id,
+          block_type: types.get(row.block_type_id) ?? null,
+          capabilities: row.capabilities,
+          version: row.version
+        })
+      }
+      return out
+    })
+
+    const read = (id: string) => Effect.map(readMany([id]), (schemas) => schemas[0])
+
+    /** The id of the newest schema with this checksum (and version, when given). */
+    const idByChecksum = (checksum: string, version?: string | null) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT id FROM block_schema
+          WHERE checksum = ${checksum} AND ${version == null ? sql`TRUE` : sql`version = ${version}`}
+          ORDER BY created DESC, id DESC LIMIT 1
+        `,
+        (rows) => rows[0]?.id
+      )
+
+    const readByChecksum = (checksum: string, version?: string | null) =>
+      Effect.flatMap(idByChecksum(checksum, version), (id) => (id === undefined ? Effect.succeed(undefined) : read(id)))
+
+    /** Inserts a schema row as it is to be stored; its id. */
+    const insert = Effect.fn("BlockSchemasRepo.insert")(function* (row: {
+      readonly checksum: string
+      readonly fields: Record<string, unknown>
+      readonly capabilities: ReadonlyArray<string>
+      readonly version: string
+      readonly block_type_id: string
+    }) {
+      const at = yield* now
+      const id = yield* newId
+      yield* sql`
+        INSERT INTO block_schema (id, created, updated, checksum, fields, capabilities, version, block_type_id)
+        VALUES (${id}, ${at}, ${at}, ${row.checksum}, ${JSON.stringify(row.fields)}::jsonb,
+                ${JSON.stringify(row.capabilities)}::jsonb, ${row.version}, ${row.block_type_id})
+      `
+      return id
+    })
+
+    /** Records that `parent`'s property `name` holds a block of schema `child`, once. */
+    const addReference = Effect.fn("BlockSchemasRepo.addReference")(function* (parent: string, child: string, name: string) {
+      const at = yield* now
+      yield* sql`
+        INSERT INTO block_schema_reference (id, created, updated, name, parent_block_schema_id, reference_block_schema_id)
+        SELECT ${yield* newId}, ${at}, ${at}, ${name}, ${parent}, ${child}
+        WHERE NOT EXISTS (
+          SELECT 1 FROM block_schema_reference
+          WHERE parent_block_schema_id = ${parent} AND reference_block_schema_id = ${child} AND name = ${name}
+        )
+      `
+    })
+
+    /** Schemas matching the filter, newest first. */
+    const filter = Effect.fn("BlockSchemasRepo.filter")(function* (options: {
+      readonly filter: BlockSchemaFilter | null | undefined
+      readonly offset: number
+      readonly limit: number
+    }) {
+      const ids = yield* sql<{ id: string }>`
+        SELECT id FROM block_schema WHERE ${compileFilter(sql, options.filter, blockSchemaFilterSpec)}
+        ORDER BY created DESC, id DESC LIMIT ${options.limit} OFFSET ${options.offset}
+      `
+      return yield* readMany(ids.map((r) => r.id))
+    })
+
+    /** The capabilities and type of the schema `id`, without rebuilding its fields. */
+    const summary = (id: string) =>
+      Effect.map(
+        sql<{ block_type_id: string; capabilities: ReadonlyArray<string>; secret_fields: unknown }>`
+          SELECT block_type_id, capabilities, fields -> 'secret_fields' AS secret_fields FROM block_schema WHERE id = ${id}
+        `,
+        (rows) => rows[0]
+      )
+
+    const remove = (id: string) => Effect.map(sql`DELETE FROM block_schema WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+
+    /** Every capability some schema has, sorted. */
+    const capabilities = Effect.map(
+      sql<{ capability: string }>`
+        SELECT DISTINCT jsonb_array_elements_text(capabilities) AS capability FROM block_schema ORDER BY capability
+      `,
+      (rows) => rows.map((r) => r.capability)
+    )
+
+    /** Runs `effect` in one transaction. */
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => inTransaction(sql, effect)
+
+    return {
+      read,
+      readMany,
+      readByChecksum,
+      idByChecksum,
+      summary,
+      insert,
+      addReference,
+      filter,
+      remove,
+      capabilities,
+      transaction
+    } as const
+  })
+}) {}

@@ -1,0 +1,111 @@
+/**
+ * Creating block schemas: idempotent by checksum and version; a schema that nests blocks stores each
+ * nested block's schema (from the root's definitions) unless one with its checksum exists already.
+ */
+import { Effect } from "effect"
+import { isUniqueViolation } from "../database/errors.ts"
+import { isObject } from "../domain/schemas.ts"
+import { Conflict, ValidationError } from "../http/errors.ts"
+import { blockSchemaChecksum, collectRefs, definitionKey, nonBlockDefinitions } from "./checksum.ts"
+import { type BlockSchemaCreate, DEFAULT_BLOCK_SCHEMA_VERSION } from "./schemas.ts"
+import { BlockSchemasRepo } from "./schemas-repo.ts"
+import { BlockTypesRepo } from "./types-repo.ts"
+
+type Fields = Record<string, unknown>
+
+const invalid = (detail: string) => new ValidationError({ detail })
+
+const nonEmptyObject = (value: unknown): value is Record<string, unknown> => isObject(value) && Object.keys(value).length > 0
+
+export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSchemas", {
+  effect: Effect.gen(function* () {
+    const schemas = yield* BlockSchemasRepo
+    const types = yield* BlockTypesRepo
+
+    /** The definition the property `name` of `fields` uses for a block of type `slug`. */
+    const definitionFor = (fields: Fields, name: string, slug: string, typeName: string, definitions: Fields) => {
+      const property = isObject(fields.properties) ? fields.properties[name] : undefined
+      if (property === undefined) {
+        return Effect.fail(invalid(`Block schema reference '${name}' names no property of the block schema.`))
+      }
+      const refs = collectRefs(property)
+      const candidates = refs.map((ref) => definitions[definitionKey(ref)])
+      const found =
+        refs.length === 1 ? candidates[0] : candidates.find((d) => isObject(d) && d.block_type_slug === slug)
+      return isObject(found)
+        ? Effect.succeed(found)
+        : Effect.fail(invalid(`Unable to create nested block schema for block type '${typeName}' due to missing definition.`))
+    }
+
+    /** Stores the schema (and the nested ones it needs) unless stored; its id and whether it is new. */
+    const store = (
+      input: Fields,
+      blockTypeId: string,
+      version: string,
+      capabilities: ReadonlyArray<string>,
+      inherited: Fields | undefined
+    ): Effect.Effect<{ readonly id: string; readonly created: boolean }, ValidationError | Conflict> =>
+      Effect.gen(function* () {
+        const fields: Fields = structuredClone(input)
+        const definitions = inherited ?? (nonEmptyObject(fields.definitions) ? fields.definitions : undefined)
+        if (definitions !== undefined) fields.definitions = definitions
+        const checksum = blockSchemaChecksum(fields)
+        const existing = yield* Effect.orDie(schemas.idByChecksum(checksum, version))
+        if (existing !== undefined) return { id: existing, created: false }
+
+        // Nested blocks are schemas of their own: only other definitions are stored with this one.
+        if (definitions !== undefined) {
+          const kept = nonBlockDefinitions(fields, definitions)
+          if (Object.keys(kept).length > 0) fields.definitions = kept
+          else delete fields.definitions
+        }
+        const references = isObject(fields.block_schema_references) ? fields.block_schema_references : {}
+        delete fields.block_schema_references
+        const id = yield* Effect.orDie(schemas.insert({ checksum, fields, capabilities, version, block_type_id: blockTypeId }))
+
+        for (const [name, value] of Object.entries(references)) {
+          for (const entry of Array.isArray(value) ? value : [value]) {
+            if (!isObject(entry) || typeof entry.block_type_slug !== "string" || typeof entry.block_schema_checksum !== "string") {
+              return yield* invalid(
+                `Block schema reference '${name}' needs a block_type_slug and a block_schema_checksum.`
+              )
+            }
+            const slug = entry.block_type_slug
+            const childType = yield* Effect.orDie(types.readBySlug(slug))
+            if (childType === undefined) {
+              return yield* new Conflict({
+                detail: `Cannot create block schema because block type '${slug}' was not found.Did you forget to register the block type?`
+              })
+            }
+            let childId = yield* Effect.orDie(schemas.idByChecksum(entry.block_schema_checksum))
+            if (childId === undefined) {
+              if (definitions === undefined) {
+                return yield* invalid(
+                  "Unable to create nested block schema due to missing definitions in root block schema fields"
+                )
+              }
+              const childFields = yield* definitionFor(input, name, slug, childType.name, definitions)
+              childId = (yield* store(childFields, childType.id, DEFAULT_BLOCK_SCHEMA_VERSION, [], definitions)).id
+            }
+            yield* Effect.orDie(schemas.addReference(id, childId, name))
+          }
+        }
+        return { id, created: true }
+      })
+
+    /**
+     * Creates the schema of `body`, or finds the one with its checksum and version; a concurrent
+     * create of the same schema finds the one that won.
+     */
+    const create = Effect.fn("BlockSchemas.create")(function* (body: BlockSchemaCreate) {
+      const attempt = schemas.transaction(store(body.fields, body.block_type_id, body.version, body.capabilities, undefined))
+      const { id, created } = yield* attempt.pipe(
+        Effect.catchAllDefect((defect) => (isUniqueViolation(defect) ? attempt : Effect.die(defect)))
+      )
+      const schema = yield* Effect.orDie(schemas.read(id))
+      return { schema: schema!, created }
+    })
+
+    return { create } as const
+  })
+}) {}

@@ -1,0 +1,92 @@
+/** Block types in SQL. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import {
+  type BlockSchemaFilter,
+  blockSchemaFilterSpec,
+  type BlockType,
+  type BlockTypeFilter,
+  blockTypeFilterSpec
+} from "./schemas.ts"
+
+export interface BlockTypeValues {
+  readonly name: string
+  readonly slug: string
+  readonly logo_url: string | null
+  readonly documentation_url: string | null
+  readonly description: string | null
+  readonly code_example: string | null
+}
+
+export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/BlockTypesRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Creates the type; undefined when its slug is taken. */
+    const create = Effect.fn("BlockTypesRepo.create")(function* (values: BlockTypeValues) {
+      const at = yield* now
+      const rows = yield* sql<BlockType>`
+        INSERT INTO block_type ${sql.insert({ id: yield* newId, created: at, updated: at, ...values, is_protected: false })}
+        ON CONFLICT (slug) DO NOTHING
+        RETURNING *
+      `
+      return rows[0]
+    })
+
+    /** Creates the type, or makes the one with its slug match `values` (keeping its id). */
+    const upsert = Effect.fn("BlockTypesRepo.upsert")(function* (values: BlockTypeValues & { readonly is_protected: boolean }) {
+      const at = yield* now
+      const rows = yield* sql<BlockType>`
+        INSERT INTO block_type ${sql.insert({ id: yield* newId, created: at, updated: at, ...values })}
+        ON CONFLICT (slug) DO UPDATE SET
+          name = EXCLUDED.name, logo_url = EXCLUDED.logo_url, documentation_url = EXCLUDED.documentation_url,
+          description = EXCLUDED.description, code_example = EXCLUDED.code_example,
+          is_protected = EXCLUDED.is_protected, updated = EXCLUDED.updated
+        RETURNING *
+      `
+      return rows[0]!
+    })
+
+    const read = (id: string) => Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE id = ${id}`, (rows) => rows[0])
+
+    const readBySlug = (slug: string) =>
+      Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE slug = ${slug}`, (rows) => rows[0])
+
+    const readMany = (ids: ReadonlyArray<string>) =>
+      ids.length === 0 ? Effect.succeed([]) : sql<BlockType>`SELECT * FROM block_type WHERE id = ANY(${ids}::uuid[])`
+
+    /** Types by name; a type matches `block_schemas` when one of its schemas does. */
+    const filter = (options: {
+      readonly block_types: BlockTypeFilter | null | undefined
+      readonly block_schemas: BlockSchemaFilter | null | undefined
+      readonly offset: number
+      readonly limit: number
+    }) =>
+      sql<BlockType>`
+        SELECT * FROM block_type
+        WHERE ${compileFilter(sql, options.block_types, blockTypeFilterSpec)}
+          AND ${
+        options.block_schemas == null
+          ? sql`TRUE`
+          : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id
+                   AND ${compileFilter(sql, options.block_schemas, blockSchemaFilterSpec)})`
+      }
+        ORDER BY name ASC, id
+        LIMIT ${options.limit} OFFSET ${options.offset}
+      `
+
+    /** Sets the given columns (and `updated`); false when there is no such type. */
+    const update = Effect.fn("BlockTypesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+      const at = yield* now
+      const rows = yield* sql`UPDATE block_type SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`
+      return rows.length > 0
+    })
+
+    const remove = (id: string) => Effect.map(sql`DELETE FROM block_type WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+
+    return { create, upsert, read, readBySlug, readMany, filter, update, remove } as const
+  })
+}) {}

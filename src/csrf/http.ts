@@ -1,0 +1,28 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Duration, Effect } from "effect"
+import { randomBytes } from "node:crypto"
+import { now } from "../domain/time.ts"
+import { BatonApi } from "../http/api.ts"
+import { ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { CsrfTokensRepo } from "./repo.ts"
+
+export const CsrfLive = HttpApiBuilder.group(BatonApi, "csrf", (handlers) =>
+  Effect.gen(function* () {
+    const settings = yield* Settings
+    const tokens = yield* CsrfTokensRepo
+    return handlers.handle("token", ({ urlParams }) =>
+      Effect.gen(function* () {
+        if (!settings.server.api.csrf_protection_enabled) {
+          return yield* new ValidationError({ detail: "CSRF protection is disabled." })
+        }
+        const at = yield* now
+        const expiration = new Date(at.getTime() + Duration.toMillis(settings.server.api.csrf_token_expiration))
+        const issued = yield* Effect.orDie(tokens.issue(urlParams.client, randomBytes(32).toString("hex"), expiration))
+        // Expired tokens of every client go whenever a token is issued.
+        yield* Effect.orDie(tokens.deleteExpired(at))
+        return issued
+      })
+    )
+  })
+)

@@ -1,0 +1,43 @@
+/**
+ * With server.api.csrf_protection_enabled, a request that changes state (POST, PUT, PATCH, DELETE)
+ * must carry the token the client got from GET /csrf-token, in Prefect-Csrf-Token, and the client
+ * id it asked with, in Prefect-Csrf-Client; otherwise 403.
+ */
+import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import { now } from "../domain/time.ts"
+import { Settings } from "../settings/settings.ts"
+import { CsrfTokensRepo } from "./repo.ts"
+
+const PROTECTED = new Set(["POST", "PUT", "PATCH", "DELETE"])
+
+const forbidden = (detail: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson({ detail }, { status: 403, headers })
+
+const sameToken = (a: string, b: string) => {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+export const csrfMiddleware = HttpApiBuilder.middleware(
+  Effect.gen(function* () {
+    const settings = yield* Settings
+    const tokens = yield* CsrfTokensRepo
+    return (app: HttpApp.Default) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (!settings.server.api.csrf_protection_enabled || !PROTECTED.has(request.method)) return yield* app
+        const token = request.headers["prefect-csrf-token"]
+        if (!token) return forbidden("Missing CSRF token.")
+        const client = request.headers["prefect-csrf-client"]
+        if (!client) return forbidden("Missing client identifier.")
+        const stored = yield* Effect.orDie(tokens.validToken(client, yield* now))
+        if (stored === undefined || !sameToken(stored, token)) {
+          return forbidden("Invalid CSRF token or client identifier.", { "access-control-allow-origin": "*" })
+        }
+        return yield* app
+      })
+  })
+).pipe(Layer.provide(CsrfTokensRepo.Default))
