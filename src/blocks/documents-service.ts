@@ -190,7 +190,16 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
           const schema = yield* Effect.orDie(schemas.summary(row.block_schema_id))
           const kept = restoreSecrets(sent, current, secretPaths({ secret_fields: schema?.secret_fields }))
           const merged = body.merge_existing_data ? { ...current, ...kept } : kept
-          const { plain, references } = yield* separateReferences(merged)
+          const separated = yield* separateReferences(merged)
+          const { plain } = separated
+          const existing = yield* Effect.orDie(documents.referencesOf(id))
+          // Merging keeps the references of keys the update does not mention, as it keeps their data.
+          const references = body.merge_existing_data
+            ? [
+              ...separated.references,
+              ...existing.filter((e) => !(e.name in sent)).map((e) => ({ name: e.name, id: e.reference_block_document_id }))
+            ]
+            : separated.references
           yield* checkReferences(references)
           const reached = yield* Effect.orDie(documents.reachable(references.map((r) => r.id)))
           if (reached.has(id)) {
@@ -208,7 +217,6 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
             changes.block_schema_id = body.block_schema_id
           }
           yield* Effect.orDie(documents.update(id, changes))
-          const existing = yield* Effect.orDie(documents.referencesOf(id))
           const same = (e: ReferenceRow, r: { name: string; id: string }) => e.name === r.name && e.reference_block_document_id === r.id
           yield* Effect.orDie(documents.addReferences(id, references.filter((r) => !existing.some((e) => same(e, r)))))
           yield* Effect.orDie(documents.removeReferences(existing.filter((e) => !references.some((r) => same(e, r))).map((e) => e.id)))

@@ -253,6 +253,21 @@ describe("block documents", () => {
         })
         expect(cycle.status).toBe(400)
 
+        // Merging keeps a reference the update does not mention; null drops it.
+        expect((yield* request("PATCH", `/block_documents/${parent.id}`, { body: { data: { bucket: "d" } } })).status).toBe(204)
+        const merged = ok(yield* request("GET", `/block_documents/${parent.id}`), 200)
+        expect(merged.data).toEqual({ bucket: "d", credentials: { key: HIDDEN, region: "us" } })
+        expect(Object.keys(merged.block_document_references)).toEqual(["credentials"])
+        yield* request("PATCH", `/block_documents/${parent.id}`, { body: { data: { credentials: null } } })
+        expect(ok(yield* request("GET", `/block_documents/${parent.id}`), 200)).toMatchObject({
+          data: { bucket: "d", credentials: null },
+          block_document_references: {}
+        })
+        yield* request("PATCH", `/block_documents/${parent.id}`, {
+          body: { data: { credentials: { $ref: { block_document_id: child.id } } } }
+        })
+        expect(ok(yield* request("GET", `/block_documents/${parent.id}`), 200).data.credentials).toEqual({ key: HIDDEN, region: "us" })
+
         // Replacing the data without the reference drops it; the child can then go.
         expect(
           (yield* request("PATCH", `/block_documents/${parent.id}`, { body: { data: { bucket: "c" }, merge_existing_data: false } })).status

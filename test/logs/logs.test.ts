@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { parseTextQuery } from "../../src/logs/text-search.ts"
 import { makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
+import { connect, opened } from "../support/websocket.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
 const FLOW_RUN = "11111111-1111-4111-8111-111111111111"
@@ -100,6 +101,18 @@ describe("logs", () => {
 
         expect((yield* request("DELETE", `/flow_runs/${run.id}`)).status).toBe(204)
         expect(yield* read({ logs: { flow_run_id: { any_: [run.id] } } })).toEqual([])
+      })
+    )
+
+    it.effect("closes /logs/out with a reason while server.logs.stream_out_enabled is off", () =>
+      Effect.gen(function* () {
+        const socket = opened(yield* connect("/logs/out"))
+        socket.send({ type: "auth", token: null })
+        expect(yield* Effect.promise(() => socket.next())).toEqual({ type: "auth_success" })
+        expect(yield* Effect.promise(() => socket.closed)).toEqual({
+          code: 1008,
+          reason: "Log streaming is off (server.logs.stream_out_enabled is false)"
+        })
       })
     )
   })

@@ -1,0 +1,60 @@
+/** A websocket client for tests: what the server sent, how it closed, or how it refused the handshake. */
+import { Effect } from "effect"
+import WebSocket from "ws"
+import { apiUrl } from "./server.ts"
+
+export interface TestSocket {
+  readonly send: (message: unknown) => void
+  /** The next message the server sends, parsed (fails the test after `ms` without one). */
+  readonly next: (ms?: number) => Promise<any>
+  /** Resolves with the close code and reason once the socket closes. */
+  readonly closed: Promise<{ code: number; reason: string }>
+  readonly close: () => void
+}
+
+/** Opens a websocket to `path` below the API base; fails with the HTTP status when the server refuses it. */
+export const connect = (path: string, protocols: Array<string> = ["prefect"]) =>
+  Effect.flatMap(apiUrl, (base) =>
+    Effect.promise(
+      () =>
+        new Promise<TestSocket | { refused: number }>((resolve) => {
+          const socket = new WebSocket(base.replace(/^http/, "ws") + path, protocols)
+          const inbox: Array<any> = []
+          const waiting: Array<(message: any) => void> = []
+          socket.on("message", (data) => {
+            const message = JSON.parse(data.toString())
+            const waiter = waiting.shift()
+            if (waiter) waiter(message)
+            else inbox.push(message)
+          })
+          const closed = new Promise<{ code: number; reason: string }>((done) =>
+            socket.on("close", (code, reason) => done({ code, reason: reason.toString() }))
+          )
+          socket.on("unexpected-response", (_request, response) => resolve({ refused: response.statusCode ?? 0 }))
+          socket.on("error", () => {})
+          socket.on("open", () =>
+            resolve({
+              send: (message) => socket.send(typeof message === "string" ? message : JSON.stringify(message)),
+              next: (ms = 5000) =>
+                inbox.length > 0
+                  ? Promise.resolve(inbox.shift())
+                  : new Promise((done, fail) => {
+                    const timer = setTimeout(() => fail(new Error(`no message within ${ms} ms`)), ms)
+                    waiting.push((message) => {
+                      clearTimeout(timer)
+                      done(message)
+                    })
+                  }),
+              closed,
+              close: () => socket.close()
+            })
+          )
+        })
+    )
+  )
+
+/** The socket, when the handshake succeeded. */
+export const opened = (result: TestSocket | { refused: number }): TestSocket => {
+  if ("refused" in result) throw new Error(`websocket refused with HTTP ${result.refused}`)
+  return result
+}
