@@ -6,6 +6,12 @@ import { Effect } from "effect"
 /** The statement broke a unique constraint (PostgreSQL's unique_violation). */
 export const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
 
+/** The statement broke a unique or a foreign key constraint: what the reference answers 409 for. */
+export const isIntegrityViolation = (error: unknown) => {
+  const code = (error as { cause?: { code?: string } })?.cause?.code
+  return code === "23505" || code === "23503"
+}
+
 /**
  * `effect` in one transaction; a failure of the transaction itself (begin, commit) is a defect,
  * as every other statement failure is to the handlers.

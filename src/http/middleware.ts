@@ -8,11 +8,21 @@ import {
   type HttpApiEndpoint,
   type HttpApp,
   HttpServerError,
-  HttpServerRequest
+  HttpServerRequest,
+  HttpServerResponse
 } from "@effect/platform"
-import { Effect, Either, Option, Schema } from "effect"
+import { Cause, Effect, Either, Option, Schema } from "effect"
+import { isIntegrityViolation } from "../database/errors.ts"
 import { API_VERSION } from "../version.ts"
-import { BadRequest, MethodNotAllowed, NotFound, ValidationError, type ValidationDetailItem } from "./errors.ts"
+import {
+  BadRequest,
+  type Conflict,
+  integrityConflict,
+  MethodNotAllowed,
+  NotFound,
+  ValidationError,
+  type ValidationDetailItem
+} from "./errors.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
 export const VERSION_HEADER = "x-service-api-version"
@@ -199,6 +209,8 @@ const isJsonDecodeDefect = (defect: unknown): defect is HttpServerError.RequestE
 
 type ApiFailure = ValidationError | NotFound | MethodNotAllowed | BadRequest
 
+const internalError = HttpServerResponse.unsafeJson({ exception_message: "Internal Server Error" }, { status: 500 })
+
 const isDecodeError = (error: unknown) =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "HttpApiDecodeError"
 
@@ -227,14 +239,21 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
     return Effect.fail(error)
   }
 
-  const recoverDefect = (defect: unknown): Effect.Effect<never, ValidationError> =>
-    isJsonDecodeDefect(defect)
-      ? Effect.fail(
-          new ValidationError({
-            detail: [invalidJsonItem(defect.cause instanceof Error ? defect.cause.message : String(defect.cause))]
-          })
-        )
-      : Effect.die(defect)
+  /**
+   * Malformed JSON is a 422; a write that broke a unique or foreign key constraint (a reference to
+   * nothing, a taken key), wherever it happened, the reference's 409; anything else a logged 500.
+   */
+  const recoverDefect = (defect: unknown): Effect.Effect<HttpServerResponse.HttpServerResponse, ValidationError | Conflict> => {
+    if (isJsonDecodeDefect(defect)) {
+      return Effect.fail(
+        new ValidationError({
+          detail: [invalidJsonItem(defect.cause instanceof Error ? defect.cause.message : String(defect.cause))]
+        })
+      )
+    }
+    if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
+    return Effect.as(Effect.logError("Unexpected failure while handling a request", Cause.die(defect)), internalError)
+  }
 
   const middleware = (app: HttpApp.Default): HttpApp.Default<unknown> =>
     Effect.gen(function* () {

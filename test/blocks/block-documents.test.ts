@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, TestClock } from "effect"
-import { ok } from "../support/api.ts"
+import { makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -342,6 +342,35 @@ describe("block documents", () => {
         ok(yield* request("PUT", "/admin/storage", { body: { default_result_storage_block_id: other.id } }), 200)
         expect((yield* request("DELETE", `/block_documents/${other.id}`)).status).toBe(204)
         expect(ok(yield* request("GET", "/admin/storage"), 200)).toEqual({ default_result_storage_block_id: null })
+      })
+    )
+
+    it.effect("deployments and flow runs may only name stored documents, and lose the link when one is deleted", () =>
+      Effect.gen(function* () {
+        const block = yield* makeBlock("infra")
+        const storage = yield* makeDocument(block, "storage", {})
+        const infrastructure = yield* makeDocument(block, "infrastructure", {})
+        const flowId = yield* makeFlow("linked-flow")
+        const dangling = yield* request("POST", "/deployments/", { body: { name: "d0", flow_id: flowId, storage_document_id: MISSING } })
+        expect(dangling.status).toBe(409)
+        expect(dangling.body.detail).toContain("Data integrity conflict")
+        const deployment = ok(
+          yield* request("POST", "/deployments/", {
+            body: { name: "d1", flow_id: flowId, storage_document_id: storage.id, infrastructure_document_id: infrastructure.id }
+          }),
+          201
+        )
+        const badRun = yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, infrastructure_document_id: MISSING } })
+        expect(badRun.status).toBe(409)
+        const run = ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, infrastructure_document_id: infrastructure.id } }), 201)
+
+        expect((yield* request("DELETE", `/block_documents/${storage.id}`)).status).toBe(204)
+        expect((yield* request("DELETE", `/block_documents/${infrastructure.id}`)).status).toBe(204)
+        expect(ok(yield* request("GET", `/deployments/${deployment.id}`), 200)).toMatchObject({
+          storage_document_id: null,
+          infrastructure_document_id: null
+        })
+        expect(ok(yield* request("GET", `/flow_runs/${run.id}`), 200).infrastructure_document_id).toBeNull()
       })
     )
   })

@@ -147,6 +147,14 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("answers a failure nobody expected with 500 and the reference's body", () =>
+      Effect.gen(function* () {
+        const res = yield* request("GET", "/probe/boom")
+        expect(res.status).toBe(500)
+        expect(res.body).toEqual({ exception_message: "Internal Server Error" })
+      })
+    )
+
     it.effect("routes a path with or without a trailing slash the same", () =>
       Effect.gen(function* () {
         for (const path of ["/health", "/health/", "/admin/version/"]) {

@@ -14,6 +14,7 @@ import m0009 from "./0009_saved_searches.ts"
 import m0010 from "./0010_logs.ts"
 import m0011 from "./0011_artifacts.ts"
 import m0012 from "./0012_blocks.ts"
+import m0013 from "./0013_block_document_links.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -27,5 +28,6 @@ export const migrations = {
   "0009_saved_searches": m0009,
   "0010_logs": m0010,
   "0011_artifacts": m0011,
-  "0012_blocks": m0012
+  "0012_blocks": m0012,
+  "0013_block_document_links": m0013
 }
