@@ -242,7 +242,15 @@ describe("deployments", () => {
         const flowId = yield* makeFlow("dep-patch-fields")
         const owner = yield* makeDeployment({ name: "owner", flow_id: flowId, concurrency_limit: 4 })
         const dep = yield* makeDeployment({ name: "fields", flow_id: flowId, enforce_parameter_schema: false })
-        const blockId = "11111111-1111-4111-8111-111111111111"
+        // The document ids must name a stored block document.
+        const type = ok(yield* request("POST", "/block_types/", { body: { name: "Storage", slug: "dep-storage" } }), 201)
+        const schema = ok(yield* request("POST", "/block_schemas/", { body: { block_type_id: type.id, fields: {} } }), 201)
+        const blockId = ok(
+          yield* request("POST", "/block_documents/", {
+            body: { name: "dep-storage", block_type_id: type.id, block_schema_id: schema.id, data: {} }
+          }),
+          201
+        ).id as string
         const cases: Array<[string, unknown, (d: any) => unknown, unknown]> = [
           ["version", "2.0", (d) => d.version, "2.0"],
           ["description", "about", (d) => d.description, "about"],
