@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { inTransaction } from "../database/errors.ts"
+import { edgesBelow } from "../database/graph.ts"
 import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -33,6 +34,12 @@ export interface ReferenceRow {
   readonly parent_block_document_id: string
   readonly reference_block_document_id: string
 }
+
+const DOCUMENT_REFERENCES = {
+  table: "block_document_reference",
+  parent: "parent_block_document_id",
+  child: "reference_block_document_id"
+} as const
 
 const orderBy: Record<BlockDocumentSort, string> = {
   NAME_ASC: "block_document.name ASC, block_document.id",
@@ -90,14 +97,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     /** The documents with these ids and every document they reference, directly or not, with the edges. */
     const readGraph = Effect.fn("BlockDocumentsRepo.readGraph")(function* (ids: ReadonlyArray<string>) {
       if (ids.length === 0) return { rows: [] as ReadonlyArray<DocumentRow>, references: [] as ReadonlyArray<ReferenceRow> }
-      const references = yield* sql<ReferenceRow>`
-        WITH RECURSIVE tree AS (
-          SELECT r.* FROM block_document_reference r WHERE r.parent_block_document_id = ANY(${ids}::uuid[])
-          UNION
-          SELECT r.* FROM block_document_reference r JOIN tree t ON r.parent_block_document_id = t.reference_block_document_id
-        )
-        SELECT id, name, parent_block_document_id, reference_block_document_id FROM tree ORDER BY created, id
-      `
+      const references = yield* edgesBelow<ReferenceRow>(sql, DOCUMENT_REFERENCES, ids)
       const all = [...new Set([...ids, ...references.map((r) => r.reference_block_document_id)])]
       const rows = yield* sql<DocumentRow>`SELECT * FROM block_document WHERE id = ANY(${all}::uuid[])`
       return { rows, references }

@@ -10,7 +10,7 @@ import { Settings } from "../settings/settings.ts"
 import { COMPATIBLE_SERVER_VERSION } from "../version.ts"
 import { pythonJson } from "./checksum.ts"
 import { BlockSchemas } from "./schemas-service.ts"
-import { systemBlocks } from "./system-blocks.ts"
+import { blockTypeOf, systemBlocks } from "./system-blocks.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
 
 /** The version system block schemas are registered with. */
@@ -34,15 +34,7 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
     const registerAll = Effect.fn("BlockRegistration.registerAll")(function* () {
       for (const block of systemBlocks) {
         const type = yield* Effect.orDie(
-          types.upsert({
-            name: block.name,
-            slug: block.slug,
-            logo_url: block.logo_url,
-            documentation_url: block.documentation_url,
-            description: block.description,
-            code_example: block.code_example,
-            is_protected: block.is_protected
-          })
+          types.upsert({ ...blockTypeOf(block), is_protected: block.is_protected })
         )
         yield* schemas
           .create({

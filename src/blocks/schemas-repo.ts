@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { inTransaction } from "../database/errors.ts"
+import { edgesBelow } from "../database/graph.ts"
 import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { isObject } from "../domain/schemas.ts"
@@ -23,6 +24,12 @@ interface SchemaRow {
   readonly version: string
   readonly block_type_id: string
 }
+
+const SCHEMA_REFERENCES = {
+  table: "block_schema_reference",
+  parent: "parent_block_schema_id",
+  child: "reference_block_schema_id"
+} as const
 
 interface ReferenceRow {
   readonly name: string
@@ -82,14 +89,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     /** The schemas with these ids, each with its nested schemas put back, in the order of `ids`. */
     const readMany = Effect.fn("BlockSchemasRepo.readMany")(function* (ids: ReadonlyArray<string>) {
       if (ids.length === 0) return []
-      const referenceRows = yield* sql<ReferenceRow & { readonly created: Date }>`
-        WITH RECURSIVE tree AS (
-          SELECT r.* FROM block_schema_reference r WHERE r.parent_block_schema_id = ANY(${ids}::uuid[])
-          UNION
-          SELECT r.* FROM block_schema_reference r JOIN tree t ON r.parent_block_schema_id = t.reference_block_schema_id
-        )
-        SELECT name, parent_block_schema_id, reference_block_schema_id, created FROM tree ORDER BY created, id
-      `
+      const referenceRows = yield* edgesBelow<ReferenceRow>(sql, SCHEMA_REFERENCES, ids)
       const all = [...new Set([...ids, ...referenceRows.map((r) => r.reference_block_schema_id)])]
       const schemaRows = yield* sql<SchemaRow>`SELECT * FROM block_schema WHERE id = ANY(${all}::uuid[])`
       const rows = new Map(schemaRows.map((r) => [r.id, r]))

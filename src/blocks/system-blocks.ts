@@ -31,6 +31,16 @@ export interface SystemBlock {
   readonly fields: Readonly<Record<string, unknown>>
 }
 
+/** The block type's own fields of a system block. */
+export const blockTypeOf = (block: SystemBlock) => ({
+  name: block.name,
+  slug: block.slug,
+  logo_url: block.logo_url,
+  documentation_url: block.documentation_url,
+  description: block.description,
+  code_example: block.code_example
+})
+
 // ---------------------------------------------------------------------------
 // Helpers for the repeated property shapes (pydantic v2 output).
 

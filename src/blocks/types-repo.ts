@@ -12,14 +12,8 @@ import {
   blockTypeFilterSpec
 } from "./schemas.ts"
 
-export interface BlockTypeValues {
-  readonly name: string
-  readonly slug: string
-  readonly logo_url: string | null
-  readonly documentation_url: string | null
-  readonly description: string | null
-  readonly code_example: string | null
-}
+/** A block type's own fields. */
+export type BlockTypeValues = Omit<BlockType, "id" | "created" | "updated" | "is_protected">
 
 export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/BlockTypesRepo", {
   effect: Effect.gen(function* () {

@@ -6,7 +6,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { SYSTEM_BLOCK_SCHEMA_VERSION } from "../blocks/registration.ts"
 import { blockSchemaChecksum } from "../blocks/checksum.ts"
-import { systemBlocks } from "../blocks/system-blocks.ts"
+import { blockTypeOf, systemBlocks } from "../blocks/system-blocks.ts"
 import { BatonApi } from "../http/api.ts"
 import { NotFound } from "../http/errors.ts"
 import workerMetadata from "./views/aggregate-worker-metadata.json" with { type: "json" }
@@ -18,12 +18,7 @@ const blockMetadata = {
       systemBlocks.map((block) => [
         block.slug,
         {
-          name: block.name,
-          slug: block.slug,
-          logo_url: block.logo_url,
-          documentation_url: block.documentation_url,
-          description: block.description,
-          code_example: block.code_example,
+          ...blockTypeOf(block),
           block_schema: {
             checksum: blockSchemaChecksum(block.fields),
             fields: block.fields,
