@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../http/api.ts"
 import { NotFound } from "../http/errors.ts"
 import { BlockDocuments } from "./documents-service.ts"
@@ -11,7 +12,9 @@ export const BlockDocumentsLive = HttpApiBuilder.group(BatonApi, "blockDocuments
     const documents = yield* BlockDocuments
     return handlers
       .handle("create", ({ payload }) => documents.create(payload))
-      .handle("filter", ({ payload }) => documents.filter({ ...payload, limit: payload.limit }))
+      .handle("filter", ({ payload }) =>
+        Effect.flatMap(resolveLimit(payload.limit), (limit) => documents.filter({ ...payload, limit }))
+      )
       .handle("count", ({ payload }) => documents.count(payload))
       .handle("read", ({ path, urlParams }) =>
         Effect.flatMap(documents.read(path.id, urlParams.include_secrets), (document) =>

@@ -65,11 +65,11 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
                  AND ${compileFilter(sql, query.block_schemas, blockSchemaFilterSpec)})`
     ])
 
-    /** The ids of the documents the query matches, in `sort` order. */
+    /** The ids of the documents the query matches, in `sort` order (a null limit is no limit). */
     const filterIds = (query: BlockDocumentQuery & {
       readonly sort: BlockDocumentSort
       readonly offset: number
-      readonly limit: number
+      readonly limit: number | null
     }) =>
       Effect.map(
         sql<{ id: string }>`

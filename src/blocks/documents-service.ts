@@ -6,7 +6,6 @@
 import { Effect } from "effect"
 import { v4 } from "uuid"
 import { isObject } from "../domain/schemas.ts"
-import { resolveLimit } from "../domain/pagination.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { type DocumentRow, BlockDocumentsRepo, type ReferenceRow } from "./documents-repo.ts"
 import type {
@@ -132,11 +131,11 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
         readonly include_secrets: boolean
         readonly sort: BlockDocumentSort | null
         readonly offset: number
-        readonly limit: number | null | undefined
+        /** null: every matching document. */
+        readonly limit: number | null
       }
     ) {
-      const limit = yield* resolveLimit(query.limit)
-      const ids = yield* Effect.orDie(documents.filterIds({ ...query, sort: query.sort ?? "NAME_ASC", limit }))
+      const ids = yield* Effect.orDie(documents.filterIds({ ...query, sort: query.sort ?? "NAME_ASC" }))
       return yield* readMany(ids, query.include_secrets)
     })
 

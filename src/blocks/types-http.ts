@@ -94,6 +94,7 @@ export const BlockTypesLive = HttpApiBuilder.group(BatonApi, "blockTypes", (hand
             include_secrets: urlParams.include_secrets,
             sort: "NAME_ASC",
             offset: 0,
+            // Every document of the type, as the reference lists them.
             limit: null
           })
         })

@@ -51,7 +51,8 @@ const OBFUSCATED_DATA = {
 }
 
 describe("block documents", () => {
-  it.layer(testServer(), { timeout: 60_000 })((it) => {
+  // A small page size, to see which listings page and which do not.
+  it.layer(testServer({ overrides: { "server.api.default_limit": 5 } }), { timeout: 60_000 })((it) => {
     it.effect("creates documents (201) with their schema and type; names are unique per type and validated", () =>
       Effect.gen(function* () {
         const block = yield* makeBlock("plain")
@@ -145,6 +146,10 @@ describe("block documents", () => {
         expect((yield* request("POST", "/block_documents/count", { body: scope })).body).toBe(3)
         expect((yield* request("POST", "/block_documents/filter", { body: { sort: "OLDEST" } })).status).toBe(422)
         expect((yield* request("POST", "/block_documents/filter", { body: { block_documents: { nope: 1 } } })).status).toBe(422)
+        // The slug listing has every document of the type; /filter pages by the default limit.
+        for (let i = 0; i < 4; i++) yield* makeDocument(alpha, `more-${i}`, {})
+        expect((yield* request("GET", "/block_types/slug/alpha/block_documents")).body).toHaveLength(6)
+        expect(yield* names({ block_types: { slug: { any_: ["alpha"] } } })).toHaveLength(5)
         expect((yield* request("GET", "/block_types/slug/nonsense/block_documents")).body).toEqual({ detail: "Block type not found" })
         expect((yield* request("GET", "/block_types/slug/alpha/block_documents/name/nope")).body).toEqual({
           detail: "Block document not found"
