@@ -47,6 +47,10 @@ export const servePrefectSocket = <R>(
   Effect.scoped(
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      // A websocket route matches no plain HTTP request, as in the reference.
+      if (request.headers.upgrade?.toLowerCase() !== "websocket") {
+        return HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })
+      }
       const offered = (request.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim())
       const withSubprotocol = offered.includes("prefect")
       const authString = settings.server.api.auth_string

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { testServer } from "../support/server.ts"
+import { request, testServer } from "../support/server.ts"
 import { connect, opened } from "../support/websocket.ts"
 
 const overrides = { "server.api.auth_string": "admin:pass", "server.logs.stream_out_enabled": true }
@@ -10,6 +10,8 @@ describe("websocket handshake with an auth string", () => {
     it.effect("refuses clients without the prefect subprotocol before upgrading", () =>
       Effect.gen(function* () {
         expect(yield* connect("/logs/out", [])).toEqual({ refused: 403 })
+        // A plain HTTP request to a websocket route matches nothing.
+        expect((yield* request("GET", "/logs/out")).body).toEqual({ detail: "Not Found" })
       })
     )
 
