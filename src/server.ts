@@ -44,6 +44,14 @@ import { CsrfLive } from "./csrf/http.ts"
 import { csrfMiddleware } from "./csrf/middleware.ts"
 import { CsrfTokensRepo } from "./csrf/repo.ts"
 import { TemplatesLive } from "./templates/http.ts"
+import { EventBus } from "./events/bus.ts"
+import { EventsLive } from "./events/http.ts"
+import { EventPersister } from "./events/persister.ts"
+import { EventsRepo } from "./events/repo.ts"
+import { RunEventsLive } from "./events/run-events.ts"
+import { RunResourcesRepo } from "./events/run-resources-repo.ts"
+import { Events } from "./events/service.ts"
+import { EventSocketsLive } from "./events/socket.ts"
 import { ArtifactsRepo } from "./artifacts/repo.ts"
 import { LogsLive } from "./logs/http.ts"
 import { LogsRepo } from "./logs/repo.ts"
@@ -92,7 +100,10 @@ export const AreasLive = Layer.mergeAll(
   DeploymentRuns.Default,
   WorkPools.Default,
   BlockDocuments.Default,
-  BlockRegistration.Default
+  BlockRegistration.Default,
+  Events.Default,
+  EventPersister.Default,
+  RunEventsLive
 ).pipe(
   Layer.provideMerge(
     Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default, BlockSchemas.Default, StorageDefaults.Default, Encryption.Default)
@@ -117,6 +128,9 @@ export const AreasLive = Layer.mergeAll(
       ConfigurationRepo.Default,
       CsrfTokensRepo.Default,
       LogStream.Default,
+      EventsRepo.Default,
+      RunResourcesRepo.Default,
+      EventBus.Default,
       LeaseStorageLive
     )
   ),
@@ -149,11 +163,12 @@ export const GroupsLive = Layer.mergeAll(
   BlockCapabilitiesLive,
   CsrfLive,
   CollectionsLive,
-  TemplatesLive
+  TemplatesLive,
+  EventsLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers, and the websocket routes beside them. */
-export const HandlersLive = Layer.merge(HttpApiBuilder.api(BatonApi), LogsOutLive).pipe(Layer.provide(GroupsLive))
+export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOutLive, EventSocketsLive).pipe(Layer.provide(GroupsLive))
 
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its

@@ -11,6 +11,7 @@ import { ArtifactsApi } from "../artifacts/api.ts"
 import { CollectionsApi } from "../collections/api.ts"
 import { CsrfApi } from "../csrf/api.ts"
 import { TemplatesApi } from "../templates/api.ts"
+import { EventsApi } from "../events/api.ts"
 import { BlockCapabilitiesApi, BlockDocumentsApi, BlockSchemasApi, BlockTypesApi } from "../blocks/api.ts"
 import { SavedSearchesApi } from "../saved-searches/api.ts"
 import { VariablesApi } from "../variables/api.ts"
@@ -58,6 +59,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(CsrfApi)
   .add(CollectionsApi)
   .add(TemplatesApi)
+  .add(EventsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

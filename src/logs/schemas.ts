@@ -5,7 +5,7 @@ import { Id } from "../domain/ids.ts"
 import { LimitField } from "../domain/pagination.ts"
 import { nullable, strictBody } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
-import { parseTextQuery } from "./text-search.ts"
+import { parseTextQuery } from "../domain/text-search.ts"
 
 export const Log = Schema.Struct({
   id: Id,

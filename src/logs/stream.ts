@@ -5,7 +5,7 @@
 import { Effect, PubSub } from "effect"
 import { Settings } from "../settings/settings.ts"
 import type { Log, LogFilter } from "./schemas.ts"
-import { parseTextQuery } from "./text-search.ts"
+import { parseTextQuery } from "../domain/text-search.ts"
 
 /** Logs a slow subscriber may fall behind by before the oldest are dropped for it. */
 const BACKLOG = 1024

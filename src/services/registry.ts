@@ -11,6 +11,7 @@ import type { FlowRunsRepo } from "../flow-runs/repo.ts"
 import type { TaskRunsRepo } from "../task-runs/repo.ts"
 import type { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import type { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { EventPersister } from "../events/persister.ts"
 import { cleanUpCancellations } from "./cancellation-cleanup.ts"
 import { checkReadiness } from "./foreman.ts"
 import { markLateRuns } from "./late-runs.ts"
@@ -39,6 +40,7 @@ export type ServiceRequirements =
   | WorkPoolsRepo
   | WorkQueuesRepo
   | ConcurrencySlots
+  | EventPersister
   | Settings
 
 export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
@@ -70,8 +72,9 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   }),
   defineService({
     name: "event_persister",
-    interval: flushInterval((s) => s.event_persister),
-    tick: idle
+    // An iteration itself waits (up to flush_interval) for events to write.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(EventPersister, (persister) => persister.tick)
   }),
   defineService({
     name: "task_run_recorder",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { parseTextQuery } from "../../src/logs/text-search.ts"
+import { parseTextQuery } from "../../src/domain/text-search.ts"
 import { makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 import { connect, opened } from "../support/websocket.ts"

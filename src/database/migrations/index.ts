@@ -15,6 +15,7 @@ import m0010 from "./0010_logs.ts"
 import m0011 from "./0011_artifacts.ts"
 import m0012 from "./0012_blocks.ts"
 import m0013 from "./0013_block_document_links.ts"
+import m0014 from "./0014_events.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -29,5 +30,6 @@ export const migrations = {
   "0010_logs": m0010,
   "0011_artifacts": m0011,
   "0012_blocks": m0012,
-  "0013_block_document_links": m0013
+  "0013_block_document_links": m0013,
+  "0014_events": m0014
 }

@@ -1,5 +1,5 @@
 /**
- * The log text search language, as the reference parses it: plain terms (any of them), `+term`
+ * The text search language of logs and events, as the reference parses it: plain terms (any of them), `+term`
  * (required), `-term` or `!term` (excluded), and "quoted phrases" as single terms.
  */
 export interface TextQuery {

@@ -1,0 +1,50 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { Countable, TimeUnit } from "./counting.ts"
+import { EventFilter } from "./filter.ts"
+import { Event, EventCount, EventPage } from "./schemas.ts"
+
+/** A page token that was not issued here, or no longer decodes: the reference answers 403. */
+export class InvalidPageToken extends Schema.TaggedError<InvalidPageToken>()("InvalidPageToken", { detail: Schema.String }) {}
+
+const InvalidPageTokenResponse = Schema.transform(Schema.Struct({ detail: Schema.String }), Schema.typeSchema(InvalidPageToken), {
+  strict: false,
+  decode: (body) => new InvalidPageToken({ detail: body.detail }),
+  encode: (error) => ({ detail: error.detail })
+}).annotations(HttpApiSchema.annotations({ status: 403, identifier: "InvalidPageToken" }))
+
+/** The largest page of events. */
+export const EVENT_PAGE_SIZE = 50
+
+export class EventsApi extends HttpApiGroup.make("events")
+  .add(HttpApiEndpoint.post("create", "/").setPayload(Schema.Array(Event)).addSuccess(Schema.Void))
+  .add(
+    HttpApiEndpoint.post("filter", "/filter")
+      .setPayload(
+        Schema.Struct({
+          filter: Schema.optional(Schema.NullOr(EventFilter)),
+          limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, EVENT_PAGE_SIZE)), { default: () => EVENT_PAGE_SIZE })
+        })
+      )
+      .addSuccess(EventPage)
+  )
+  .add(
+    HttpApiEndpoint.get("next", "/filter/next")
+      .setUrlParams(Schema.Struct({ "page-token": Schema.String }))
+      .addSuccess(EventPage)
+      .addError(InvalidPageTokenResponse)
+  )
+  .add(
+    HttpApiEndpoint.post("countBy", "/count-by/:countable")
+      .setPath(Schema.Struct({ countable: Countable }))
+      .setPayload(
+        Schema.Struct({
+          filter: EventFilter,
+          time_unit: Schema.optionalWith(TimeUnit, { default: () => "day" as const }),
+          time_interval: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(0.01)), { default: () => 1 })
+        })
+      )
+      .addSuccess(Schema.Array(EventCount))
+  )
+  .prefix("/events")
+{}

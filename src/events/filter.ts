@@ -1,0 +1,253 @@
+/**
+ * EventFilter: which events a query, a count or a live stream wants. Every criterion must hold.
+ * Label values are globs (`*`, `?`), negated with a leading `!`. Compiled to SQL over `events` and
+ * `event_resources`, and matched in memory for live streams.
+ */
+import type { Statement } from "@effect/sql"
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { Schema } from "effect"
+import { strictStruct } from "../domain/filters.ts"
+import { Id } from "../domain/ids.ts"
+import { parseTextQuery } from "../domain/text-search.ts"
+import { Timestamp } from "../domain/time.ts"
+import { type ReceivedEvent, type Resource, resourceId, resourceRole } from "./schemas.ts"
+
+const strings = Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
+
+/** Labels and the values (globs, `!` negates) each must match. */
+export const ResourceSpecification = Schema.Record({
+  key: Schema.String,
+  value: Schema.Union(Schema.String, Schema.Array(Schema.String))
+}).annotations({ identifier: "ResourceSpecification" })
+export type ResourceSpecification = typeof ResourceSpecification.Type
+
+const labels = Schema.optional(Schema.NullOr(ResourceSpecification))
+
+const ResourceFields = {
+  id: strings,
+  id_prefix: strings,
+  labels
+}
+
+const EventRelatedFilter = strictStruct(
+  {
+    id: strings,
+    role: strings,
+    resources_in_roles: Schema.optional(Schema.NullOr(Schema.Array(Schema.Tuple(Schema.String, Schema.String)))),
+    labels
+  },
+  "EventRelatedFilter"
+)
+type EventRelatedFilter = typeof EventRelatedFilter.Type
+
+const EventAnyResourceFilter = strictStruct(ResourceFields, "EventAnyResourceFilter")
+type EventAnyResourceFilter = typeof EventAnyResourceFilter.Type
+
+const oneOrMany = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(Schema.Union(schema, Schema.Array(schema))))
+
+export const EventOrder = Schema.Literal("ASC", "DESC").annotations({ identifier: "EventOrder" })
+
+export const EventFilter = strictStruct(
+  {
+    occurred: Schema.optional(
+      strictStruct({ since: Schema.optional(Timestamp), until: Schema.optional(Timestamp) }, "EventOccurredFilter")
+    ),
+    event: Schema.optional(
+      Schema.NullOr(
+        strictStruct({ prefix: strings, exclude_prefix: strings, name: strings, exclude_name: strings }, "EventNameFilter")
+      )
+    ),
+    resource: Schema.optional(
+      Schema.NullOr(
+        strictStruct({ ...ResourceFields, distinct: Schema.optionalWith(Schema.Boolean, { default: () => false }) }, "EventResourceFilter")
+      )
+    ),
+    related: oneOrMany(EventRelatedFilter),
+    any_resource: oneOrMany(EventAnyResourceFilter),
+    id: Schema.optional(strictStruct({ id: Schema.optional(Schema.NullOr(Schema.Array(Id))) }, "EventIDFilter")),
+    text: Schema.optional(Schema.NullOr(strictStruct({ query: Schema.String.pipe(Schema.maxLength(200)) }, "EventTextFilter"))),
+    order: Schema.optionalWith(EventOrder, { default: () => "DESC" as const })
+  },
+  "EventFilter"
+)
+export type EventFilter = typeof EventFilter.Type
+
+/** A filter whose time window is settled: what queries, page tokens and streams use. */
+export type ResolvedEventFilter = EventFilter & { readonly occurred: { readonly since: Date; readonly until: Date } }
+
+const DAY = 24 * 60 * 60 * 1000
+
+/** Without a window, events of the last 180 days (from the start of that day) up to `now`. */
+export const resolveFilter = (filter: EventFilter | null | undefined, now: Date): ResolvedEventFilter => {
+  const startOfToday = Math.floor(now.getTime() / DAY) * DAY
+  const base: EventFilter = filter ?? { order: "DESC" }
+  return {
+    ...base,
+    occurred: {
+      since: base.occurred?.since ?? new Date(startOfToday - 180 * DAY),
+      until: base.occurred?.until ?? now
+    }
+  }
+}
+
+const asList = <A>(value: A | ReadonlyArray<A> | null | undefined): ReadonlyArray<A> =>
+  value === null || value === undefined ? [] : Array.isArray(value) ? (value as ReadonlyArray<A>) : [value as A]
+
+const specEntries = (spec: ResourceSpecification): ReadonlyArray<[string, ReadonlyArray<string>]> =>
+  Object.entries(spec).map(([label, value]) => [label, typeof value === "string" ? [value] : value])
+
+// ----------------------------------------------------------------------------------------------
+// In memory
+
+const globToRegExp = (glob: string) =>
+  new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s")
+
+/** Whether `value` matches `expected` (a glob; a leading `!` negates); a missing label matches nothing. */
+export const labelMatches = (expected: string, value: string | undefined): boolean => {
+  if (value === undefined) return false
+  const negated = expected.startsWith("!")
+  const matched = globToRegExp(negated ? expected.slice(1) : expected).test(value)
+  return negated ? !matched : matched
+}
+
+/** Whether the resource has every label of the specification, each matching one of its values. */
+export const resourceMatches = (spec: ResourceSpecification, resource: Resource): boolean =>
+  specEntries(spec).every(([label, values]) => values.some((expected) => labelMatches(expected, resource[label])))
+
+const resourceCriteriaMatch = (criteria: EventAnyResourceFilter, resource: Resource) =>
+  (!criteria.id || criteria.id.includes(resourceId(resource))) &&
+  (!criteria.id_prefix || criteria.id_prefix.some((prefix) => resourceId(resource).startsWith(prefix))) &&
+  (!criteria.labels || resourceMatches(criteria.labels, resource))
+
+const relatedMatches = (criteria: EventRelatedFilter, resource: Resource) =>
+  (!criteria.id || criteria.id.includes(resourceId(resource))) &&
+  (!criteria.role || criteria.role.includes(resourceRole(resource))) &&
+  (!criteria.resources_in_roles ||
+    criteria.resources_in_roles.some(([id, role]) => resourceId(resource) === id && resourceRole(resource) === role)) &&
+  (!criteria.labels || resourceMatches(criteria.labels, resource))
+
+/** The text an event's text search looks in: its name, label values and payload. */
+const searchableText = (event: ReceivedEvent) =>
+  [event.event, ...Object.values(event.resource), ...event.related.flatMap((r) => Object.values(r)), JSON.stringify(event.payload)]
+    .join(" ")
+    .toLowerCase()
+
+/** Whether `event` is one the (resolved) filter asks for. */
+export const eventMatches = (filter: ResolvedEventFilter, event: ReceivedEvent): boolean => {
+  const occurred = event.occurred.getTime()
+  if (occurred < filter.occurred.since.getTime() || occurred > filter.occurred.until.getTime()) return false
+  const names = filter.event
+  if (names) {
+    if (names.prefix && !names.prefix.some((p) => event.event.startsWith(p))) return false
+    if (names.exclude_prefix && names.exclude_prefix.some((p) => event.event.startsWith(p))) return false
+    if (names.name && !names.name.includes(event.event)) return false
+    if (names.exclude_name && names.exclude_name.includes(event.event)) return false
+  }
+  if (filter.resource && !resourceCriteriaMatch(filter.resource, event.resource)) return false
+  for (const related of asList(filter.related)) {
+    if (!event.related.some((r) => relatedMatches(related, r))) return false
+  }
+  for (const any of asList(filter.any_resource)) {
+    if (![event.resource, ...event.related].some((r) => resourceCriteriaMatch(any, r))) return false
+  }
+  if (filter.id?.id && !filter.id.id.includes(event.id)) return false
+  if (filter.text && filter.text.query.trim() !== "") {
+    const query = parseTextQuery(filter.text.query)
+    const text = searchableText(event)
+    const contains = (term: string) => text.includes(term.toLowerCase())
+    if (query.include.length > 0 && !query.include.some(contains)) return false
+    if (query.exclude.some(contains) || !query.required.every(contains)) return false
+  }
+  return true
+}
+
+// ----------------------------------------------------------------------------------------------
+// In SQL
+
+type Fragment = Statement.Fragment
+
+/** A glob as a LIKE pattern (with `\` escaping LIKE's own wildcards); `!` makes it NOT LIKE. */
+const like = (sql: SqlClient, column: Fragment, expected: string): Fragment => {
+  const negated = expected.startsWith("!")
+  const pattern = (negated ? expected.slice(1) : expected).replace(/[\\%_*?]/g, (c) =>
+    c === "*" ? "%" : c === "?" ? "_" : `\\${c}`
+  )
+  return negated ? sql`NOT (${column} LIKE ${pattern} ESCAPE '\\')` : sql`${column} LIKE ${pattern} ESCAPE '\\'`
+}
+
+/** Conditions on one event_resources row `r` for a label specification. */
+const labelConditions = (sql: SqlClient, spec: ResourceSpecification): Array<Fragment> =>
+  specEntries(spec).map(([label, values]) => {
+    if (values.length === 0) return sql`FALSE`
+    const column =
+      label === "prefect.resource.id"
+        ? sql`r.resource_id`
+        : label === "prefect.resource.role"
+        ? sql`r.resource_role`
+        : sql`(r.resource ->> ${label})`
+    return label === "prefect.resource.role" && !values.some((v) => /[*?!]/.test(v))
+      ? sql`r.resource_role = ANY(${values}::text[])`
+      : sql.or(values.map((value) => like(sql, column, value)))
+  })
+
+/** The event has a resource row, within the filter's window, meeting every one of `conditions`. */
+const hasResource = (sql: SqlClient, filter: ResolvedEventFilter, conditions: Array<Fragment>): Fragment =>
+  sql`events.id IN (
+    SELECT r.event_id FROM event_resources r
+    WHERE r.occurred >= ${filter.occurred.since} AND r.occurred <= ${filter.occurred.until} AND ${sql.and(conditions)}
+  )`
+
+/** The filter as one condition on `events`. */
+export const compileEventFilter = (sql: SqlClient, filter: ResolvedEventFilter): Fragment => {
+  const where: Array<Fragment> = [
+    sql`events.occurred >= ${filter.occurred.since}`,
+    sql`events.occurred <= ${filter.occurred.until}`
+  ]
+  const names = filter.event
+  if (names) {
+    if (names.prefix) where.push(sql.or(names.prefix.map((p) => sql`starts_with(events.event, ${p})`)))
+    for (const p of names.exclude_prefix ?? []) where.push(sql`NOT starts_with(events.event, ${p})`)
+    if (names.name) where.push(sql`events.event = ANY(${names.name}::text[])`)
+    if (names.exclude_name) where.push(sql`NOT (events.event = ANY(${names.exclude_name}::text[]))`)
+  }
+  const resource = filter.resource
+  if (resource) {
+    if (resource.id) where.push(sql`events.resource_id = ANY(${resource.id}::text[])`)
+    if (resource.id_prefix) where.push(sql.or(resource.id_prefix.map((p) => sql`starts_with(events.resource_id, ${p})`)))
+    if (resource.labels) {
+      const spec = { ...resource.labels }
+      delete spec["prefect.resource.role"]
+      where.push(hasResource(sql, filter, [sql`r.resource_role = ''`, ...labelConditions(sql, spec)]))
+    }
+  }
+  for (const related of asList(filter.related)) {
+    const conditions: Array<Fragment> = []
+    if (related.id) conditions.push(sql`r.resource_id = ANY(${related.id}::text[])`)
+    if (related.role) conditions.push(sql`r.resource_role = ANY(${related.role}::text[])`)
+    if (related.resources_in_roles) {
+      conditions.push(sql.or(related.resources_in_roles.map(([id, role]) => sql`(r.resource_id = ${id} AND r.resource_role = ${role})`)))
+    }
+    if (related.labels) conditions.push(...labelConditions(sql, related.labels))
+    if (conditions.length === 0) continue
+    // Related resources only: the event's own resource has no role.
+    if (!related.role) conditions.push(sql`r.resource_role <> ''`)
+    where.push(hasResource(sql, filter, conditions))
+  }
+  for (const any of asList(filter.any_resource)) {
+    const conditions: Array<Fragment> = []
+    if (any.id) conditions.push(sql`r.resource_id = ANY(${any.id}::text[])`)
+    if (any.id_prefix) conditions.push(sql.or(any.id_prefix.map((p) => sql`starts_with(r.resource_id, ${p})`)))
+    if (any.labels) conditions.push(...labelConditions(sql, any.labels))
+    if (conditions.length > 0) where.push(hasResource(sql, filter, conditions))
+  }
+  if (filter.id?.id) where.push(sql`events.id = ANY(${filter.id.id}::uuid[])`)
+  if (filter.text && filter.text.query.trim() !== "") {
+    const query = parseTextQuery(filter.text.query)
+    const text = sql`lower(events.event || ' ' || events.resource::text || ' ' || events.related::text || ' ' || events.payload::text)`
+    const contains = (term: string) => sql`strpos(${text}, ${term.toLowerCase()}) > 0`
+    if (query.include.length > 0) where.push(sql.or(query.include.map(contains)))
+    for (const term of query.exclude) where.push(sql`NOT ${contains(term)}`)
+    for (const term of query.required) where.push(contains(term))
+  }
+  return sql.and(where)
+}

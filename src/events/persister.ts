@@ -1,0 +1,79 @@
+/**
+ * The event persister: takes the events published on the bus and writes them in batches of
+ * `batch_size`, at the latest `flush_interval` after they arrive; a failed write is retried
+ * `max_flush_retries` times. What is queued when the server stops is written before it does.
+ * Every 15 minutes it also deletes the events older than server.events.retention_period,
+ * `batch_size_delete` at a time.
+ */
+import { Chunk, Duration, Effect, Option, Queue, Ref, Schedule } from "effect"
+import { now } from "../domain/time.ts"
+import { Settings } from "../settings/settings.ts"
+import { EventBus } from "./bus.ts"
+import { EventsRepo } from "./repo.ts"
+import type { ReceivedEvent } from "./schemas.ts"
+
+const TRIM_EVERY_MS = 15 * 60 * 1000
+
+export class EventPersister extends Effect.Service<EventPersister>()("baton/EventPersister", {
+  scoped: Effect.gen(function* () {
+    const settings = yield* Settings
+    const bus = yield* EventBus
+    const repo = yield* EventsRepo
+    const options = settings.server.services.event_persister
+    // Subscribed from the start, so no event published before the first flush is missed.
+    const queue = yield* bus.subscribe
+
+    const write = (batch: ReadonlyArray<ReceivedEvent>) =>
+      repo.write(batch).pipe(
+        Effect.retry(Schedule.recurs(options.max_flush_retries)),
+        Effect.catchAllCause((cause) => Effect.logError(`Dropped ${batch.length} events that could not be written`, cause)),
+        Effect.asVoid
+      )
+
+    /** Writes everything queued now, a batch at a time; how many events. */
+    const drain = Effect.gen(function* () {
+      let total = 0
+      while (true) {
+        const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, options.batch_size))
+        if (batch.length === 0) return total
+        yield* write(batch)
+        total += batch.length
+      }
+    })
+
+    const lastTrim = yield* Ref.make(Number.NEGATIVE_INFINITY)
+    const retention = Duration.toMillis(settings.server.events.retention_period)
+
+    /** Deletes the events past retention, a batch at a time; how many. */
+    const trim = Effect.gen(function* () {
+      const before = new Date((yield* now).getTime() - retention)
+      let total = 0
+      while (true) {
+        const deleted = yield* Effect.orDie(repo.deleteOlderThan(before, options.batch_size_delete))
+        total += deleted
+        if (deleted < options.batch_size_delete) return total
+      }
+    })
+
+    const trimWhenDue = Effect.gen(function* () {
+      const at = (yield* now).getTime()
+      if (at - (yield* Ref.get(lastTrim)) < TRIM_EVERY_MS) return
+      yield* Ref.set(lastTrim, at)
+      yield* trim
+    })
+
+    /** One iteration: waits up to flush_interval for a first event, then writes all that is queued. */
+    const tick = Effect.gen(function* () {
+      yield* trimWhenDue
+      const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
+      if (Option.isNone(first)) return
+      const rest = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(0, options.batch_size - 1)))
+      yield* write([first.value, ...rest])
+      yield* drain
+    })
+
+    yield* Effect.addFinalizer(() => Effect.asVoid(drain))
+
+    return { tick, drain, trim } as const
+  })
+}) {}

@@ -1,0 +1,195 @@
+/** Events in SQL: written in batches (each once), read and counted by EventFilter. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
+import { compileEventFilter, type ResolvedEventFilter } from "./filter.ts"
+import { type ReceivedEvent, resourceId, resourceRole } from "./schemas.ts"
+
+interface EventRow {
+  readonly id: string
+  readonly occurred: Date
+  readonly event: string
+  readonly resource: Record<string, string>
+  readonly related: ReadonlyArray<Record<string, string>>
+  readonly payload: Record<string, unknown>
+  readonly received: Date
+  readonly follows: string | null
+}
+
+const toEvent = (row: EventRow): ReceivedEvent => ({
+  id: row.id,
+  occurred: row.occurred,
+  event: row.event,
+  resource: row.resource,
+  related: row.related,
+  payload: row.payload,
+  received: row.received,
+  follows: row.follows
+})
+
+/** A resource's labels without its id and role, which have columns of their own. */
+const otherLabels = (resource: Record<string, string>) => {
+  const { "prefect.resource.id": _id, "prefect.resource.role": _role, ...rest } = resource
+  return rest
+}
+
+/** Rows per insert statement. */
+const INSERT_BATCH = 500
+
+export interface RawCount {
+  readonly value: string
+  readonly label: string
+  readonly count: number
+  readonly start_time: Date
+  readonly end_time: Date
+}
+
+export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Stores the events not stored yet (by id) and their resources, in one transaction. */
+    const write = Effect.fn("EventsRepo.write")(function* (events: ReadonlyArray<ReceivedEvent>) {
+      if (events.length === 0) return 0
+      const recorded = yield* now
+      let written = 0
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          for (let i = 0; i < events.length; i += INSERT_BATCH) {
+            const batch = events.slice(i, i + INSERT_BATCH)
+            const rows = batch.map((e) => ({
+              id: e.id,
+              occurred: e.occurred.toISOString(),
+              event: e.event,
+              resource_id: resourceId(e.resource),
+              resource: e.resource,
+              related_resource_ids: e.related.map(resourceId),
+              related: e.related,
+              payload: e.payload,
+              received: e.received.toISOString(),
+              follows: e.follows
+            }))
+            const inserted = yield* sql<{ id: string }>`
+              INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
+              SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received,
+                     ${recorded}, r.follows
+              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+                id uuid, occurred timestamptz, event text, resource_id text, resource jsonb, related_resource_ids jsonb,
+                related jsonb, payload jsonb, received timestamptz, follows uuid)
+              ON CONFLICT (id) DO NOTHING
+              RETURNING id
+            `
+            const fresh = new Set(inserted.map((r) => r.id))
+            written += fresh.size
+            const resourceRows: Array<Record<string, unknown>> = []
+            for (const e of batch) {
+              if (!fresh.has(e.id)) continue
+              for (const resource of [e.resource, ...e.related]) {
+                resourceRows.push({
+                  id: yield* newId,
+                  occurred: e.occurred.toISOString(),
+                  resource_id: resourceId(resource),
+                  resource_role: resource === e.resource ? "" : resourceRole(resource),
+                  resource: otherLabels(resource),
+                  event_id: e.id
+                })
+              }
+            }
+            if (resourceRows.length > 0) {
+              yield* sql`
+                INSERT INTO event_resources (id, occurred, resource_id, resource_role, resource, event_id)
+                SELECT r.id, r.occurred, r.resource_id, r.resource_role, r.resource, r.event_id
+                FROM jsonb_to_recordset(${JSON.stringify(resourceRows)}::jsonb) AS r(
+                  id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
+              `
+            }
+          }
+        })
+      )
+      return written
+    })
+
+    /** The number of events the filter matches (of distinct resources, when it asks for distinct ones). */
+    const count = (filter: ResolvedEventFilter) =>
+      Effect.map(
+        filter.resource?.distinct
+          ? sql<{ count: string }>`SELECT count(DISTINCT events.resource_id) AS count FROM events WHERE ${compileEventFilter(sql, filter)}`
+          : sql<{ count: string }>`SELECT count(*) AS count FROM events WHERE ${compileEventFilter(sql, filter)}`,
+        (rows) => Number(rows[0]!.count)
+      )
+
+    /** A page of the events the filter matches, by time in its order (the latest of each resource when distinct). */
+    const read = (filter: ResolvedEventFilter, limit: number, offset: number) => {
+      const direction = sql.unsafe(filter.order === "ASC" ? "ASC" : "DESC")
+      const where = compileEventFilter(sql, filter)
+      const rows = filter.resource?.distinct
+        ? sql<EventRow>`
+            SELECT * FROM (
+              SELECT events.*, row_number() OVER (PARTITION BY events.resource_id ORDER BY events.occurred ${direction}, events.id ${direction}) AS n
+              FROM events WHERE ${where}
+            ) events WHERE n = 1
+            ORDER BY occurred ${direction}, id ${direction} LIMIT ${limit} OFFSET ${offset}
+          `
+        : sql<EventRow>`
+            SELECT * FROM events WHERE ${where}
+            ORDER BY events.occurred ${direction}, events.id ${direction} LIMIT ${limit} OFFSET ${offset}
+          `
+      return Effect.map(rows, (found) => found.map(toEvent))
+    }
+
+    /**
+     * Counts per bucket of time (day, time), per event name, or per resource (labelled with its
+     * latest name); time buckets come oldest first, the others most frequent first.
+     */
+    const countBy = (filter: ResolvedEventFilter, countable: Countable, unit: TimeUnit, interval: number) => {
+      const where = compileEventFilter(sql, filter)
+      const byTime = countable === "day" || countable === "time"
+      const seconds = bucketMillis(countable === "day" ? "day" : unit, countable === "day" ? 1 : interval) / 1000
+      const bin = sql`date_bin(make_interval(secs => ${seconds}), events.occurred, ${PIVOT})`
+      const value = byTime
+        ? sql`floor(extract(epoch FROM (${bin} - ${PIVOT}::timestamptz)) / ${seconds})::bigint::text`
+        : countable === "event"
+        ? sql`events.event`
+        : sql`events.resource_id`
+      const label = byTime
+        ? sql`to_char(${bin} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`
+        : countable === "event"
+        ? sql`events.event`
+        : sql`coalesce(events.resource ->> 'prefect.resource.name', events.resource ->> 'prefect.name', events.resource_id)`
+      const order = byTime ? sql`start_time ASC` : sql`count DESC, label ASC`
+      return Effect.map(
+        sql<{ value: string; label: string; count: string; start_time: Date; end_time: Date }>`
+          WITH counted AS (
+            SELECT ${value} AS value, ${label} AS label, max(events.occurred) AS latest, min(events.occurred) AS oldest, count(*) AS count
+            FROM events WHERE ${where} GROUP BY 1, 2
+          ), labelled AS (
+            SELECT value, first_value(label) OVER (PARTITION BY value ORDER BY latest DESC) AS label, latest, oldest, count FROM counted
+          )
+          SELECT value, label, sum(count) AS count, min(oldest) AS start_time, max(latest) AS end_time
+          FROM labelled GROUP BY value, label ORDER BY ${order}
+        `,
+        (rows): ReadonlyArray<RawCount> => rows.map((r) => ({ ...r, count: Number(r.count) }))
+      )
+    }
+
+    /** Deletes up to `limit` events (and their resources) that occurred before `before`; how many. */
+    const deleteOlderThan = Effect.fn("EventsRepo.deleteOlderThan")(function* (before: Date, limit: number) {
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const deleted = yield* sql<{ id: string }>`
+            DELETE FROM events WHERE id IN (SELECT id FROM events WHERE occurred < ${before} ORDER BY occurred LIMIT ${limit})
+            RETURNING id
+          `
+          if (deleted.length > 0) {
+            yield* sql`DELETE FROM event_resources WHERE event_id = ANY(${deleted.map((d) => d.id)}::uuid[])`
+          }
+          return deleted.length
+        })
+      )
+    })
+
+    return { write, count, read, countBy, deleteOlderThan } as const
+  })
+}) {}

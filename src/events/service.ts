@@ -1,0 +1,54 @@
+/**
+ * Receiving events: each checked against the server.events limits (name length, labels per
+ * resource, related resources, size); one event out of bounds refuses the whole batch (422, nothing
+ * published). Accepted events are stamped `received` and published on the bus.
+ */
+import { Effect } from "effect"
+import { now } from "../domain/time.ts"
+import { type ValidationDetailItem, ValidationError } from "../http/errors.ts"
+import { Settings } from "../settings/settings.ts"
+import { EventBus } from "./bus.ts"
+import type { Event, ReceivedEvent } from "./schemas.ts"
+
+export class Events extends Effect.Service<Events>()("baton/Events", {
+  effect: Effect.gen(function* () {
+    const settings = yield* Settings
+    const bus = yield* EventBus
+    const limits = settings.server.events
+
+    /** The problems of one event, located under `loc`. */
+    const problems = (event: Event, received: Date, loc: ReadonlyArray<string | number>): Array<ValidationDetailItem> => {
+      const found: Array<ValidationDetailItem> = []
+      const problem = (at: ReadonlyArray<string | number>, message: string, input: unknown) =>
+        found.push({ loc: [...loc, ...at], msg: `Value error, ${message}`, type: "value_error", input })
+      if (event.event.length > limits.maximum_event_name_length) {
+        problem(["event"], `Event name must be at most ${limits.maximum_event_name_length} characters`, event.event)
+      }
+      const tooManyLabels = `The maximum number of labels per resource is ${limits.maximum_labels_per_resource}`
+      if (Object.keys(event.resource).length > limits.maximum_labels_per_resource) problem(["resource"], tooManyLabels, event.resource)
+      event.related.forEach((related, j) => {
+        if (Object.keys(related).length > limits.maximum_labels_per_resource) problem(["related", j], tooManyLabels, related)
+      })
+      if (event.related.length > limits.maximum_related_resources) {
+        problem(["related"], `The maximum number of related resources is ${limits.maximum_related_resources}`, event.related.length)
+      }
+      const size = Buffer.byteLength(JSON.stringify({ ...event, received }))
+      if (size > limits.maximum_size_bytes) {
+        problem([], `The event is ${size} bytes; events may be at most ${limits.maximum_size_bytes} bytes`, event.id)
+      }
+      return found
+    }
+
+    /** Checks every event against the limits, then publishes them all as received now. */
+    const receive = Effect.fn("Events.receive")(function* (events: ReadonlyArray<Event>, loc: ReadonlyArray<string | number> = ["body"]) {
+      const received = yield* now
+      const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
+      if (found.length > 0) return yield* new ValidationError({ detail: found })
+      const stamped: Array<ReceivedEvent> = events.map((event) => ({ ...event, received }))
+      yield* bus.publish(stamped)
+      return stamped
+    })
+
+    return { receive } as const
+  })
+}) {}

@@ -1,0 +1,94 @@
+/**
+ * The event websockets. /events/in: after the handshake every message is one event, received as a
+ * POST /events would receive it. /events/out: after a `{"type": "filter", "filter": …, "backfill":
+ * true}` message, the stored events of the last `maximum_websocket_backfill` the filter matches
+ * (oldest first, a page at a time), then every new one, each as `{"type": "event", "event": …}`.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Duration, Effect, Either, Option, ParseResult, Queue, Schema } from "effect"
+import { now } from "../domain/time.ts"
+import { PROTOCOL_ERROR, POLICY_VIOLATION, servePrefectSocket } from "../http/websocket.ts"
+import { Settings } from "../settings/settings.ts"
+import { EventBus } from "./bus.ts"
+import { EventFilter, eventMatches, resolveFilter } from "./filter.ts"
+import { EventsRepo } from "./repo.ts"
+import { Event, ReceivedEvent } from "./schemas.ts"
+import { Events } from "./service.ts"
+
+const decodeEvent = Schema.decodeUnknownEither(Event)
+const decodeFilter = Schema.decodeUnknownEither(EventFilter)
+const encodeEvent = Schema.encodeSync(ReceivedEvent)
+const INVALID_PAYLOAD = 1007
+
+const describe = (issue: ParseResult.ParseIssue) => ParseResult.TreeFormatter.formatIssueSync(issue)
+
+export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function* () {
+    const settings = yield* Settings
+    const events = yield* Events
+    const bus = yield* EventBus
+    const repo = yield* EventsRepo
+    const backfillWindow = Duration.toMillis(settings.server.events.maximum_websocket_backfill)
+    const pageSize = settings.server.events.websocket_backfill_page_size
+
+    yield* router.get(
+      "/events/in",
+      servePrefectSocket(settings, (socket) =>
+        Effect.gen(function* () {
+          while (true) {
+            const message = yield* socket.next
+            if (Option.isNone(message)) return
+            const event = decodeEvent(message.value)
+            if (Either.isLeft(event)) return yield* socket.close(INVALID_PAYLOAD, `Invalid event: ${describe(event.left.issue)}`)
+            const received = yield* Effect.either(events.receive([event.right], []))
+            if (Either.isLeft(received)) {
+              const detail = received.left.detail
+              return yield* socket.close(INVALID_PAYLOAD, `Invalid event: ${typeof detail === "string" ? detail : detail[0]?.msg ?? ""}`)
+            }
+          }
+        })
+      )
+    )
+
+    yield* router.get(
+      "/events/out",
+      servePrefectSocket(settings, (socket) =>
+        Effect.gen(function* () {
+          if (!settings.server.events.stream_out_enabled) {
+            return yield* socket.close(POLICY_VIOLATION, "Event streaming is off (server.events.stream_out_enabled is false)")
+          }
+          const first = yield* socket.next
+          if (Option.isNone(first)) return
+          const message = first.value as { type?: unknown; filter?: unknown; backfill?: unknown } | undefined
+          if (message?.type !== "filter") return yield* socket.close(PROTOCOL_ERROR, "Expected 'filter' message")
+          const decoded = decodeFilter(message.filter ?? {})
+          if (Either.isLeft(decoded)) return yield* socket.close(PROTOCOL_ERROR, `Invalid filter: ${describe(decoded.left.issue)}`)
+          const at = yield* now
+          const resolved = resolveFilter(decoded.right, at)
+          // Never further back than the backfill window; live events are not bounded by `until`.
+          const earliest = new Date(Math.max(resolved.occurred.since.getTime(), at.getTime() - backfillWindow))
+          const filter = { ...resolved, order: "ASC" as const, occurred: { since: earliest, until: resolved.occurred.until } }
+          // Subscribe first, so nothing that arrives during the backfill is missed.
+          const live = yield* bus.subscribe
+          const sent = new Set<string>()
+          if (message.backfill !== false) {
+            for (let offset = 0; ; offset += pageSize) {
+              const page = yield* Effect.orDie(repo.read(filter, pageSize, offset))
+              for (const event of page) {
+                sent.add(event.id)
+                yield* socket.send({ type: "event", event: encodeEvent(event) })
+              }
+              if (page.length < pageSize) break
+            }
+          }
+          const liveFilter = { ...filter, occurred: { since: earliest, until: new Date(8.64e15) } }
+          while (true) {
+            const event = yield* Queue.take(live)
+            if (sent.delete(event.id) || !eventMatches(liveFilter, event)) continue
+            yield* socket.send({ type: "event", event: encodeEvent(event) })
+          }
+        }).pipe(Effect.scoped)
+      )
+    )
+  })
+)
