@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
+import { relatedResources } from "../../src/events/run-events.ts"
 import { makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 import { connect, opened } from "../support/websocket.ts"
@@ -30,6 +31,28 @@ const overrides = {
   "server.events.maximum_related_resources": 3,
   "server.events.maximum_size_bytes": 4000
 }
+
+describe("run event resources", () => {
+  const context = {
+    id: "r1", name: "run", run_count: 1, tags: ["b", "a"], created_by: null,
+    flow_run_id: null, flow_run_name: null, flow_run_tags: null,
+    flow_id: "f1", flow_name: "flow", flow_tags: ["a", "c"],
+    deployment_id: null, deployment_name: null, deployment_tags: null,
+    work_queue_id: null, work_queue_name: null, work_pool_id: null, work_pool_name: null, work_pool_type: null,
+    task_run_id: null, task_run_name: null, task_run_tags: null
+  }
+  it("name what the run belongs to, its tags once each in order, and a deployment or automation that created it", () => {
+    expect(relatedResources(context)).toEqual([
+      { "prefect.resource.id": "prefect.flow.f1", "prefect.resource.role": "flow", "prefect.resource.name": "flow" },
+      { "prefect.resource.id": "prefect.tag.a", "prefect.resource.role": "tag" },
+      { "prefect.resource.id": "prefect.tag.b", "prefect.resource.role": "tag" },
+      { "prefect.resource.id": "prefect.tag.c", "prefect.resource.role": "tag" }
+    ])
+    const byAutomation = relatedResources({ ...context, created_by: { type: "AUTOMATION", id: "a1", display_value: "on failure" } })
+    expect(byAutomation.at(-1)).toEqual({ "prefect.resource.id": "prefect.automation.a1", "prefect.resource.role": "creator", "prefect.resource.name": "on failure" })
+    expect(relatedResources({ ...context, created_by: { type: "SCHEDULE", id: "s1" } }).some((r) => r["prefect.resource.role"] === "creator")).toBe(false)
+  })
+})
 
 describe("events", () => {
   it.layer(testServer({ overrides }), { timeout: 60_000 })((it) => {
