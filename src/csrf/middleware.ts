@@ -5,7 +5,7 @@
  */
 import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { timingSafeEqual } from "node:crypto"
+import { sameSecret } from "../domain/secrets.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { CsrfTokensRepo } from "./repo.ts"
@@ -14,12 +14,6 @@ const PROTECTED = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 const forbidden = (detail: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson({ detail }, { status: 403, headers })
-
-const sameToken = (a: string, b: string) => {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
-}
 
 export const csrfMiddleware = HttpApiBuilder.middleware(
   Effect.gen(function* () {
@@ -34,7 +28,7 @@ export const csrfMiddleware = HttpApiBuilder.middleware(
         const client = request.headers["prefect-csrf-client"]
         if (!client) return forbidden("Missing client identifier.")
         const stored = yield* Effect.orDie(tokens.validToken(client, yield* now))
-        if (stored === undefined || !sameToken(stored, token)) {
+        if (stored === undefined || !sameSecret(stored, token)) {
           return forbidden("Invalid CSRF token or client identifier.", { "access-control-allow-origin": "*" })
         }
         return yield* app

@@ -3,9 +3,8 @@ import { Effect, Either, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../http/api.ts"
 import { normalizeBasePath } from "../http/edge.ts"
-import { ValidationError } from "../http/errors.ts"
+import { Forbidden, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
-import { InvalidPageToken } from "./api.ts"
 import { bucketProblem, spans } from "./counting.ts"
 import { EventFilter, resolveFilter, type ResolvedEventFilter } from "./filter.ts"
 import { EventsRepo } from "./repo.ts"
@@ -17,7 +16,8 @@ const PageToken = Schema.parseJson(
 const encodeToken = Schema.encodeSync(PageToken)
 const decodeToken = Schema.decodeUnknownEither(PageToken)
 
-const invalidToken = new InvalidPageToken({ detail: "Forbidden" })
+/** A page token that was not issued here, or no longer decodes, as the reference answers it. */
+const invalidToken = new Forbidden({ detail: "Forbidden" })
 
 export const EventsLive = HttpApiBuilder.group(BatonApi, "events", (handlers) =>
   Effect.gen(function* () {

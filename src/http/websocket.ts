@@ -6,7 +6,7 @@
  */
 import { HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { Effect, Fiber, Option, Queue, Redacted, type Scope } from "effect"
-import { timingSafeEqual } from "node:crypto"
+import { sameSecret } from "../domain/secrets.ts"
 import type { SettingsValue } from "../settings/settings.ts"
 
 /** Close codes a handshake or a first message can end with. */
@@ -18,12 +18,6 @@ const closeReason = (reason: string) => {
   let out = reason
   while (Buffer.byteLength(out) > 123) out = out.slice(0, -1)
   return out
-}
-
-const sameSecret = (a: string, b: string) => {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
 }
 
 /** An accepted socket: JSON messages in, text frames out, and a way to close it with a reason. */
