@@ -44,6 +44,10 @@ import { CsrfLive } from "./csrf/http.ts"
 import { csrfMiddleware } from "./csrf/middleware.ts"
 import { CsrfTokensRepo } from "./csrf/repo.ts"
 import { TemplatesLive } from "./templates/http.ts"
+import { AutomationChanges } from "./automations/changes.ts"
+import { AutomationsLive } from "./automations/http.ts"
+import { AutomationsRepo } from "./automations/repo.ts"
+import { Automations } from "./automations/service.ts"
 import { EventBus } from "./events/bus.ts"
 import { EventsLive } from "./events/http.ts"
 import { EventPersister } from "./events/persister.ts"
@@ -101,12 +105,12 @@ export const AreasLive = Layer.mergeAll(
   WorkPools.Default,
   BlockDocuments.Default,
   BlockRegistration.Default,
-  Events.Default,
   EventPersister.Default,
-  RunEventsLive
+  RunEventsLive,
+  Automations.Default
 ).pipe(
   Layer.provideMerge(
-    Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default, BlockSchemas.Default, StorageDefaults.Default, Encryption.Default)
+    Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default, BlockSchemas.Default, StorageDefaults.Default, Encryption.Default, Events.Default)
   ),
   Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default, Hydration.Default)),
   Layer.provideMerge(ConcurrencyRules.Default),
@@ -131,6 +135,8 @@ export const AreasLive = Layer.mergeAll(
       EventsRepo.Default,
       RunResourcesRepo.Default,
       EventBus.Default,
+      AutomationsRepo.Default,
+      AutomationChanges.Default,
       LeaseStorageLive
     )
   ),
@@ -164,7 +170,8 @@ export const GroupsLive = Layer.mergeAll(
   CsrfLive,
   CollectionsLive,
   TemplatesLive,
-  EventsLive
+  EventsLive,
+  AutomationsLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers, and the websocket routes beside them. */

@@ -49,6 +49,15 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
       return stamped
     })
 
-    return { receive } as const
+    /** Publishes events the server itself makes (they are within the limits by construction), as received now. */
+    const emit = (events: ReadonlyArray<Event>) =>
+      Effect.gen(function* () {
+        const received = yield* now
+        const stamped: Array<ReceivedEvent> = events.map((event) => ({ ...event, received }))
+        yield* bus.publish(stamped)
+        return stamped
+      })
+
+    return { receive, emit } as const
   })
 }) {}

@@ -12,6 +12,7 @@ import { CollectionsApi } from "../collections/api.ts"
 import { CsrfApi } from "../csrf/api.ts"
 import { TemplatesApi } from "../templates/api.ts"
 import { EventsApi } from "../events/api.ts"
+import { AutomationsApi } from "../automations/api.ts"
 import { BlockCapabilitiesApi, BlockDocumentsApi, BlockSchemasApi, BlockTypesApi } from "../blocks/api.ts"
 import { SavedSearchesApi } from "../saved-searches/api.ts"
 import { VariablesApi } from "../variables/api.ts"
@@ -60,6 +61,7 @@ export class BatonApi extends HttpApi.make("baton")
   .add(CollectionsApi)
   .add(TemplatesApi)
   .add(EventsApi)
+  .add(AutomationsApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

@@ -29,6 +29,8 @@ const collect = (loc: Loc, issue: ParseResult.ParseIssue, parent: unknown): Read
     case "Composite": {
       const issues = Array.isArray(issue.issues) ? issue.issues : [issue.issues as ParseResult.ParseIssue]
       if (issue.ast._tag === "Union") {
+        const tag = tagProblem(loc, issues, issue.actual)
+        if (tag !== undefined) return [tag]
         // A value none of a set of literals matched: one "enum" item naming them all.
         const choice = describeType(issue.ast)
         if (choice?.type === "enum" && issues.every((i) => i._tag === "Type" || isNullish(i))) {
@@ -75,7 +77,26 @@ const bestUnionMember = (
   parent: unknown
 ): ReadonlyArray<Item> => {
   const meaningful = issues.filter((issue) => !isNullish(issue))
-  const candidates = (meaningful.length > 0 ? meaningful : issues).map((issue) => collect(loc, issue, parent))
+  let candidates = (meaningful.length > 0 ? meaningful : issues).map((issue) => collect(loc, issue, parent))
+  // Members told apart by a `type` tag: those whose tag the value does not carry are not what was
+  // meant; when none carries it, say which tags there are (as a discriminated union does).
+  const tagFailure = (items: ReadonlyArray<Item>): ReadonlyArray<string> | undefined => {
+    for (const i of items) {
+      if (i.loc.length === loc.length + 1 && i.loc[loc.length] === "type" && (i.type === "literal_error" || i.type === "enum" || i.type === "missing")) {
+        return typeof i.ctx?.expected === "string" ? i.ctx.expected.split(" or ").map((t) => (t.startsWith("'") ? t.slice(1, -1) : JSON.parse(t) as string)) : []
+      }
+      // A nested union of tagged members that had no member for this tag.
+      if (i.loc.length === loc.length && (i.type === "union_tag_invalid" || i.type === "union_tag_not_found")) {
+        return typeof i.ctx?.expected_tags === "string" ? i.ctx.expected_tags.split(", ").map((t) => t.slice(1, -1)) : []
+      }
+    }
+    return undefined
+  }
+  if (candidates.length > 1 && candidates.some((items) => tagFailure(items) !== undefined)) {
+    const tagged = candidates.filter((items) => tagFailure(items) === undefined)
+    if (tagged.length > 0) candidates = tagged
+    else return [tagItem(loc, candidates.flatMap((items) => tagFailure(items)!), actual)]
+  }
   // Members that fail only on the top-level type (e.g. "not an object") say less than one that
   // got inside the value.
   const deep = candidates.filter((items) => items.some((i) => i.loc.length > loc.length))
@@ -87,6 +108,45 @@ const bestUnionMember = (
   }
   return best
 }
+
+/** No member's `type` tag matched: the tag given (or its absence) and the tags there are. */
+const tagItem = (loc: Loc, tags: ReadonlyArray<string>, actual: unknown): Item => {
+  const tag = isRecord(actual) ? actual.type : undefined
+  if (tag === undefined) {
+    return item(loc, "union_tag_not_found", "Unable to extract tag using discriminator 'type'", actual, { discriminator: "'type'" })
+  }
+  const expected = [...new Set(tags)].map((t) => `'${t}'`).join(", ")
+  return item(
+    loc,
+    "union_tag_invalid",
+    `Input tag '${String(tag)}' found using 'type' does not match any of the expected tags: ${expected}`,
+    actual,
+    { discriminator: "'type'", tag: String(tag), expected_tags: expected }
+  )
+}
+
+/**
+ * A union of objects told apart by their `type` literal reports a value with an unknown (or no) tag
+ * as one problem at `type`: answered as a discriminated union's tag problem on the object.
+ */
+const tagProblem = (loc: Loc, issues: ReadonlyArray<ParseResult.ParseIssue>, actual: unknown): Item | undefined => {
+  if (issues.length !== 1 || !isRecord(actual)) return undefined
+  let only = issues[0]!
+  if (only._tag === "Composite" && only.ast._tag === "TypeLiteral") {
+    const inner = Array.isArray(only.issues) ? only.issues : [only.issues as ParseResult.ParseIssue]
+    if (inner.length !== 1) return undefined
+    only = inner[0]!
+  }
+  if (only._tag !== "Pointer" || only.path !== "type") return undefined
+  const inner = only.issue
+  if (inner._tag === "Missing") return tagItem(loc, [], actual)
+  if (inner._tag !== "Type") return undefined
+  const members = inner.ast._tag === "Union" ? inner.ast.types : [inner.ast]
+  const tags = members.flatMap((m) => (m._tag === "Literal" && typeof m.literal === "string" ? [m.literal] : []))
+  return tags.length === members.length ? tagItem(loc, tags, actual) : undefined
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 const refinementItem = (loc: Loc, issue: ParseResult.Refinement): Item => {
   const ast = issue.ast

@@ -16,6 +16,7 @@ import m0011 from "./0011_artifacts.ts"
 import m0012 from "./0012_blocks.ts"
 import m0013 from "./0013_block_document_links.ts"
 import m0014 from "./0014_events.ts"
+import m0015 from "./0015_automations.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -31,5 +32,6 @@ export const migrations = {
   "0011_artifacts": m0011,
   "0012_blocks": m0012,
   "0013_block_document_links": m0013,
-  "0014_events": m0014
+  "0014_events": m0014,
+  "0015_automations": m0015
 }

@@ -1,0 +1,136 @@
+/** Automations and the resources they relate to, in SQL. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { compileFilter } from "../domain/filters.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import { type Automation, type AutomationFilter, automationFilterSpec, type AutomationSort, type AutomationUpdate } from "./schemas.ts"
+
+const orderBy: Record<AutomationSort, string> = {
+  CREATED_DESC: "automation.created DESC, automation.id",
+  UPDATED_DESC: "automation.updated DESC, automation.id",
+  NAME_ASC: "automation.name ASC, automation.id",
+  NAME_DESC: "automation.name DESC, automation.id"
+}
+
+/** What an automation holds besides its id and timestamps. */
+export type AutomationFields = Omit<AutomationUpdate, never>
+
+const json = (value: unknown) => JSON.stringify(value)
+
+/** Which automations changed since a look: the newest `updated` and how many there are. */
+export interface AutomationsSnapshot {
+  readonly updated: number | null
+  readonly count: number
+}
+
+export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/AutomationsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const where = (filter: AutomationFilter | null | undefined) => compileFilter(sql, filter, automationFilterSpec)
+
+    const columns = (fields: AutomationFields) => ({
+      name: fields.name,
+      description: fields.description,
+      enabled: fields.enabled,
+      tags: json(fields.tags),
+      trigger: json(fields.trigger),
+      actions: json(fields.actions),
+      actions_on_trigger: json(fields.actions_on_trigger),
+      actions_on_resolve: json(fields.actions_on_resolve)
+    })
+
+    const create = Effect.fn("AutomationsRepo.create")(function* (fields: AutomationFields) {
+      const at = yield* now
+      const rows = yield* sql<Automation>`
+        INSERT INTO automation ${sql.insert({ id: yield* newId, created: at, updated: at, ...columns(fields) })}
+        RETURNING *
+      `
+      return rows[0]!
+    })
+
+    const read = (id: string) => Effect.map(sql<Automation>`SELECT * FROM automation WHERE id = ${id}`, (rows) => rows[0])
+
+    const readMany = (ids: ReadonlyArray<string>) =>
+      ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : sql<Automation>`SELECT * FROM automation WHERE id = ANY(${ids}::uuid[])`
+
+    /** Every automation, for the triggers service to load. */
+    const all = sql<Automation>`SELECT * FROM automation`
+
+    const filter = (options: {
+      readonly filter: AutomationFilter | null | undefined
+      readonly sort: AutomationSort
+      readonly offset: number
+      readonly limit: number
+    }) =>
+      sql<Automation>`
+        SELECT * FROM automation WHERE ${where(options.filter)}
+        ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
+      `
+
+    const count = Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM automation`, (rows) => Number(rows[0]!.count))
+
+    const snapshot = Effect.map(
+      sql<{ updated: Date | null; count: string }>`SELECT max(updated) AS updated, count(*) AS count FROM automation`,
+      (rows): AutomationsSnapshot => ({ updated: rows[0]!.updated?.getTime() ?? null, count: Number(rows[0]!.count) })
+    )
+
+    /** Replaces every field; false when there is no such automation. */
+    const replace = Effect.fn("AutomationsRepo.replace")(function* (id: string, fields: AutomationFields) {
+      const at = yield* now
+      const rows = yield* sql`UPDATE automation SET ${sql.update({ ...columns(fields), updated: at })} WHERE id = ${id} RETURNING id`
+      // Its triggers have new ids: what the old ones were counting no longer applies.
+      yield* sql`DELETE FROM automation_bucket WHERE automation_id = ${id}`
+      yield* sql`DELETE FROM composite_trigger_child_firing WHERE automation_id = ${id}`
+      return rows.length > 0
+    })
+
+    const setEnabled = Effect.fn("AutomationsRepo.setEnabled")(function* (id: string, enabled: boolean) {
+      const at = yield* now
+      const rows = yield* sql`UPDATE automation SET enabled = ${enabled}, updated = ${at} WHERE id = ${id} RETURNING id`
+      return rows.length > 0
+    })
+
+    /** Deletes the automations (their buckets, firings and relations go with them); the deleted ones. */
+    const remove = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([] as ReadonlyArray<Automation>)
+        : sql<Automation>`DELETE FROM automation WHERE id = ANY(${ids}::uuid[]) RETURNING *`
+
+    /** Relates the automation to a resource; once owned by it, it stays owned. */
+    const relate = Effect.fn("AutomationsRepo.relate")(function* (automationId: string, resourceId: string, owned: boolean) {
+      const at = yield* now
+      yield* sql`
+        INSERT INTO automation_related_resource (id, created, updated, automation_id, resource_id, automation_owned_by_resource)
+        VALUES (${yield* newId}, ${at}, ${at}, ${automationId}, ${resourceId}, ${owned})
+        ON CONFLICT (automation_id, resource_id) DO UPDATE SET
+          automation_owned_by_resource = automation_related_resource.automation_owned_by_resource OR EXCLUDED.automation_owned_by_resource,
+          updated = EXCLUDED.updated
+      `
+    })
+
+    /** The deployments the automation runs are related to it, and no others (ownership is kept). */
+    const relateDeployments = Effect.fn("AutomationsRepo.relateDeployments")(function* (
+      automationId: string,
+      deploymentIds: ReadonlyArray<string>
+    ) {
+      yield* sql`
+        DELETE FROM automation_related_resource
+        WHERE automation_id = ${automationId} AND resource_id LIKE 'prefect.deployment.%' AND NOT automation_owned_by_resource
+      `
+      for (const id of new Set(deploymentIds)) yield* relate(automationId, `prefect.deployment.${id}`, false)
+    })
+
+    const relatedTo = (resourceId: string, options: { readonly ownedOnly?: boolean; readonly createdBefore?: Date } = {}) =>
+      sql<Automation>`
+        SELECT automation.* FROM automation
+        JOIN automation_related_resource r ON r.automation_id = automation.id
+        WHERE r.resource_id = ${resourceId}
+          ${options.ownedOnly ? sql`AND r.automation_owned_by_resource` : sql``}
+          ${options.createdBefore ? sql`AND automation.created <= ${options.createdBefore}` : sql``}
+        ORDER BY automation.created, automation.id
+      `
+
+    return { create, read, readMany, all, filter, count, snapshot, replace, setEnabled, remove, relate, relateDeployments, relatedTo } as const
+  })
+}) {}

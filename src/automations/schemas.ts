@@ -1,0 +1,410 @@
+/**
+ * Automations on the wire, as the reference models them: a trigger (event, compound or sequence)
+ * and the actions to take when it fires, each action a `type`-tagged object. Durations (`within`,
+ * `schedule_after`) are seconds.
+ */
+import { Schema } from "effect"
+import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { Id } from "../domain/ids.ts"
+import { LimitField, OffsetField } from "../domain/pagination.ts"
+import { isObject, JsonObject, strictBody } from "../domain/schemas.ts"
+import { StateType } from "../domain/states.ts"
+import { validateTemplate } from "../domain/templates.ts"
+import { Timestamp } from "../domain/time.ts"
+import { ResourceSpecification } from "../events/filter.ts"
+
+// ----------------------------------------------------------------------------------------------
+// Triggers
+
+export type Posture = "Reactive" | "Proactive"
+
+export interface EventTrigger {
+  readonly type: "event"
+  readonly id: string
+  readonly match: ResourceSpecification
+  readonly match_related: ResourceSpecification | ReadonlyArray<ResourceSpecification>
+  readonly after: ReadonlyArray<string>
+  readonly expect: ReadonlyArray<string>
+  readonly for_each: ReadonlyArray<string>
+  readonly posture: Posture
+  readonly threshold: number
+  /** Seconds. */
+  readonly within: number
+}
+
+export interface CompoundTrigger {
+  readonly type: "compound"
+  readonly id: string
+  readonly triggers: ReadonlyArray<Trigger>
+  readonly within: number | null
+  readonly require: number | "any" | "all"
+}
+
+export interface SequenceTrigger {
+  readonly type: "sequence"
+  readonly id: string
+  readonly triggers: ReadonlyArray<Trigger>
+  readonly within: number | null
+}
+
+export type Trigger = EventTrigger | CompoundTrigger | SequenceTrigger
+export type CompositeTrigger = CompoundTrigger | SequenceTrigger
+
+/** Triggers and actions ignore fields they do not know (the automation body itself refuses them). */
+const lenient = { parseOptions: { onExcessProperty: "ignore" as const } }
+
+/** Sets of names: kept once each, in the order given. */
+const NameSet = Schema.optionalWith(
+  Schema.transform(Schema.Array(Schema.String), Schema.Array(Schema.String), {
+    strict: true,
+    decode: (names) => [...new Set(names)],
+    encode: (names) => names
+  }),
+  { default: () => [] }
+)
+
+const triggerId = Schema.optionalWith(Id, { default: () => crypto.randomUUID() })
+
+/** Proactive triggers need a window of at least 10 seconds (none given means 10). */
+export const MIN_PROACTIVE_WITHIN = 10
+
+const EventTriggerSchema = Schema.Struct({
+  type: Schema.optionalWith(Schema.Literal("event"), { default: () => "event" as const }),
+  id: triggerId,
+  match: Schema.optionalWith(ResourceSpecification, { default: () => ({}) }),
+  match_related: Schema.optionalWith(Schema.Union(ResourceSpecification, Schema.Array(ResourceSpecification)), {
+    default: () => ({})
+  }),
+  after: NameSet,
+  expect: NameSet,
+  for_each: NameSet,
+  posture: Schema.Literal("Reactive", "Proactive"),
+  threshold: Schema.optionalWith(Schema.Int, { default: () => 1 }),
+  within: Schema.optionalWith(
+    Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0) || "`within` should be a non-negative timedelta")),
+    { default: () => 0 }
+  )
+}).pipe(
+  Schema.filter((trigger) =>
+    trigger.posture === "Proactive" && trigger.within !== 0 && trigger.within < MIN_PROACTIVE_WITHIN
+      ? "`within` for Proactive triggers must be greater than or equal to 10 seconds"
+      : true
+  )
+).annotations({ identifier: "EventTrigger", ...lenient })
+
+const childTriggers = Schema.Array(Schema.suspend((): Schema.Schema<Trigger, any> => TriggerSchema).annotations({ identifier: "Trigger" }))
+const compositeWithin = Schema.NullOr(Schema.Number.pipe(Schema.greaterThanOrEqualTo(0)))
+
+const CompoundTriggerSchema = Schema.Struct({
+  type: Schema.Literal("compound"),
+  id: triggerId,
+  triggers: childTriggers,
+  within: compositeWithin,
+  require: Schema.Union(Schema.Int, Schema.Literal("any", "all"))
+}).pipe(
+  Schema.filter((trigger) =>
+    typeof trigger.require !== "number"
+      ? true
+      : trigger.require < 1
+      ? "require must be at least 1"
+      : trigger.require > trigger.triggers.length
+      ? "require must be less than or equal to the number of triggers"
+      : true
+  )
+).annotations({ identifier: "CompoundTrigger", ...lenient })
+
+const SequenceTriggerSchema = Schema.Struct({
+  type: Schema.Literal("sequence"),
+  id: triggerId,
+  triggers: childTriggers,
+  within: compositeWithin
+}).annotations({ identifier: "SequenceTrigger", ...lenient })
+
+export const TriggerSchema: Schema.Schema<Trigger, any> = Schema.Union(
+  EventTriggerSchema,
+  CompoundTriggerSchema,
+  SequenceTriggerSchema
+) as any
+
+// ----------------------------------------------------------------------------------------------
+// Actions
+
+const Source = Schema.optionalWith(Schema.Literal("selected", "inferred"), { default: () => "selected" as const })
+const optionalId = Schema.optionalWith(Schema.NullOr(Id), { default: () => null })
+
+/** A "selected" source names its target; an "inferred" one finds it in the triggering event. */
+const selectedNeeds =
+  (key: string) =>
+  <A extends { readonly source: "selected" | "inferred" }, I>(self: Schema.Schema<A, I, never>) =>
+    self.pipe(
+      Schema.filter((action) => {
+        const selected = action.source === "selected"
+        const hasId = Boolean((action as unknown as Record<string, unknown>)[key])
+        return selected === hasId ? true : `${key} is ${hasId ? "not allowed" : "required"}`
+      })
+    )
+
+const deploymentTarget = { source: Source, deployment_id: optionalId }
+const workQueueTarget = { source: Source, work_queue_id: optionalId }
+const workPoolTarget = { source: Source, work_pool_id: optionalId }
+const automationTarget = { source: Source, automation_id: optionalId }
+
+/** A template field: it must parse and keep within the template limits. */
+const template = (field: string) =>
+  Schema.String.pipe(
+    Schema.filter((source) => {
+      const problem = validateTemplate(source)
+      return problem === undefined ? true : `'${field}' is not a valid template: ${problem.message}`
+    })
+  )
+
+/** Older clients send a webhook payload as an object; it is kept as its JSON text. */
+const WebhookPayload = Schema.transform(Schema.Union(Schema.String, JsonObject), Schema.String, {
+  strict: true,
+  decode: (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2)),
+  encode: (value) => value
+})
+
+/** Problems of `__prefect_kind` values a run-deployment action's parameters carry, found without rendering them. */
+export const parameterProblems = (value: unknown, prefix = ""): Array<string> => {
+  if (Array.isArray(value)) return value.flatMap((item, i) => parameterProblems(item, `${prefix}[${i}]`))
+  if (!isObject(value)) {
+    if (typeof value === "string" && /\{\{|\{%/.test(value)) {
+      const problem = validateTemplate(value)
+      return problem === undefined ? [] : [`${prefix ? `${prefix}: ` : ""}Invalid jinja: ${problem.message}`]
+    }
+    return []
+  }
+  if ("__prefect_kind" in value) {
+    if (value.__prefect_kind === "jinja") {
+      if (typeof value.template !== "string") return [`${prefix ? `${prefix}: ` : ""}Missing 'template' key in __prefect object`]
+      const problem = validateTemplate(value.template)
+      return problem === undefined ? [] : [`${prefix ? `${prefix}: ` : ""}Invalid jinja: ${problem.message}`]
+    }
+    if (value.__prefect_kind === "json") return "value" in value ? parameterProblems(value.value, prefix) : []
+    return []
+  }
+  return Object.entries(value).flatMap(([key, item]) => parameterProblems(item, prefix ? `${prefix}.${key}` : key))
+}
+
+const RunDeploymentParameters = Schema.NullOr(JsonObject).pipe(
+  Schema.filter((parameters) => {
+    const problems = parameters === null ? [] : parameterProblems(parameters)
+    return problems.length === 0 ? true : `Invalid parameters: \n${problems.join("\n  ")}`
+  })
+)
+
+const DoNothing = Schema.Struct({ type: Schema.Literal("do-nothing") }).annotations({ identifier: "DoNothing", ...lenient })
+const RunDeployment = Schema.Struct({
+  type: Schema.Literal("run-deployment"),
+  source: Source,
+  deployment_id: optionalId,
+  parameters: Schema.optionalWith(RunDeploymentParameters, { default: () => null }),
+  job_variables: Schema.optionalWith(Schema.NullOr(JsonObject), { default: () => null }),
+  schedule_after: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(0)), { default: () => 0 })
+}).pipe(selectedNeeds("deployment_id")).annotations({ identifier: "RunDeployment", ...lenient })
+const PauseDeployment = Schema.Struct({ type: Schema.Literal("pause-deployment"), ...deploymentTarget }).pipe(selectedNeeds("deployment_id")).annotations({ identifier: "PauseDeployment", ...lenient })
+const ResumeDeployment = Schema.Struct({ type: Schema.Literal("resume-deployment"), ...deploymentTarget }).pipe(selectedNeeds("deployment_id")).annotations({ identifier: "ResumeDeployment", ...lenient })
+const CancelFlowRun = Schema.Struct({ type: Schema.Literal("cancel-flow-run") }).annotations({ identifier: "CancelFlowRun", ...lenient })
+const DeleteFlowRun = Schema.Struct({ type: Schema.Literal("delete-flow-run") }).annotations({ identifier: "DeleteFlowRun", ...lenient })
+const ChangeFlowRunState = Schema.Struct({
+  type: Schema.Literal("change-flow-run-state"),
+  name: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  state: StateType,
+  message: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  force: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}).annotations({ identifier: "ChangeFlowRunState", ...lenient })
+const PauseWorkQueue = Schema.Struct({ type: Schema.Literal("pause-work-queue"), ...workQueueTarget }).pipe(selectedNeeds("work_queue_id")).annotations({ identifier: "PauseWorkQueue", ...lenient })
+const ResumeWorkQueue = Schema.Struct({ type: Schema.Literal("resume-work-queue"), ...workQueueTarget }).pipe(selectedNeeds("work_queue_id")).annotations({ identifier: "ResumeWorkQueue", ...lenient })
+const SendNotification = Schema.Struct({
+  type: Schema.Literal("send-notification"),
+  block_document_id: Id,
+  subject: Schema.optionalWith(template("subject"), { default: () => "Prefect automated notification" }),
+  body: template("body")
+}).annotations({ identifier: "SendNotification", ...lenient })
+const CallWebhook = Schema.Struct({
+  type: Schema.Literal("call-webhook"),
+  block_document_id: Id,
+  payload: Schema.optionalWith(
+    WebhookPayload.pipe(
+      Schema.filter((payload) => {
+        const problem = payload === "" ? undefined : validateTemplate(payload)
+        return problem === undefined ? true : `'payload' is not a valid template: ${problem.message}`
+      })
+    ),
+    { default: () => "" }
+  )
+}).annotations({ identifier: "CallWebhook", ...lenient })
+const PauseAutomation = Schema.Struct({ type: Schema.Literal("pause-automation"), ...automationTarget }).pipe(selectedNeeds("automation_id")).annotations({ identifier: "PauseAutomation", ...lenient })
+const ResumeAutomation = Schema.Struct({ type: Schema.Literal("resume-automation"), ...automationTarget }).pipe(selectedNeeds("automation_id")).annotations({ identifier: "ResumeAutomation", ...lenient })
+const SuspendFlowRun = Schema.Struct({ type: Schema.Literal("suspend-flow-run") }).annotations({ identifier: "SuspendFlowRun", ...lenient })
+const ResumeFlowRun = Schema.Struct({ type: Schema.Literal("resume-flow-run") }).annotations({ identifier: "ResumeFlowRun", ...lenient })
+const PauseWorkPool = Schema.Struct({ type: Schema.Literal("pause-work-pool"), ...workPoolTarget }).pipe(selectedNeeds("work_pool_id")).annotations({ identifier: "PauseWorkPool", ...lenient })
+const ResumeWorkPool = Schema.Struct({ type: Schema.Literal("resume-work-pool"), ...workPoolTarget }).pipe(selectedNeeds("work_pool_id")).annotations({ identifier: "ResumeWorkPool", ...lenient })
+
+export const ActionSchema = Schema.Union(
+  DoNothing,
+  RunDeployment,
+  PauseDeployment,
+  ResumeDeployment,
+  CancelFlowRun,
+  DeleteFlowRun,
+  ChangeFlowRunState,
+  PauseWorkQueue,
+  ResumeWorkQueue,
+  SendNotification,
+  CallWebhook,
+  PauseAutomation,
+  ResumeAutomation,
+  SuspendFlowRun,
+  ResumeFlowRun,
+  PauseWorkPool,
+  ResumeWorkPool
+)
+export type Action = typeof ActionSchema.Type
+export type ActionType = Action["type"]
+export type ActionOf<T extends ActionType> = Extract<Action, { readonly type: T }>
+
+// ----------------------------------------------------------------------------------------------
+// Automations
+
+const automationFields = {
+  name: Schema.String,
+  description: Schema.optionalWith(Schema.String, { default: () => "" }),
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  trigger: TriggerSchema,
+  actions: Schema.Array(ActionSchema),
+  actions_on_trigger: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] }),
+  actions_on_resolve: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] })
+}
+
+/** Flow run state changes every run of a deployment goes through. */
+const RUN_LIFECYCLE_EVENTS = new Set(["prefect.flow-run.Scheduled", "prefect.flow-run.Pending", "prefect.flow-run.Running", "prefect.flow-run.*"])
+
+const matchesEveryFlowRun = (spec: ResourceSpecification) => {
+  const labels = Object.entries(spec)
+  if (labels.length === 0) return true
+  if (labels.length !== 1 || labels[0]![0] !== "prefect.resource.id") return false
+  const values = labels[0]![1]
+  return (typeof values === "string" ? [values] : values).some((v) => v === "prefect.flow-run.*")
+}
+
+/**
+ * An enabled reactive automation on flow run lifecycle events that runs a deployment would make
+ * runs that trigger it again: refused unless its trigger narrows which runs it covers.
+ */
+export const runDeploymentLoop = (automation: {
+  readonly enabled: boolean
+  readonly trigger: Trigger
+  readonly actions: ReadonlyArray<Action>
+}): string | undefined => {
+  const trigger = automation.trigger
+  if (!automation.enabled || trigger.type !== "event" || trigger.posture !== "Reactive") return undefined
+  if (!trigger.expect.some((e) => e.startsWith("prefect.flow-run.")) || !trigger.expect.some((e) => RUN_LIFECYCLE_EVENTS.has(e))) {
+    return undefined
+  }
+  for (const action of automation.actions) {
+    if (action.type !== "run-deployment") continue
+    if (action.source === "inferred") {
+      return "Running an inferred deployment from a flow run state change event will lead to an infinite loop of flow runs.  Please choose a specific deployment and add additional filtering labels to the match or match_related for this automation's trigger."
+    }
+    const related = Array.isArray(trigger.match_related) ? trigger.match_related : [trigger.match_related as ResourceSpecification]
+    if (matchesEveryFlowRun(trigger.match) && related.some(matchesEveryFlowRun)) {
+      return "Running a selected deployment from a flow run state change event may lead to an infinite loop of flow runs.  Please include additional filtering labels on either match or match_related to narrow down which flow runs will trigger this automation to exclude flow runs from the deployment you've selected."
+    }
+  }
+  return undefined
+}
+
+const AutomationCore = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
+  strictBody(fields, identifier).pipe(
+    Schema.filter((automation) => runDeploymentLoop(automation as any) ?? true)
+  )
+
+export const AutomationCreate = AutomationCore(
+  { ...automationFields, owner_resource: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }) },
+  "AutomationCreate"
+)
+export type AutomationCreate = typeof AutomationCreate.Type
+
+/** PUT replaces the automation: what is left out takes its default. */
+export const AutomationUpdate = AutomationCore(automationFields, "AutomationUpdate")
+export type AutomationUpdate = typeof AutomationUpdate.Type
+
+export const AutomationPartialUpdate = strictBody(
+  { enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }) },
+  "AutomationPartialUpdate"
+)
+
+export const Automation = Schema.Struct({
+  id: Id,
+  created: Schema.NullOr(Timestamp),
+  updated: Schema.NullOr(Timestamp),
+  name: Schema.String,
+  description: Schema.String,
+  enabled: Schema.Boolean,
+  tags: Schema.Array(Schema.String),
+  trigger: TriggerSchema,
+  actions: Schema.Array(ActionSchema),
+  actions_on_trigger: Schema.Array(ActionSchema),
+  actions_on_resolve: Schema.Array(ActionSchema)
+}).annotations({ identifier: "Automation" })
+export type Automation = typeof Automation.Type
+
+export const AutomationFilter = strictStruct(
+  {
+    operator: operatorField,
+    name: criterion(strictStruct({ any_: criterion(Schema.Array(Schema.String)) }, "AutomationFilterName")),
+    created: criterion(strictStruct({ before_: criterion(Timestamp) }, "AutomationFilterCreated")),
+    tags: criterion(
+      strictStruct(
+        {
+          operator: operatorField,
+          all_: criterion(Schema.Array(Schema.String)),
+          any_: criterion(Schema.Array(Schema.String)),
+          is_null_: criterion(Schema.Boolean)
+        },
+        "AutomationFilterTags"
+      )
+    )
+  },
+  "AutomationFilter"
+)
+export type AutomationFilter = typeof AutomationFilter.Type
+
+export const automationFilterSpec: FilterSpec = {
+  name: Field.oneOf("automation.name", "text"),
+  created: Field.time("automation.created"),
+  tags: Field.tags("automation.tags")
+}
+
+export const AutomationSort = Schema.Literal("CREATED_DESC", "UPDATED_DESC", "NAME_ASC", "NAME_DESC").annotations({
+  identifier: "AutomationSort"
+})
+export type AutomationSort = typeof AutomationSort.Type
+
+export const ReadAutomationsBody = Schema.Struct({
+  sort: Schema.optionalWith(AutomationSort, { default: () => "NAME_ASC" as const }),
+  limit: LimitField,
+  offset: OffsetField,
+  automations: criterion(AutomationFilter)
+})
+
+// ----------------------------------------------------------------------------------------------
+// Walking triggers
+
+/** The trigger and every trigger inside it, parents first. */
+export const allTriggers = (trigger: Trigger): Array<Trigger> =>
+  trigger.type === "event" ? [trigger] : [trigger, ...trigger.triggers.flatMap(allTriggers)]
+
+export const eventTriggers = (trigger: Trigger): Array<EventTrigger> =>
+  allTriggers(trigger).filter((t): t is EventTrigger => t.type === "event")
+
+/** The trigger with fresh ids throughout (clients' ids are never kept) and proactive windows settled. */
+export const settleTrigger = (trigger: Trigger, newId: () => string): Trigger => {
+  if (trigger.type === "event") {
+    return { ...trigger, id: newId(), within: trigger.posture === "Proactive" && trigger.within === 0 ? MIN_PROACTIVE_WITHIN : trigger.within }
+  }
+  return { ...trigger, id: newId(), triggers: trigger.triggers.map((t) => settleTrigger(t, newId)) }
+}

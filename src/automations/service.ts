@@ -1,0 +1,145 @@
+/**
+ * Creating, replacing, switching and deleting automations: clients' trigger ids are replaced by new
+ * ones, run-deployment job variables are checked against the deployment's work pool, the deployments
+ * an automation runs are related to it, and every change is announced (to the triggers service) and
+ * emitted as a `prefect.automation.created/updated/deleted` event.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { DeploymentsRepo } from "../deployments/repo.ts"
+import { newId } from "../domain/ids.ts"
+import { now } from "../domain/time.ts"
+import { Events } from "../events/service.ts"
+import { NotFound, ValidationError } from "../http/errors.ts"
+import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
+import { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { AutomationChanges } from "./changes.ts"
+import { type AutomationFields, AutomationsRepo } from "./repo.ts"
+import { type Action, Automation, type AutomationCreate, type AutomationUpdate, runDeploymentLoop, settleTrigger } from "./schemas.ts"
+
+export const automationNotFound = new NotFound({ detail: "Automation not found" })
+
+const encodeAutomation = Schema.encodeSync(Automation)
+
+/** The deployments an automation's selected run-deployment actions run. */
+const deploymentsRun = (actions: ReadonlyArray<Action>) =>
+  actions.flatMap((a) => (a.type === "run-deployment" && a.source === "selected" && a.deployment_id ? [a.deployment_id] : []))
+
+export class Automations extends Effect.Service<Automations>()("baton/Automations", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* AutomationsRepo
+    const deployments = yield* DeploymentsRepo
+    const pools = yield* WorkPoolsRepo
+    const changes = yield* AutomationChanges
+    const events = yield* Events
+
+    /** The event of a change, its payload the automation as the API shows it. */
+    const lifecycleEvent = (automation: Automation, action: "created" | "updated" | "deleted") =>
+      Effect.gen(function* () {
+        return {
+          id: yield* newId,
+          occurred: yield* now,
+          event: `prefect.automation.${action}`,
+          resource: { "prefect.resource.id": `prefect.automation.${automation.id}`, "prefect.resource.name": automation.name },
+          related: [],
+          payload: encodeAutomation(automation) as Record<string, unknown>,
+          follows: null
+        }
+      })
+
+    const announce = (automations: ReadonlyArray<Automation>, kind: "created" | "updated" | "deleted") =>
+      Effect.gen(function* () {
+        yield* changes.publish(automations.map((a) => ({ id: a.id, kind })))
+        yield* events.emit(yield* Effect.forEach(automations, (a) => lifecycleEvent(a, kind)))
+      })
+
+    /**
+     * A run-deployment action with job variables must name a deployment that exists, and its
+     * variables (over the deployment's) must satisfy the deployment's work pool job template.
+     */
+    const checkRunDeployments = (actions: ReadonlyArray<Action>, every: boolean) =>
+      Effect.gen(function* () {
+        const problems: Array<string> = []
+        for (const action of actions) {
+          if (action.type !== "run-deployment" || !action.deployment_id || action.job_variables === null) continue
+          if (!every && Object.keys(action.job_variables).length === 0) continue
+          const deployment = yield* Effect.orDie(deployments.read(action.deployment_id))
+          if (deployment === undefined) return yield* new NotFound({ detail: "Deployment not found." })
+          if (deployment.work_pool_name === null) continue
+          const pool = yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
+          if (pool === undefined) continue
+          const check = checkJobVariables(pool.base_job_template, { ...deployment.job_variables, ...action.job_variables }, { ignoreRequired: false })
+          if (!check.valid) problems.push(describeFailure(check))
+        }
+        if (problems.length > 0) return yield* new ValidationError({ detail: `Error creating automation: ${problems.join(" ")}` })
+      })
+
+    const settle = <B extends AutomationUpdate>(body: B): AutomationFields => ({
+      name: body.name,
+      description: body.description,
+      enabled: body.enabled,
+      tags: body.tags,
+      trigger: settleTrigger(body.trigger, () => crypto.randomUUID()),
+      actions: body.actions,
+      actions_on_trigger: body.actions_on_trigger,
+      actions_on_resolve: body.actions_on_resolve
+    })
+
+    const create = Effect.fn("Automations.create")(function* (body: AutomationCreate) {
+      yield* checkRunDeployments(body.actions, false)
+      const created = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const automation = yield* repo.create(settle(body))
+          if (body.owner_resource) yield* repo.relate(automation.id, body.owner_resource, true)
+          yield* repo.relateDeployments(automation.id, deploymentsRun(automation.actions))
+          return automation
+        })
+      ).pipe(Effect.orDie)
+      yield* announce([created], "created")
+      return created
+    })
+
+    const found = (automation: Automation | undefined) => (automation === undefined ? Effect.fail(automationNotFound) : Effect.succeed(automation))
+
+    /** PUT: the automation becomes exactly the body (defaults for what it leaves out). */
+    const replace = Effect.fn("Automations.replace")(function* (id: string, body: AutomationUpdate) {
+      yield* checkRunDeployments(body.actions, true)
+      yield* found(yield* Effect.orDie(repo.read(id)))
+      const fields = settle(body)
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          yield* repo.replace(id, fields)
+          yield* repo.relateDeployments(id, deploymentsRun(fields.actions))
+        })
+      ).pipe(Effect.orDie)
+      yield* announce([(yield* Effect.orDie(repo.read(id)))!], "updated")
+    })
+
+    /** PATCH: switches the automation on or off; switching on must not make a run-deployment loop. */
+    const setEnabled = Effect.fn("Automations.setEnabled")(function* (id: string, enabled: boolean) {
+      const automation = yield* found(yield* Effect.orDie(repo.read(id)))
+      const loop = runDeploymentLoop({ ...automation, enabled })
+      if (loop !== undefined) {
+        return yield* new ValidationError({ detail: [{ loc: ["body"], msg: `Value error, ${loop}`, type: "value_error", input: { enabled } }] })
+      }
+      yield* Effect.orDie(repo.setEnabled(id, enabled))
+      yield* announce([(yield* Effect.orDie(repo.read(id)))!], "updated")
+    })
+
+    const remove = Effect.fn("Automations.remove")(function* (id: string) {
+      const removed = yield* Effect.orDie(repo.remove([id]))
+      if (removed.length === 0) return yield* automationNotFound
+      yield* announce(removed, "deleted")
+    })
+
+    /** Deletes the automations the resource owns (those created up to now). */
+    const removeOwnedBy = Effect.fn("Automations.removeOwnedBy")(function* (resourceId: string) {
+      const owned = yield* Effect.orDie(repo.relatedTo(resourceId, { ownedOnly: true, createdBefore: yield* now }))
+      const removed = yield* Effect.orDie(repo.remove(owned.map((a) => a.id)))
+      if (removed.length > 0) yield* announce(removed, "deleted")
+    })
+
+    return { create, replace, setEnabled, remove, removeOwnedBy } as const
+  })
+}) {}
