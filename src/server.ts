@@ -46,8 +46,12 @@ import { CsrfTokensRepo } from "./csrf/repo.ts"
 import { TemplatesLive } from "./templates/http.ts"
 import { AutomationChanges } from "./automations/changes.ts"
 import { AutomationsLive } from "./automations/http.ts"
+import { AutomationActions } from "./automations/actions.ts"
+import { BucketsRepo } from "./automations/buckets-repo.ts"
 import { AutomationsRepo } from "./automations/repo.ts"
 import { Automations } from "./automations/service.ts"
+import { TriggersEngine } from "./automations/triggers.ts"
+import { FlowRunResume } from "./flow-runs/resume.ts"
 import { EventBus } from "./events/bus.ts"
 import { EventsLive } from "./events/http.ts"
 import { EventPersister } from "./events/persister.ts"
@@ -99,7 +103,9 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /** The repositories and area services the handlers and background services share, tier on tier. */
-export const AreasLive = Layer.mergeAll(
+export const AreasLive = TriggersEngine.Default.pipe(
+  Layer.provideMerge(AutomationActions.Default),
+  Layer.provideMerge(Layer.mergeAll(
   Deployments.Default,
   DeploymentRuns.Default,
   WorkPools.Default,
@@ -108,9 +114,17 @@ export const AreasLive = Layer.mergeAll(
   EventPersister.Default,
   RunEventsLive,
   Automations.Default
-).pipe(
+  )),
   Layer.provideMerge(
-    Layer.mergeAll(DeploymentScheduler.Default, WorkQueueLookup.Default, BlockSchemas.Default, StorageDefaults.Default, Encryption.Default, Events.Default)
+    Layer.mergeAll(
+      DeploymentScheduler.Default,
+      WorkQueueLookup.Default,
+      BlockSchemas.Default,
+      StorageDefaults.Default,
+      Encryption.Default,
+      Events.Default,
+      FlowRunResume.Default
+    )
   ),
   Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default, Hydration.Default)),
   Layer.provideMerge(ConcurrencyRules.Default),
@@ -137,6 +151,7 @@ export const AreasLive = Layer.mergeAll(
       EventBus.Default,
       AutomationsRepo.Default,
       AutomationChanges.Default,
+      BucketsRepo.Default,
       LeaseStorageLive
     )
   ),

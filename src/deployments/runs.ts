@@ -20,6 +20,7 @@ import { DeploymentsRepo } from "./repo.ts"
 import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
 import type { Deployment, DeploymentFlowRunCreate } from "./schemas.ts"
+import type { FlowRun } from "../flow-runs/schemas.ts"
 import { deploymentNotFound, valueError } from "./service.ts"
 
 /** Why a run could not be created; the single and bulk routes word these differently, as the reference does. */
@@ -57,7 +58,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     /** Creates one run of the deployment; a problem with its parameters or queue is returned, not raised. */
     const createRun = (
       { deployment, jobTemplate }: { readonly deployment: Deployment; readonly jobTemplate: Record<string, unknown> | undefined },
-      body: DeploymentFlowRunCreate
+      body: DeploymentFlowRunCreate,
+      createdBy: FlowRun["created_by"] = null
     ) =>
       Effect.gen(function* () {
         const hydrated = yield* hydration.hydrate({ ...deployment.parameters, ...body.parameters })
@@ -106,6 +108,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             work_queue_id: queue.id,
             // A run's own job variables; workers merge them over the deployment's when they start it.
             job_variables: body.job_variables ?? {},
+            created_by: createdBy,
             state
           })
         )
@@ -118,10 +121,14 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     }
 
     /** POST /deployments/{id}/create_flow_run: the new run, or the one its idempotency key names. */
-    const createFlowRun = Effect.fn("DeploymentRuns.createFlowRun")(function* (id: string, body: DeploymentFlowRunCreate) {
+    const createFlowRun = Effect.fn("DeploymentRuns.createFlowRun")(function* (
+      id: string,
+      body: DeploymentFlowRunCreate,
+      createdBy: FlowRun["created_by"] = null
+    ) {
       yield* checkSize(body.parameters, ["parameters"])
       const target = yield* readRunTarget(id)
-      const outcome = yield* createRun(target, body)
+      const outcome = yield* createRun(target, body, createdBy)
       if (Either.isLeft(outcome)) {
         const problem = outcome.left
         switch (problem.kind) {

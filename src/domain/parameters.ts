@@ -40,6 +40,8 @@ const REMOVE = Symbol("remove")
 export interface HydrationContext {
   /** A workspace variable's value; undefined when there is none of that name. */
   readonly variable: (name: string) => Json | undefined
+  /** What `jinja` values are rendered with (an automation's event, labels, objects …). */
+  readonly jinja?: Record<string, unknown>
 }
 
 const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE => {
@@ -71,7 +73,7 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
     case "jinja": {
       if (!("template" in value)) throw new HydrationError("Missing 'template' key in __prefect object")
       const template = isObject(value.template) ? hydrateValue(value.template, ctx) : value.template
-      const rendered = renderTemplate(String(template))
+      const rendered = renderTemplate(String(template), ctx.jinja ?? {})
       if (Either.isLeft(rendered)) throw new HydrationError(`Invalid jinja: ${rendered.left}`)
       return rendered.right
     }

@@ -174,6 +174,12 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       )
     }
 
+    /** Which of these event ids are stored. */
+    const existing = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([] as ReadonlyArray<string>)
+        : Effect.map(sql<{ id: string }>`SELECT id FROM events WHERE id = ANY(${ids}::uuid[])`, (rows) => rows.map((r) => r.id))
+
     /** Deletes up to `limit` events (and their resources) that occurred before `before`; how many. */
     const deleteOlderThan = Effect.fn("EventsRepo.deleteOlderThan")(function* (before: Date, limit: number) {
       return yield* sql.withTransaction(
@@ -190,6 +196,6 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       )
     })
 
-    return { write, count, read, countBy, deleteOlderThan } as const
+    return { write, count, read, countBy, existing, deleteOlderThan } as const
   })
 }) {}

@@ -1,16 +1,13 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Option, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { generateName } from "../domain/names.ts"
-import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
-import { now } from "../domain/time.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
-import { Hydration } from "../variables/hydration.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
 import { ArtifactsRepo } from "../artifacts/repo.ts"
@@ -18,6 +15,7 @@ import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
+import { FlowRunResume } from "./resume.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 import { createdOrFound } from "../http/responses.ts"
 
@@ -34,10 +32,10 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
     const flows = yield* FlowsRepo
     const taskRuns = yield* TaskRunsRepo
     const settings = yield* Settings
-    const hydration = yield* Hydration
     const logs = yield* LogsRepo
     const artifacts = yield* ArtifactsRepo
     const queues = yield* WorkQueueLookup
+    const resumer = yield* FlowRunResume
 
     const create = (payload: FlowRunCreate) =>
       Effect.gen(function* () {
@@ -68,55 +66,6 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       const { created, ...body } = result
       return createdOrFound(OrchestrationResult, body, created)
     }
-
-    /** A refusal to resume: the run keeps its paused state (the reference calls the details abort_details). */
-    const refuse = (state: (typeof OrchestrationResult.Type)["state"], reason: string) =>
-      answer({ created: false, status: "REJECT", state, details: { type: "abort_details", reason } })
-
-    /**
-     * Resumes a paused run: a suspended one is rescheduled ("Resuming"), a paused one runs again. When
-     * the pause asked for input, `run_input` must satisfy the schema it stored, and is kept as the
-     * run's response input.
-     */
-    const resume = (id: string, runInput: Record<string, unknown> | null) =>
-      Effect.gen(function* () {
-        const run = yield* Effect.orDie(runs.read(id))
-        if (run === undefined) return yield* flowRunNotFound
-        const state = run.state
-        if (state === null || state.type !== "PAUSED") {
-          return yield* answer({
-            created: false,
-            status: "ABORT",
-            state: null,
-            details: { type: "abort_details", reason: "Cannot resume a flow run that is not paused." }
-          })
-        }
-        const keyset = state.state_details.run_input_keyset
-        let input = runInput ?? {}
-        if (keyset !== null) {
-          const hydrated = yield* hydration.hydrate(input)
-          if (Either.isLeft(hydrated)) return yield* refuse(state, `Error hydrating run input: ${hydrated.left}`)
-          input = hydrated.right
-          const stored = yield* Effect.orDie(runs.readInput(id, keyset.schema ?? ""))
-          if (stored === undefined) return yield* refuse(state, "Run input schema not found.")
-          let schema: unknown
-          try {
-            schema = JSON.parse(stored)
-          } catch {
-            return yield* refuse(state, "Run input schema is not valid JSON.")
-          }
-          const check = checkAgainstSchema(schema, input)
-          if (!check.valid) return yield* refuse(state, `Reason: ${describeFailure(check)}`)
-        }
-        const proposed = state.state_details.pause_reschedule
-          ? { type: "SCHEDULED" as const, name: "Resuming", message: null, data: null, state_details: { ...emptyStateDetails, scheduled_time: yield* now } }
-          : { type: "RUNNING" as const, name: null, message: null, data: null, state_details: emptyStateDetails }
-        const result = (yield* Effect.orDie(runs.setState(id, proposed, false)))!
-        if (keyset !== null && Object.keys(input).length > 0 && result.status === "ACCEPT" && keyset.response) {
-          yield* Effect.orDie(runs.createInput(id, { key: keyset.response, value: JSON.stringify(input), sender: null }))
-        }
-        return yield* answer(result)
-      })
 
     return handlers
       .handle("create", ({ payload }) => create(payload))
@@ -203,7 +152,9 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           deleted ? Effect.void : flowRunInputNotFound
         )
       )
-      .handle("resume", ({ path, payload }) => resume(path.id, payload.run_input))
+      .handle("resume", ({ path, payload }) =>
+        Effect.flatMap(resumer.resume(path.id, payload.run_input), (result) => (result === undefined ? flowRunNotFound : answer(result)))
+      )
       .handle("downloadLogs", ({ path }) =>
         Effect.gen(function* () {
           const run = yield* Effect.orDie(runs.read(path.id))

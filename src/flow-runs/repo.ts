@@ -103,6 +103,7 @@ export interface NewFlowRun {
   readonly deployment_id: string | null
   readonly deployment_version?: string | null
   readonly work_queue_id?: string | null
+  readonly created_by?: FlowRun["created_by"]
   readonly state: StateCreate
 }
 
@@ -144,14 +145,15 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             INSERT INTO flow_run (
               id, created, updated, name, flow_id, flow_version, parameters, context, parent_task_run_id,
               infrastructure_document_id, empirical_policy, tags, labels, idempotency_key, work_queue_name,
-              job_variables, deployment_id, deployment_version, work_queue_id
+              job_variables, deployment_id, deployment_version, work_queue_id, created_by
             ) VALUES (
               ${id}, ${at}, ${at}, ${input.name}, ${input.flow_id}, ${input.flow_version},
               ${JSON.stringify(input.parameters)}::jsonb, ${JSON.stringify(input.context)}::jsonb, ${input.parent_task_run_id},
               ${input.infrastructure_document_id}, ${JSON.stringify(input.empirical_policy)}::jsonb,
               ${JSON.stringify(input.tags)}::jsonb, ${JSON.stringify(input.labels)}::jsonb, ${input.idempotency_key},
               ${input.work_queue_name}, ${JSON.stringify(input.job_variables ?? {})}::jsonb, ${input.deployment_id},
-              ${input.deployment_version ?? null}, ${input.work_queue_id ?? null}
+              ${input.deployment_version ?? null}, ${input.work_queue_id ?? null},
+              ${input.created_by ? JSON.stringify(input.created_by) : null}::jsonb
             )
             ON CONFLICT (flow_id, idempotency_key) DO NOTHING
             RETURNING id

@@ -12,6 +12,8 @@ import type { TaskRunsRepo } from "../task-runs/repo.ts"
 import type { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import type { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { EventPersister } from "../events/persister.ts"
+import { AutomationActions } from "../automations/actions.ts"
+import { TriggersEngine } from "../automations/triggers.ts"
 import { cleanUpCancellations } from "./cancellation-cleanup.ts"
 import { checkReadiness } from "./foreman.ts"
 import { markLateRuns } from "./late-runs.ts"
@@ -41,6 +43,8 @@ export type ServiceRequirements =
   | WorkQueuesRepo
   | ConcurrencySlots
   | EventPersister
+  | TriggersEngine
+  | AutomationActions
   | Settings
 
 export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
@@ -83,9 +87,23 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   }),
   defineService({
     name: "triggers",
-    // Proactive triggers are evaluated at this granularity.
+    // An iteration waits for events and evaluates them.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(TriggersEngine, (engine) => engine.reactiveTick)
+  }),
+  defineService({
+    name: "triggers",
+    loop: "proactive",
+    // Proactive triggers, reloading changed automations and sweeping closed buckets, at this granularity.
     interval: (s) => s.server.events.proactive_granularity,
-    tick: idle
+    tick: Effect.flatMap(TriggersEngine, (engine) => engine.periodicTick)
+  }),
+  defineService({
+    name: "triggers",
+    loop: "actions",
+    // An iteration waits for triggered actions and performs them.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(AutomationActions, (actions) => actions.tick)
   }),
   defineService({
     name: "foreman",

@@ -7,9 +7,9 @@ export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
   effect: Effect.gen(function* () {
     const variables = yield* VariablesRepo
     /** The value with every `__prefect_kind` replaced (variables read once, those it names only), or the first problem. */
-    const hydrateValue = (value: Record<string, unknown>) =>
+    const hydrateValue = (value: Record<string, unknown>, jinja?: Record<string, unknown>) =>
       Effect.map(Effect.orDie(variables.valuesByName(referencedVariables(value))), (values) =>
-        hydrate(value, { variable: (name) => (values.has(name) ? values.get(name) : undefined) })
+        hydrate(value, { variable: (name) => (values.has(name) ? values.get(name) : undefined), ...(jinja ? { jinja } : {}) })
       )
     return { hydrate: hydrateValue } as const
   })

@@ -1,0 +1,71 @@
+/**
+ * Resuming a paused flow run: a suspended one is rescheduled ("Resuming"), a paused one runs again.
+ * When the pause asked for input, `run_input` must satisfy the schema it stored, and is kept as the
+ * run's response input. Used by POST /flow_runs/{id}/resume and the resume-flow-run action.
+ */
+import { Effect, Either } from "effect"
+import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
+import { emptyStateDetails } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { Hydration } from "../variables/hydration.ts"
+import { FlowRunsRepo } from "./repo.ts"
+import type { OrchestrationResult } from "./schemas.ts"
+
+export type ResumeResult = { readonly created: boolean } & typeof OrchestrationResult.Type
+
+export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRunResume", {
+  effect: Effect.gen(function* () {
+    const runs = yield* FlowRunsRepo
+    const hydration = yield* Hydration
+
+    /** A refusal to resume: the run keeps its paused state (the reference calls the details abort_details). */
+    const refuse = (state: ResumeResult["state"], reason: string): ResumeResult => ({
+      created: false,
+      status: "REJECT",
+      state,
+      details: { type: "abort_details", reason }
+    })
+
+    /** The orchestration result of resuming the run; undefined when there is no such run. */
+    const resume = Effect.fn("FlowRunResume.resume")(function* (id: string, runInput: Record<string, unknown> | null) {
+      const run = yield* Effect.orDie(runs.read(id))
+      if (run === undefined) return undefined
+      const state = run.state
+      if (state === null || state.type !== "PAUSED") {
+        return {
+          created: false,
+          status: "ABORT",
+          state: null,
+          details: { type: "abort_details", reason: "Cannot resume a flow run that is not paused." }
+        } satisfies ResumeResult as ResumeResult
+      }
+      const keyset = state.state_details.run_input_keyset
+      let input = runInput ?? {}
+      if (keyset !== null) {
+        const hydrated = yield* hydration.hydrate(input)
+        if (Either.isLeft(hydrated)) return refuse(state, `Error hydrating run input: ${hydrated.left}`)
+        input = hydrated.right
+        const stored = yield* Effect.orDie(runs.readInput(id, keyset.schema ?? ""))
+        if (stored === undefined) return refuse(state, "Run input schema not found.")
+        let schema: unknown
+        try {
+          schema = JSON.parse(stored)
+        } catch {
+          return refuse(state, "Run input schema is not valid JSON.")
+        }
+        const check = checkAgainstSchema(schema, input)
+        if (!check.valid) return refuse(state, `Reason: ${describeFailure(check)}`)
+      }
+      const proposed = state.state_details.pause_reschedule
+        ? { type: "SCHEDULED" as const, name: "Resuming", message: null, data: null, state_details: { ...emptyStateDetails, scheduled_time: yield* now } }
+        : { type: "RUNNING" as const, name: null, message: null, data: null, state_details: emptyStateDetails }
+      const result = (yield* Effect.orDie(runs.setState(id, proposed, false)))!
+      if (keyset !== null && Object.keys(input).length > 0 && result.status === "ACCEPT" && keyset.response) {
+        yield* Effect.orDie(runs.createInput(id, { key: keyset.response, value: JSON.stringify(input), sender: null }))
+      }
+      return result as ResumeResult
+    })
+
+    return { resume } as const
+  })
+}) {}
