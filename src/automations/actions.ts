@@ -68,7 +68,7 @@ export const upgradeTemplates = (parameters: Record<string, unknown>): Record<st
     if (typeof value === "string" && /\{\{|\{%/.test(value)) {
       const stripped = value.trim()
       if (stripped.startsWith("{{") && stripped.endsWith("}}") && stripped.split("{{").length === 2) {
-        return { __prefect_kind: "json", value: { __prefect_kind: "jinja", template: `{{ ${stripped.slice(2, -2).trim()} | tojson }}` } }
+        return { __prefect_kind: "json", value: { __prefect_kind: "jinja", template: `{{ (${stripped.slice(2, -2).trim()}) | tojson }}` } }
       }
       return { __prefect_kind: "jinja", template: value }
     }

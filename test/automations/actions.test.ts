@@ -1,0 +1,255 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Schema, TestClock } from "effect"
+import { AutomationActions } from "../../src/automations/actions.ts"
+import type { TriggeredAction } from "../../src/automations/firing.ts"
+import { AutomationsRepo } from "../../src/automations/repo.ts"
+import { ActionSchema } from "../../src/automations/schemas.ts"
+import { EventPersister } from "../../src/events/persister.ts"
+import type { ReceivedEvent } from "../../src/events/schemas.ts"
+import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { receiver } from "../support/receiver.ts"
+import { request, testServer } from "../support/server.ts"
+
+const decodeAction = Schema.decodeUnknownSync(ActionSchema)
+let counter = 0
+const uuid = (prefix: string) => `${prefix}-0000-4000-8000-${String(++counter).padStart(12, "0")}`
+
+/** A received event about `resource`, related to `related`. */
+const eventAbout = (resource: string, related: Array<Record<string, string>> = [], name = "test.happened"): ReceivedEvent => ({
+  id: uuid("00000000"),
+  occurred: new Date(Date.UTC(2026, 5, 1)),
+  received: new Date(Date.UTC(2026, 5, 1)),
+  event: name,
+  resource: { "prefect.resource.id": resource, "prefect.resource.name": "the resource" },
+  related,
+  payload: {},
+  follows: null
+})
+const relatedTo = (kind: string, id: string) => ({ "prefect.resource.id": `prefect.${kind}.${id}`, "prefect.resource.role": kind })
+
+/** Performs one action of a stored automation (as the triggers service would queue it); its action events. */
+const perform = (automationId: string, action: Record<string, unknown>, event: ReceivedEvent | null = null, labels: Record<string, string> = {}) =>
+  Effect.gen(function* () {
+    const automation = (yield* (yield* AutomationsRepo).read(automationId))!
+    const at = new Date(yield* Clock.currentTimeMillis)
+    const ta: TriggeredAction = {
+      id: uuid("11111111"),
+      automation,
+      firing: { id: uuid("22222222"), trigger: automation.trigger, trigger_states: ["Triggered"], triggered: at, triggering_labels: labels, triggering_firings: [], triggering_event: event },
+      triggered: at,
+      triggering_labels: labels,
+      triggering_event: event,
+      action: decodeAction(action),
+      action_index: 0,
+      automation_triggered_event_id: null
+    }
+    yield* (yield* AutomationActions).perform(ta)
+    yield* Effect.flatMap(EventPersister, (p) => p.drain)
+    const res = yield* request("POST", "/events/filter", {
+      body: {
+        filter: {
+          event: { prefix: ["prefect.automation.action."] },
+          related: { id: [`prefect.event.${event?.id ?? "none"}`] },
+          resource: { id: [`prefect.automation.${automationId}`] },
+          occurred: { since: "1970-01-01T00:00:00Z" }
+        }
+      }
+    })
+    return ok(res, 200).events as Array<any>
+  })
+
+/** The action's outcome event: executed or failed. */
+const outcome = (events: Array<any>) => {
+  expect(events.map((e) => e.event)).toContain("prefect.automation.action.triggered")
+  return events.find((e) => e.event !== "prefect.automation.action.triggered")!
+}
+
+const anAutomation = (name: string) =>
+  Effect.map(
+    request("POST", "/automations/", { body: { name, trigger: { posture: "Reactive", expect: ["never"] }, actions: [{ type: "do-nothing" }] } }),
+    (res) => ok(res, 201)
+  )
+
+const readDeployment = (id: string) => Effect.map(request("GET", `/deployments/${id}`), (res) => ok(res, 200))
+const readRun = (id: string) => Effect.map(request("GET", `/flow_runs/${id}`), (res) => ok(res, 200))
+const setState = (id: string, state: Record<string, unknown>) => request("POST", `/flow_runs/${id}/set_state`, { body: { state } })
+
+/** A block document of a system block type. */
+const blockDocument = (slug: string, name: string, data: Record<string, unknown>) =>
+  Effect.gen(function* () {
+    ok(yield* request("POST", "/block_types/install_system_block_types"), 200)
+    const type = ok(yield* request("GET", `/block_types/slug/${slug}`), 200)
+    const [schema] = ok(yield* request("POST", "/block_schemas/filter", { body: { block_schemas: { block_type_id: { any_: [type.id] } } } }), 200)
+    return ok(yield* request("POST", "/block_documents/", { body: { name, block_type_id: type.id, block_schema_id: schema.id, data } }), 201)
+  })
+
+describe("automation actions", () => {
+  it.layer(testServer(), { timeout: 60_000 })((it) => {
+    it.effect("pause and resume deployments, selected or inferred from the event; a missing one fails the action", () =>
+      Effect.gen(function* () {
+        const automation = yield* anAutomation("deployments")
+        const flowId = yield* makeFlow("acted-on")
+        const deployment = yield* makeDeployment({ name: "acted-on", flow_id: flowId })
+        const event = eventAbout("prefect.flow-run.x", [relatedTo("deployment", deployment.id)])
+        const paused = outcome(yield* perform(automation.id, { type: "pause-deployment", deployment_id: deployment.id }, event))
+        expect(paused.event).toBe("prefect.automation.action.executed")
+        expect(paused.related).toContainEqual({ "prefect.resource.id": `prefect.deployment.${deployment.id}`, "prefect.resource.role": "target" })
+        expect(paused.payload).toMatchObject({ action_type: "pause-deployment", action_index: 0, status_code: 200 })
+        expect((yield* readDeployment(deployment.id)).paused).toBe(true)
+
+        const resumed = outcome(yield* perform(automation.id, { type: "resume-deployment", source: "inferred" }, eventAbout("x.y", [relatedTo("deployment", deployment.id)])))
+        expect(resumed.event).toBe("prefect.automation.action.executed")
+        expect((yield* readDeployment(deployment.id)).paused).toBe(false)
+
+        const missing = outcome(yield* perform(automation.id, { type: "pause-deployment", deployment_id: "99999999-0000-4000-8000-000000000000" }, eventAbout("x.z")))
+        expect(missing.event).toBe("prefect.automation.action.failed")
+        expect(missing.payload).toMatchObject({ reason: "Unexpected status from 'pause-deployment' action: 404", status_code: 404 })
+        const uninferable = outcome(yield* perform(automation.id, { type: "pause-deployment", source: "inferred" }, eventAbout("x.w")))
+        expect(uninferable.payload.reason).toBe("No deployment could be inferred")
+      }))
+
+    it.effect("run a deployment with parameters rendered from the event, created by the automation", () =>
+      Effect.gen(function* () {
+        const automation = yield* anAutomation("runner")
+        const flowId = yield* makeFlow("run-me")
+        const deployment = yield* makeDeployment({ name: "run-me", flow_id: flowId, parameters: { fixed: 1 } })
+        const event = eventAbout("prefect.flow-run.abc", [relatedTo("deployment", deployment.id)])
+        const done = outcome(
+          yield* perform(
+            automation.id,
+            {
+              type: "run-deployment",
+              source: "inferred",
+              parameters: { who: "{{ event.resource['prefect.resource.name'] }}", greeting: "hello {{ event.event }}", n: "{{ 40 + 2 }}" },
+              schedule_after: 60
+            },
+            event
+          )
+        )
+        expect(done.event, JSON.stringify(done.payload)).toBe("prefect.automation.action.executed")
+        expect(done.payload.status_code).toBe(201)
+        const runRef = done.related.find((r: any) => r["prefect.resource.role"] === "flow-run")
+        const run = yield* readRun(runRef["prefect.resource.id"].replace("prefect.flow-run.", ""))
+        expect(run.parameters).toEqual({ fixed: 1, who: "the resource", greeting: "hello test.happened", n: 42 })
+        expect(run.created_by).toEqual({ type: "AUTOMATION", id: automation.id, display_value: "runner" })
+        expect(run.state.type).toBe("SCHEDULED")
+        expect(run.idempotency_key).toMatch(new RegExp(`^automation ${automation.id}, action 0, invocation `))
+      }))
+
+    it.effect("change, cancel, suspend, resume and delete the flow run the event (or the firing's labels) names", () =>
+      Effect.gen(function* () {
+        const automation = yield* anAutomation("flow runs")
+        const flowId = yield* makeFlow("runs-acted-on")
+        const deployment = yield* makeDeployment({ name: "runs-acted-on", flow_id: flowId })
+        const newRun = Effect.gen(function* () {
+          const run = ok(yield* request("POST", `/deployments/${deployment.id}/create_flow_run`, { body: {} }), 201)
+          yield* setState(run.id, { type: "PENDING" })
+          yield* setState(run.id, { type: "RUNNING" })
+          yield* TestClock.adjust("1 second")
+          return run.id as string
+        })
+        const aboutRun = (id: string) => eventAbout(`prefect.flow-run.${id}`)
+
+        const cancelled = yield* newRun
+        expect(outcome(yield* perform(automation.id, { type: "cancel-flow-run" }, aboutRun(cancelled))).event).toBe("prefect.automation.action.executed")
+        const cancelledRun = yield* readRun(cancelled)
+        expect(cancelledRun.state).toMatchObject({ type: "CANCELLING", message: `Cancelled by Automation ${automation.id}` })
+
+        const changed = yield* newRun
+        // From the firing's for_each labels when the event is about something else.
+        yield* perform(automation.id, { type: "change-flow-run-state", state: "FAILED", name: "Gave up", force: true }, eventAbout("x"), {
+          "prefect.resource.id": `prefect.flow-run.${changed}`
+        })
+        expect((yield* readRun(changed)).state).toMatchObject({ type: "FAILED", name: "Gave up", message: `State changed by Automation ${automation.id}` })
+        // A transition the orchestration rules refuse fails the action.
+        const refused = outcome(yield* perform(automation.id, { type: "change-flow-run-state", state: "PENDING" }, aboutRun(cancelled)))
+        expect(refused.event).toBe("prefect.automation.action.failed")
+        expect(refused.payload.reason).toMatch(/^Failed to set state: /)
+
+        const suspended = yield* newRun
+        expect(outcome(yield* perform(automation.id, { type: "suspend-flow-run" }, aboutRun(suspended))).event).toBe("prefect.automation.action.executed")
+        expect((yield* readRun(suspended)).state).toMatchObject({ type: "PAUSED", name: "Suspended" })
+        expect(outcome(yield* perform(automation.id, { type: "resume-flow-run" }, aboutRun(suspended))).event).toBe("prefect.automation.action.executed")
+        expect((yield* readRun(suspended)).state).toMatchObject({ type: "SCHEDULED", name: "Resuming" })
+
+        expect(outcome(yield* perform(automation.id, { type: "delete-flow-run" }, aboutRun(suspended))).event).toBe("prefect.automation.action.executed")
+        expect((yield* request("GET", `/flow_runs/${suspended}`)).status).toBe(404)
+        const nothing = outcome(yield* perform(automation.id, { type: "cancel-flow-run" }, eventAbout("x.q")))
+        expect(nothing.payload.reason).toBe("No flow run could be inferred")
+      }))
+
+    it.effect("pause and resume work pools, work queues and automations", () =>
+      Effect.gen(function* () {
+        const automation = yield* anAutomation("infrastructure")
+        const other = yield* anAutomation("the other one")
+        const pool = ok(yield* request("POST", "/work_pools/", { body: { name: "acted-pool" } }), 201)
+        const queue = ok(yield* request("POST", "/work_pools/acted-pool/queues", { body: { name: "acted-queue" } }), 201)
+
+        yield* perform(automation.id, { type: "pause-work-pool", source: "inferred" }, eventAbout("x", [relatedTo("work-pool", pool.id)]))
+        expect(ok(yield* request("GET", "/work_pools/acted-pool"), 200).is_paused).toBe(true)
+        const resumedPool = outcome(yield* perform(automation.id, { type: "resume-work-pool", work_pool_id: pool.id }, eventAbout("x")))
+        expect(resumedPool.related).toContainEqual({ "prefect.resource.id": `prefect.work-pool.${pool.id}`, "prefect.resource.name": "acted-pool", "prefect.resource.role": "target" })
+        expect(ok(yield* request("GET", "/work_pools/acted-pool"), 200).is_paused).toBe(false)
+
+        yield* perform(automation.id, { type: "pause-work-queue", work_queue_id: queue.id }, eventAbout("x"))
+        expect(ok(yield* request("GET", `/work_queues/${queue.id}`), 200)).toMatchObject({ is_paused: true, status: "PAUSED" })
+        yield* perform(automation.id, { type: "resume-work-queue", source: "inferred" }, eventAbout(`prefect.work-queue.${queue.id}`))
+        expect(ok(yield* request("GET", `/work_queues/${queue.id}`), 200).is_paused).toBe(false)
+
+        yield* perform(automation.id, { type: "pause-automation", automation_id: other.id }, eventAbout("x"))
+        expect(ok(yield* request("GET", `/automations/${other.id}`), 200).enabled).toBe(false)
+        yield* perform(automation.id, { type: "resume-automation", source: "inferred" }, eventAbout(`prefect.automation.${other.id}`))
+        expect(ok(yield* request("GET", `/automations/${other.id}`), 200).enabled).toBe(true)
+      }))
+
+    it.effect("call a webhook block with the rendered payload, and send notifications through notification blocks", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const automation = yield* anAutomation("outbound")
+          const hook = yield* receiver()
+          const webhook = yield* blockDocument("webhook", "local-hook", { url: `${hook.url}/hook`, method: "POST", headers: { "x-token": "s3cret" } })
+          const called = outcome(
+            yield* perform(
+              automation.id,
+              { type: "call-webhook", block_document_id: webhook.id, payload: '{"automation": "{{ automation.name }}", "event": "{{ event.event }}"}' },
+              eventAbout("x")
+            )
+          )
+          expect(called.event, JSON.stringify(called.payload)).toBe("prefect.automation.action.executed")
+          expect(hook.requests).toHaveLength(1)
+          expect(hook.requests[0]).toMatchObject({ method: "POST", url: "/hook", body: '{"automation": "outbound", "event": "test.happened"}' })
+          expect(hook.requests[0]!.headers["x-token"]).toBe("s3cret")
+          expect(hook.requests[0]!.headers["content-type"]).toBe("application/json")
+          expect(called.payload).toMatchObject({ status_code: 200, response_body: '{"ok":true}' })
+          // Credentials in the response are not recorded.
+          expect(called.payload.response_headers["set-cookie"]).toBeUndefined()
+          expect(called.related).toContainEqual({ "prefect.resource.id": `prefect.block-document.${webhook.id}`, "prefect.resource.role": "block", "prefect.resource.name": "local-hook" })
+
+          const custom = yield* blockDocument("custom-webhook", "local-custom", {
+            name: "ops",
+            url: `${hook.url}/notify`,
+            json_data: { text: "{{subject}}: {{body}}", token: "{{token}}" },
+            secrets: { token: "t0k" }
+          })
+          const notified = outcome(
+            yield* perform(automation.id, { type: "send-notification", block_document_id: custom.id, subject: "Alert", body: "{{ event.resource['prefect.resource.name'] }} failed" }, eventAbout("x"))
+          )
+          expect(notified.event, JSON.stringify(notified.payload)).toBe("prefect.automation.action.executed")
+          expect(JSON.parse(hook.requests[1]!.body)).toEqual({ text: "Alert: the resource failed", token: "t0k" })
+
+          const notAWebhook = outcome(yield* perform(automation.id, { type: "call-webhook", block_document_id: custom.id }, eventAbout("x")))
+          expect(notAWebhook.payload.reason).toBe("The referenced block was not a webhook block")
+          const notANotifier = outcome(yield* perform(automation.id, { type: "send-notification", block_document_id: webhook.id, body: "x" }, eventAbout("x")))
+          expect(notANotifier.payload.reason).toBe("The referenced block was not a notification block")
+          const badTemplate = outcome(yield* perform(automation.id, { type: "call-webhook", block_document_id: webhook.id, payload: "{{ nothing() }}" }, eventAbout("x")))
+          expect(badTemplate.event).toBe("prefect.automation.action.failed")
+          expect(badTemplate.payload).toMatchObject({ template_source: "{{ nothing() }}", reason: expect.stringMatching(/^Template rendering failed: /) })
+
+          const down = yield* blockDocument("webhook", "nowhere", { url: "http://127.0.0.1:9/nothing" })
+          const unreachable = outcome(yield* perform(automation.id, { type: "call-webhook", block_document_id: down.id }, eventAbout("x")))
+          expect(unreachable.event).toBe("prefect.automation.action.failed")
+          expect(unreachable.payload.reason).toMatch(/^Webhook call failed: /)
+        })
+      ))
+  })
+})
