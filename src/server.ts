@@ -59,6 +59,9 @@ import { EventsRepo } from "./events/repo.ts"
 import { RunEventsLive } from "./events/run-events.ts"
 import { RunResourcesRepo } from "./events/run-resources-repo.ts"
 import { Events } from "./events/service.ts"
+import { StatusChanges } from "./events/status-changes.ts"
+import { StatusEventsLive } from "./events/status-events.ts"
+import { StatusResourcesRepo } from "./events/status-resources-repo.ts"
 import { EventSocketsLive } from "./events/socket.ts"
 import { ArtifactsRepo } from "./artifacts/repo.ts"
 import { LogsLive } from "./logs/http.ts"
@@ -113,6 +116,7 @@ export const AreasLive = TriggersEngine.Default.pipe(
   BlockRegistration.Default,
   EventPersister.Default,
   RunEventsLive,
+  StatusEventsLive,
   Automations.Default
   )),
   Layer.provideMerge(
@@ -148,6 +152,7 @@ export const AreasLive = TriggersEngine.Default.pipe(
       LogStream.Default,
       EventsRepo.Default,
       RunResourcesRepo.Default,
+      StatusResourcesRepo.Default,
       EventBus.Default,
       AutomationsRepo.Default,
       AutomationChanges.Default,
@@ -156,7 +161,7 @@ export const AreasLive = TriggersEngine.Default.pipe(
     )
   ),
   Layer.provideMerge(RunStatesRepo.Default),
-  Layer.provideMerge(Transitions.Default)
+  Layer.provideMerge(Layer.mergeAll(Transitions.Default, StatusChanges.Default))
 )
 
 /** The handlers of every area's group. */

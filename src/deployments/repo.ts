@@ -1,5 +1,6 @@
 /** Deployments and their schedules in SQL. */
 import { SqlClient } from "@effect/sql"
+import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Schema } from "effect"
 import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -45,6 +46,7 @@ const encodeSchedule = (schedule: Schedule) => JSON.stringify(Schema.encodeSync(
 export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/DeploymentsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const statusChanges = yield* StatusChanges
     const where = (query: DeploymentQuery) => queryCondition(sql, "deployment", query)
 
     /**
@@ -152,24 +154,43 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
 
     /** Marks the deployments polled now and READY, leaving `updated` alone (the scheduler watches it). */
     const markReady = (ids: ReadonlyArray<string>, at: Date) =>
-      sql`UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE id = ANY(${ids}::uuid[])`
+      Effect.flatMap(
+        sql<{ id: string }>`
+          WITH changed AS (SELECT id FROM deployment WHERE id = ANY(${ids}::uuid[]) AND status IS DISTINCT FROM 'READY'),
+               polled AS (UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE id = ANY(${ids}::uuid[]))
+          SELECT id FROM changed
+        `,
+        (rows) => statusChanges.announce("deployment", "READY", at, rows.map((r) => r.id))
+      )
 
     /** Marks the deployments of the queues polled now and READY, leaving `updated` alone. */
     const markReadyInQueues = (queueIds: ReadonlyArray<string>, at: Date) =>
-      sql`UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[])`
+      Effect.flatMap(
+        sql<{ id: string }>`
+          WITH changed AS (
+                 SELECT id FROM deployment WHERE work_queue_id = ANY(${queueIds}::uuid[]) AND status IS DISTINCT FROM 'READY'),
+               polled AS (UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[]))
+          SELECT id FROM changed
+        `,
+        (rows) => statusChanges.announce("deployment", "READY", at, rows.map((r) => r.id))
+      )
 
     /**
      * Marks NOT_READY the READY deployments not polled since `before`, unless their work queue was
      * polled since then.
      */
-    const markStale = (before: Date) =>
-      sql`
-        UPDATE deployment SET status = 'NOT_READY'
-        WHERE status = 'READY' AND last_polled IS NOT NULL AND last_polled < ${before}
-          AND NOT EXISTS (
-            SELECT 1 FROM work_queue
-            WHERE work_queue.id = deployment.work_queue_id AND work_queue.last_polled >= ${before})
-      `
+    const markStale = (before: Date, at: Date = before) =>
+      Effect.flatMap(
+        sql<{ id: string }>`
+          UPDATE deployment SET status = 'NOT_READY'
+          WHERE status = 'READY' AND last_polled IS NOT NULL AND last_polled < ${before}
+            AND NOT EXISTS (
+              SELECT 1 FROM work_queue
+              WHERE work_queue.id = deployment.work_queue_id AND work_queue.last_polled >= ${before})
+          RETURNING id
+        `,
+        (rows) => statusChanges.announce("deployment", "NOT_READY", at, rows.map((r) => r.id))
+      )
 
     const readSchedules = (deploymentId: string) =>
       Effect.flatMap(

@@ -21,6 +21,6 @@ export const checkReadiness = Effect.gen(function* () {
     multiple: settings.inactivity_heartbeat_multiple,
     fallbackSeconds: settings.fallback_heartbeat_interval_seconds
   })
-  yield* deployments.markStale(ago(settings.deployment_last_polled_timeout_seconds))
+  yield* deployments.markStale(ago(settings.deployment_last_polled_timeout_seconds), at)
   yield* queues.markStale(ago(settings.work_queue_last_polled_timeout_seconds), at)
 })

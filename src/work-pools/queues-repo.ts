@@ -1,5 +1,6 @@
 /** Work queues in SQL: records, priorities kept unique within a pool, readiness. */
 import { SqlClient, type Statement } from "@effect/sql"
+import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Schema } from "effect"
 import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
@@ -72,6 +73,7 @@ export const rebalance = (
 export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/WorkQueuesRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const statusChanges = yield* StatusChanges
 
     const selectRows = sql`
       SELECT work_queue.*, work_pool.name AS work_pool_name
@@ -178,7 +180,13 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
     /** Sets the given columns (and `updated`); false when there is no such queue. */
     const update = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
-      const rows = yield* sql`UPDATE work_queue SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`
+      const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
+      const rows = yield* sql<{ id: string; previous: string | null }>`
+        WITH before AS (SELECT id, status FROM work_queue WHERE id = ${id})
+        UPDATE work_queue SET ${sql.update({ ...changes, updated: at })} FROM before WHERE work_queue.id = before.id
+        RETURNING work_queue.id, before.status AS previous
+      `
+      if (status !== undefined && rows.length > 0 && rows[0]!.previous !== status) yield* statusChanges.announce("work-queue", status, at, [id])
       return rows.length > 0
     })
 
@@ -190,15 +198,26 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
 
     /** Polled now: last_polled set, and NOT_READY queues become READY (paused ones stay PAUSED). */
     const markPolled = (ids: ReadonlyArray<string>, at: Date) =>
-      sql`
-        UPDATE work_queue SET last_polled = ${at},
-          status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
-        WHERE id = ANY(${ids}::uuid[])
-      `
+      Effect.flatMap(
+        sql<{ id: string }>`
+          WITH changed AS (SELECT id FROM work_queue WHERE id = ANY(${ids}::uuid[]) AND status = 'NOT_READY'),
+               polled AS (
+                 UPDATE work_queue SET last_polled = ${at},
+                   status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+                 WHERE id = ANY(${ids}::uuid[]))
+          SELECT id FROM changed
+        `,
+        (rows) => statusChanges.announce("work-queue", "READY", at, rows.map((r) => r.id))
+      )
 
     /** READY queues not polled since `before` become NOT_READY. */
     const markStale = (before: Date, at: Date) =>
-      sql`UPDATE work_queue SET status = 'NOT_READY', updated = ${at} WHERE status = 'READY' AND last_polled < ${before}`
+      Effect.flatMap(
+        sql<{ id: string }>`
+          UPDATE work_queue SET status = 'NOT_READY', updated = ${at} WHERE status = 'READY' AND last_polled < ${before} RETURNING id
+        `,
+        (rows) => statusChanges.announce("work-queue", "NOT_READY", at, rows.map((r) => r.id))
+      )
 
     /**
      * Queues whose (legacy) filter takes the deployment: no filter, or its tags all among the

@@ -1,5 +1,6 @@
 /** Work pools and their workers in SQL. */
 import { SqlClient, type Statement } from "@effect/sql"
+import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Schema } from "effect"
 import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
@@ -54,6 +55,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const queues = yield* WorkQueuesRepo
+    const statusChanges = yield* StatusChanges
 
     const readPoolByName = (name: string) =>
       Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE name = ${name}`, (rows) => rows[0])
@@ -114,10 +116,14 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     /** Sets the given columns (and `updated`); false when there is no such pool. */
     const update = Effect.fn("WorkPoolsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
-      const status = changes.status === undefined ? {} : { last_transitioned_status_at: at }
-      const rows = yield* sql`
-        UPDATE work_pool SET ${sql.update({ ...changes, ...status, updated: at })} WHERE id = ${id} RETURNING id
+      const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
+      const transitioned = status === undefined ? {} : { last_transitioned_status_at: at }
+      const rows = yield* sql<{ id: string; previous: string | null }>`
+        WITH before AS (SELECT id, status FROM work_pool WHERE id = ${id})
+        UPDATE work_pool SET ${sql.update({ ...changes, ...transitioned, updated: at })} FROM before WHERE work_pool.id = before.id
+        RETURNING work_pool.id, before.status AS previous
       `
+      if (status !== undefined && rows.length > 0 && rows[0]!.previous !== status) yield* statusChanges.announce("work-pool", status, at, [id])
       return rows.length > 0
     })
 
@@ -182,11 +188,13 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
             AND EXTRACT(EPOCH FROM (${at}::timestamptz - last_heartbeat_time))
               > coalesce(heartbeat_interval_seconds, ${options.fallbackSeconds}) * ${options.multiple}
         `
-        yield* sql`
+        const silent = yield* sql<{ id: string }>`
           UPDATE work_pool SET status = 'NOT_READY', updated = ${at}, last_transitioned_status_at = ${at}
           WHERE status = 'READY' AND NOT EXISTS (
             SELECT 1 FROM worker WHERE worker.work_pool_id = work_pool.id AND worker.status = 'ONLINE')
+          RETURNING id
         `
+        yield* statusChanges.announce("work-pool", "NOT_READY", at, silent.map((r) => r.id))
       })
 
     return {
