@@ -89,8 +89,11 @@ import { Transitions } from "./orchestration/transitions.ts"
 import { RootLive } from "./root/http.ts"
 import { TaskRunStatesLive, TaskRunsLive } from "./task-runs/http.ts"
 import { TaskRunsRepo } from "./task-runs/repo.ts"
+import { TaskRunRecorder } from "./task-runs/recorder.ts"
+import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
 import { services } from "./services/registry.ts"
 import { runServices } from "./services/runner.ts"
+import { VacuumRepo } from "./services/vacuum-repo.ts"
 import * as SettingsModule from "./settings/settings.ts"
 import { Settings } from "./settings/settings.ts"
 
@@ -117,6 +120,7 @@ export const AreasLive = TriggersEngine.Default.pipe(
   EventPersister.Default,
   RunEventsLive,
   StatusEventsLive,
+  TaskRunRecorder.Default,
   Automations.Default
   )),
   Layer.provideMerge(
@@ -153,6 +157,8 @@ export const AreasLive = TriggersEngine.Default.pipe(
       EventsRepo.Default,
       RunResourcesRepo.Default,
       StatusResourcesRepo.Default,
+      TaskRunRecorderRepo.Default,
+      VacuumRepo.Default,
       EventBus.Default,
       AutomationsRepo.Default,
       AutomationChanges.Default,

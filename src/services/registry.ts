@@ -14,8 +14,12 @@ import type { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { EventPersister } from "../events/persister.ts"
 import { AutomationActions } from "../automations/actions.ts"
 import { TriggersEngine } from "../automations/triggers.ts"
+import { TaskRunRecorder } from "../task-runs/recorder.ts"
 import { cleanUpCancellations } from "./cancellation-cleanup.ts"
 import { checkReadiness } from "./foreman.ts"
+import { vacuum } from "./db-vacuum.ts"
+import type { VacuumRepo } from "./vacuum-repo.ts"
+import type { EventsRepo } from "../events/repo.ts"
 import { markLateRuns } from "./late-runs.ts"
 import { failExpiredPauses } from "./pause-expirations.ts"
 import { repossessExpiredLeases } from "./repossessor.ts"
@@ -26,12 +30,6 @@ type Services = SettingsValue["server"]["services"]
 
 const loopSeconds = (pick: (s: Services) => { readonly loop_seconds: number }) => (settings: SettingsValue) =>
   Duration.seconds(pick(settings.server.services).loop_seconds)
-
-const flushInterval = (pick: (s: Services) => { readonly flush_interval: number }) => (settings: SettingsValue) =>
-  Duration.seconds(pick(settings.server.services).flush_interval)
-
-/** Until an area brings a service's work, its iteration has nothing to do. */
-const idle = Effect.void
 
 /** What the services' iterations use: the area services and repositories, and the settings. */
 export type ServiceRequirements =
@@ -44,6 +42,9 @@ export type ServiceRequirements =
   | ConcurrencySlots
   | EventPersister
   | TriggersEngine
+  | TaskRunRecorder
+  | VacuumRepo
+  | EventsRepo
   | AutomationActions
   | Settings
 
@@ -82,8 +83,9 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   }),
   defineService({
     name: "task_run_recorder",
-    interval: flushInterval((s) => s.task_run_recorder),
-    tick: idle
+    // An iteration itself waits (up to flush_interval) for task run events to record.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(TaskRunRecorder, (recorder) => recorder.tick)
   }),
   defineService({
     name: "triggers",
@@ -118,6 +120,6 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   defineService({
     name: "db_vacuum",
     interval: loopSeconds((s) => s.db_vacuum),
-    tick: idle
+    tick: vacuum
   })
 ]

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import { TaskRunRecorder } from "../../src/task-runs/recorder.ts"
+import { makeFlow, ok } from "../support/api.ts"
+import { request, testServer } from "../support/server.ts"
+
+let counter = 0
+const id = (prefix: string) => `${prefix}-0000-4000-8000-${String(++counter).padStart(12, "0")}`
+
+/** A task run state change as a client running the task itself sends it. */
+const clientEvent = (taskRunId: string, flowRunId: string | null, state: { type: string; name: string }, at: string, run: Record<string, unknown> = {}) => ({
+  id: id("77777777"),
+  occurred: at,
+  event: `prefect.task-run.${state.name}`,
+  resource: {
+    "prefect.resource.id": `prefect.task-run.${taskRunId}`,
+    "prefect.resource.name": "add-1",
+    "prefect.state-name": state.name,
+    "prefect.state-type": state.type,
+    "prefect.orchestration": "client"
+  },
+  related: flowRunId ? [{ "prefect.resource.id": `prefect.flow-run.${flowRunId}`, "prefect.resource.role": "flow-run" }] : [],
+  payload: {
+    intended: { from: null, to: state.type },
+    initial_state: null,
+    validated_state: { type: state.type, name: state.name, message: "", state_details: {} },
+    task_run: { name: "add-1", task_key: "add", dynamic_key: "1", tags: ["t"], run_count: state.type === "RUNNING" ? 1 : 0, ...run }
+  }
+})
+
+const record = (...events: Array<unknown>) =>
+  Effect.gen(function* () {
+    expect((yield* request("POST", "/events", { body: events })).status).toBe(204)
+    yield* Effect.flatMap(TaskRunRecorder, (recorder) => recorder.drain)
+  })
+
+describe("the task run recorder", () => {
+  it.layer(testServer(), { timeout: 60_000 })((it) => {
+    it.effect("records client-orchestrated task runs and their states from their events; the newest state wins", () =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 24, 10, 0, 0))
+        const flowId = yield* makeFlow("client-side")
+        const flowRun = ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201)
+        const taskRunId = id("88888888")
+        yield* record(
+          clientEvent(taskRunId, flowRun.id, { type: "PENDING", name: "Pending" }, "2026-11-24T09:59:00Z"),
+          clientEvent(taskRunId, flowRun.id, { type: "RUNNING", name: "Running" }, "2026-11-24T09:59:01Z")
+        )
+        const run = ok(yield* request("GET", `/task_runs/${taskRunId}`), 200)
+        expect(run).toMatchObject({ name: "add-1", flow_run_id: flowRun.id, task_key: "add", dynamic_key: "1", tags: ["t"], run_count: 1 })
+        expect(run.state).toMatchObject({ type: "RUNNING", name: "Running" })
+        expect(run.state.state_details).toMatchObject({ task_run_id: taskRunId, flow_run_id: flowRun.id })
+
+        // An older event arriving late adds its state but does not take the run back.
+        yield* record(
+          clientEvent(taskRunId, flowRun.id, { type: "COMPLETED", name: "Completed" }, "2026-11-24T09:59:05Z"),
+          clientEvent(taskRunId, flowRun.id, { type: "SCHEDULED", name: "Scheduled" }, "2026-11-24T09:58:59Z")
+        )
+        expect(ok(yield* request("GET", `/task_runs/${taskRunId}`), 200).state.type).toBe("COMPLETED")
+        const states = ok(yield* request("GET", `/task_run_states/?task_run_id=${taskRunId}`), 200)
+        expect(states.map((s: any) => s.type).sort()).toEqual(["COMPLETED", "PENDING", "RUNNING", "SCHEDULED"])
+
+        // The same task (flow run, task key, dynamic key) under another id is the same run.
+        const again = id("88888888")
+        yield* record(clientEvent(again, flowRun.id, { type: "FAILED", name: "Failed" }, "2026-11-24T09:59:09Z"))
+        expect((yield* request("GET", `/task_runs/${again}`)).status).toBe(404)
+        expect(ok(yield* request("GET", `/task_runs/${taskRunId}`), 200).state.type).toBe("FAILED")
+
+        // Events of runs orchestrated by the server, or without a task run, are not recorded.
+        const serverSide = id("88888888")
+        const event = clientEvent(serverSide, null, { type: "RUNNING", name: "Running" }, "2026-11-24T09:59:10Z")
+        yield* record({ ...event, id: id("77777777"), resource: { ...event.resource, "prefect.orchestration": "server" } })
+        expect((yield* request("GET", `/task_runs/${serverSide}`)).status).toBe(404)
+        yield* record({ ...event, id: id("77777777"), payload: { validated_state: { type: "RUNNING" } } })
+        expect((yield* request("GET", `/task_runs/${serverSide}`)).status).toBe(404)
+        // Without a flow run it is recorded on its own.
+        yield* record(event)
+        expect(ok(yield* request("GET", `/task_runs/${serverSide}`), 200).flow_run_id).toBeNull()
+      }))
+  })
+})
