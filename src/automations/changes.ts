@@ -4,6 +4,9 @@
  */
 import { Effect, PubSub, type Queue, type Scope } from "effect"
 
+/** The PostgreSQL channel automation changes are announced on, for the other replicas. */
+export const AUTOMATION_CHANGES_CHANNEL = "baton_automation_changes"
+
 export interface AutomationChange {
   readonly id: string
   readonly kind: "created" | "updated" | "deleted"

@@ -131,6 +131,12 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
         ORDER BY automation.created, automation.id
       `
 
-    return { create, read, readMany, all, filter, count, snapshot, replace, setEnabled, remove, relate, relateDeployments, relatedTo } as const
+    /** Announces a change on a PostgreSQL channel (NOTIFY takes no parameters; pg_notify does). */
+    const notify = (channel: string, payload: string) => Effect.asVoid(sql`SELECT pg_notify(${channel}, ${payload})`)
+
+    /** Whether other processes may share this database (a PostgreSQL server, not the embedded one). */
+    const sharedServer = Effect.map(sql<{ shared: boolean }>`SELECT position('PGlite' in version()) = 0 AS shared`, (rows) => rows[0]!.shared)
+
+    return { notify, sharedServer, create, read, readMany, all, filter, count, snapshot, replace, setEnabled, remove, relate, relateDeployments, relatedTo } as const
   })
 }) {}

@@ -13,7 +13,7 @@ import { Events } from "../events/service.ts"
 import { NotFound, ValidationError } from "../http/errors.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
-import { AutomationChanges } from "./changes.ts"
+import { AUTOMATION_CHANGES_CHANNEL, AutomationChanges } from "./changes.ts"
 import { type AutomationFields, AutomationsRepo } from "./repo.ts"
 import { type Action, Automation, type AutomationCreate, type AutomationUpdate, runDeploymentLoop, settleTrigger } from "./schemas.ts"
 
@@ -51,6 +51,10 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
     const announce = (automations: ReadonlyArray<Automation>, kind: "created" | "updated" | "deleted") =>
       Effect.gen(function* () {
         yield* changes.publish(automations.map((a) => ({ id: a.id, kind })))
+        // Other replicas' triggers services listen for these.
+        yield* Effect.forEach(automations, (a) => repo.notify(AUTOMATION_CHANGES_CHANNEL, JSON.stringify({ automation_id: a.id, event_type: kind }))).pipe(
+          Effect.catchAll((error) => Effect.logWarning("Automation change could not be announced to other replicas", error))
+        )
         yield* events.emit(yield* Effect.forEach(automations, (a) => lifecycleEvent(a, kind)))
       })
 

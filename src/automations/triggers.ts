@@ -17,7 +17,8 @@
  * changes made by other replicas.
  */
 import { SqlClient } from "@effect/sql"
-import { Chunk, Duration, Effect, Queue } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Chunk, Duration, Effect, Queue, Stream } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { EventBus } from "../events/bus.ts"
@@ -27,7 +28,7 @@ import { Events } from "../events/service.ts"
 import { Settings } from "../settings/settings.ts"
 import { AutomationActions } from "./actions.ts"
 import { type Bucket, BucketsRepo } from "./buckets-repo.ts"
-import { type AutomationChange, AutomationChanges } from "./changes.ts"
+import { AUTOMATION_CHANGES_CHANNEL, type AutomationChange, AutomationChanges } from "./changes.ts"
 import {
   bucketingKey,
   covers,
@@ -63,6 +64,7 @@ const parentsOf = (trigger: Trigger, parent: CompositeTrigger | undefined, into:
 export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/TriggersEngine", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
     const automationsRepo = yield* AutomationsRepo
     const buckets = yield* BucketsRepo
     const eventsRepo = yield* EventsRepo
@@ -71,7 +73,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const settings = yield* Settings
     const bus = yield* EventBus
     const changes = yield* AutomationChanges
-    const subscription = yield* bus.subscribe
+    const { events: subscription, ack } = yield* bus.consume("triggers")
     const changeQueue = yield* changes.subscribe
     const lock = yield* Effect.makeSemaphore(1)
     const ordering = new CausalOrdering()
@@ -380,6 +382,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
           for (const event of batch) yield* evaluateInOrder(event)
         })
       )
+      yield* ack(batch)
     })
 
     /** Evaluates the events waiting on the bus now, without waiting for more (tests, shutdown). */
@@ -392,6 +395,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
           for (const event of batch) yield* evaluateInOrder(event)
         })
       )
+      yield* ack(batch)
     })
 
     /** Periodic loop: reloads changed automations, evaluates lost followers and due proactive triggers, sweeps closed buckets. */
@@ -420,7 +424,46 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
       })
     )
 
-    return { reactiveTick, periodicTick, drain } as const
+    /**
+     * Listens for automation changes other replicas announce (PostgreSQL LISTEN/NOTIFY) and applies
+     * them at once. Every pg_notify_heartbeat_interval_seconds it notifies itself; when its own
+     * heartbeats stop coming back the connection is taken as lost and the listen ends (the service
+     * loop listens again after pg_notify_reconnect_interval_seconds).
+     */
+    const listenForChanges = Effect.gen(function* () {
+      // The embedded database has one server process: nothing to hear from.
+      if (!(yield* automationsRepo.sharedServer)) return yield* Effect.never
+      const heartbeat = settings.server.services.triggers.pg_notify_heartbeat_interval_seconds
+      let lastHeard = (yield* now).getTime()
+      const onPayload = (payload: string) =>
+        Effect.gen(function* () {
+          lastHeard = (yield* now).getTime()
+          let data: { automation_id?: unknown; event_type?: unknown }
+          try {
+            data = JSON.parse(payload)
+          } catch {
+            return
+          }
+          const kind = data.event_type
+          if (typeof data.automation_id !== "string" || (kind !== "created" && kind !== "updated" && kind !== "deleted")) return
+          yield* serialised(Effect.gen(function* () {
+            if (started) yield* applyChanges([{ id: data.automation_id as string, kind }])
+          }))
+        })
+      const beat = Effect.gen(function* () {
+        while (true) {
+          yield* Effect.sleep(Duration.seconds(heartbeat))
+          if ((yield* now).getTime() - lastHeard > 3 * heartbeat * 1000) {
+            return yield* Effect.fail(new Error("automation change notifications stopped arriving"))
+          }
+          yield* automationsRepo.notify(AUTOMATION_CHANGES_CHANNEL, JSON.stringify({ heartbeat: true }))
+        }
+      })
+      yield* reconcile(false).pipe(serialised)
+      yield* Effect.raceFirst(Stream.runForEach(pg.listen(AUTOMATION_CHANGES_CHANNEL), onPayload), beat)
+    })
+
+    return { reactiveTick, periodicTick, drain, listenForChanges } as const
   })
 }) {}
 

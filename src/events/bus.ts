@@ -1,45 +1,174 @@
 /**
- * The event bus (server.events.messaging_broker = "memory"): received events are published here
- * once each (a repeated id within the recent ones is dropped, as the reference's messaging cache
- * drops it) and every subscriber (the persister, live websockets) gets them in order.
+ * The event bus (server.events.messaging_broker). Received events are published once each (an id
+ * seen recently is dropped: server.events.messaging_cache) and reach
+ *
+ * - every live subscriber (`subscribe`: the websocket streams), and
+ * - each consumer group (`consume`: the persister, the triggers service, the task run recorder)
+ *   once, which acknowledges what it has handled.
+ *
+ * "memory" keeps all of this in the server process. "redis" publishes to a Redis stream
+ * (`redis_stream` at `redis_url`, trimmed to about queue_max_size entries): each consumer group is a
+ * Redis consumer group shared by every replica, so an event is handled by one replica per group;
+ * what a replica read but did not acknowledge is claimed by another after a minute. The cache of
+ * seen ids is then a Redis key per event (an hour).
  */
-import { Effect, PubSub, type Queue, type Scope } from "effect"
+import { Duration, Effect, Fiber, PubSub, Queue, Schema, type Scope } from "effect"
+import { Redis } from "ioredis"
+import { hostname } from "node:os"
 import { Settings } from "../settings/settings.ts"
-import type { ReceivedEvent } from "./schemas.ts"
+import { ReceivedEvent } from "./schemas.ts"
 
-/** How many recent event ids are remembered to drop repeats. */
+/** How many recent event ids are remembered to drop repeats (memory cache). */
 const RECENT_IDS = 10_000
+/** How long a message read but not acknowledged stays with its reader before another claims it. */
+const CLAIM_IDLE_MS = 60_000
+const SEEN_TTL_SECONDS = 3600
+
+/** What a consumer group reads: the events, and how to acknowledge the ones it has handled. */
+export interface Consumption {
+  readonly events: Queue.Dequeue<ReceivedEvent>
+  readonly ack: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void>
+}
+
+const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(ReceivedEvent))
+const encodeEvent = Schema.encodeSync(Schema.parseJson(ReceivedEvent))
 
 export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
   scoped: Effect.gen(function* () {
     const settings = yield* Settings
-    if (settings.server.events.messaging_broker !== "memory") {
-      yield* Effect.logWarning(
-        `server.events.messaging_broker=${settings.server.events.messaging_broker} is not available yet; events stay in this process`
-      )
+    const events = settings.server.events
+    const broker = events.messaging_broker === "redis" ? "redis" : "memory"
+    if (broker !== events.messaging_broker) {
+      yield* Effect.logWarning(`server.events.messaging_broker=${events.messaging_broker} is not known; events stay in this process`)
     }
     // A subscriber that falls further behind than this loses the oldest events, not the server its memory.
     const capacity = settings.server.services.event_persister.queue_max_size
     const hub = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(capacity), PubSub.shutdown)
     const recent = new Set<string>()
-
-    const remember = (id: string) => {
+    const rememberLocally = (id: string) => {
       if (recent.has(id)) return false
       recent.add(id)
       if (recent.size > RECENT_IDS) recent.delete(recent.values().next().value!)
       return true
     }
 
+    const connect = () =>
+      Effect.acquireRelease(
+        Effect.sync(() => new Redis(events.redis_url, { lazyConnect: false, maxRetriesPerRequest: null })),
+        (client) => Effect.promise(() => client.quit().catch(() => undefined))
+      )
+    const redis = broker === "redis" || events.messaging_cache === "redis" ? yield* connect() : undefined
+    const stream = events.redis_stream
+
+    /** The events whose id was not seen recently (in this process, or across replicas with the Redis cache). */
+    const fresh = (batch: ReadonlyArray<ReceivedEvent>) =>
+      redis !== undefined && events.messaging_cache === "redis"
+        ? Effect.promise(async () => {
+          const pipeline = redis.pipeline()
+          for (const event of batch) pipeline.set(`${stream}:seen:${event.id}`, "1", "EX", SEEN_TTL_SECONDS, "NX")
+          const results = (await pipeline.exec()) ?? []
+          return batch.filter((_, i) => results[i]?.[1] === "OK")
+        })
+        : Effect.sync(() => batch.filter((event) => rememberLocally(event.id)))
+
     /** Publishes the events not published recently. */
-    const publish = (events: ReadonlyArray<ReceivedEvent>) =>
-      Effect.suspend(() => {
-        const fresh = events.filter((event) => remember(event.id))
-        return fresh.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, fresh))
+    const publish = (batch: ReadonlyArray<ReceivedEvent>) =>
+      Effect.flatMap(fresh(batch), (unseen) => {
+        if (unseen.length === 0) return Effect.void
+        if (broker === "memory") return Effect.asVoid(PubSub.publishAll(hub, unseen))
+        return Effect.promise(async () => {
+          const pipeline = redis!.pipeline()
+          for (const event of unseen) pipeline.xadd(stream, "MAXLEN", "~", capacity, "*", "event", encodeEvent(event))
+          await pipeline.exec()
+        })
       })
 
-    /** Every event published from now on, for the scope's life. */
-    const subscribe: Effect.Effect<Queue.Dequeue<ReceivedEvent>, never, Scope.Scope> = PubSub.subscribe(hub)
+    /** Reads stream entries into `queue` until the scope closes, with `read` giving the next entries. */
+    const pump = (
+      queue: Queue.Queue<ReceivedEvent>,
+      read: () => Promise<ReadonlyArray<[string, ReadonlyArray<string>]>>,
+      onEntry: (entryId: string, event: ReceivedEvent) => void
+    ) =>
+      Effect.gen(function* () {
+        const entries = yield* Effect.tryPromise(read)
+        for (const [entryId, fields] of entries) {
+          const index = fields.indexOf("event")
+          if (index < 0) continue
+          try {
+            const event = decodeEvent(fields[index + 1])
+            onEntry(entryId, event)
+            yield* Queue.offer(queue, event)
+          } catch {
+            // Not an event of ours: skip it.
+          }
+        }
+      }).pipe(
+        Effect.catchAll((error) => Effect.zipRight(Effect.logWarning("Reading the event stream failed", error), Effect.sleep(Duration.seconds(1)))),
+        Effect.forever
+      )
 
-    return { publish, subscribe } as const
+    /** Every event published from now on, for the scope's life. */
+    const subscribe: Effect.Effect<Queue.Dequeue<ReceivedEvent>, never, Scope.Scope> = broker === "memory"
+      ? PubSub.subscribe(hub)
+      : Effect.gen(function* () {
+        const queue = yield* Effect.acquireRelease(Queue.sliding<ReceivedEvent>(capacity), Queue.shutdown)
+        const reader = yield* connect()
+        // From the stream's current end, fixed now: what is published after subscribing is seen.
+        const newest = yield* Effect.promise(() => reader.xrevrange(stream, "+", "-", "COUNT", 1).catch(() => []))
+        let last = newest[0]?.[0] ?? "0-0"
+        const read = async () => {
+          const reply = (await reader.xread("COUNT", 100, "BLOCK", 1000, "STREAMS", stream, last)) as Array<[string, Array<[string, Array<string>]>]> | null
+          const entries = reply?.[0]?.[1] ?? []
+          if (entries.length > 0) last = entries[entries.length - 1]![0]
+          return entries
+        }
+        const fiber = yield* Effect.forkScoped(pump(queue, read, () => undefined))
+        yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
+        return queue
+      })
+
+    /** The events for consumer group `group`; each event reaches one consumer of the group. */
+    const consume = (group: string): Effect.Effect<Consumption, never, Scope.Scope> =>
+      broker === "memory"
+        ? Effect.map(PubSub.subscribe(hub), (events) => ({ events, ack: () => Effect.void }))
+        : Effect.gen(function* () {
+          const queue = yield* Effect.acquireRelease(Queue.bounded<ReceivedEvent>(1000), Queue.shutdown)
+          const reader = yield* connect()
+          const consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+          yield* Effect.promise(() =>
+            redis!.xgroup("CREATE", stream, group, "$", "MKSTREAM").catch((error: Error) => {
+              if (!String(error.message).includes("BUSYGROUP")) throw error
+            })
+          )
+          const entryIds = new Map<string, string>()
+          let claimed = 0
+          const read = async (): Promise<ReadonlyArray<[string, ReadonlyArray<string>]>> => {
+            // Now and then, take over what another consumer read and never acknowledged.
+            if (Date.now() - claimed > CLAIM_IDLE_MS) {
+              claimed = Date.now()
+              const reply = (await reader.xautoclaim(stream, group, consumer, CLAIM_IDLE_MS, "0-0", "COUNT", 100)) as [string, Array<[string, Array<string>]>]
+              if ((reply?.[1] ?? []).length > 0) return reply[1]
+            }
+            const reply = (await reader.xreadgroup("GROUP", group, consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", stream, ">")) as Array<
+              [string, Array<[string, Array<string>]>]
+            > | null
+            return reply?.[0]?.[1] ?? []
+          }
+          const fiber = yield* Effect.forkScoped(pump(queue, read, (entryId, event) => entryIds.set(event.id, entryId)))
+          yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
+          const ack = (handled: ReadonlyArray<ReceivedEvent>) => {
+            const ids = handled.flatMap((event) => {
+              const entryId = entryIds.get(event.id)
+              entryIds.delete(event.id)
+              return entryId === undefined ? [] : [entryId]
+            })
+            return ids.length === 0
+              ? Effect.void
+              : Effect.promise(() => redis!.xack(stream, group, ...ids).catch(() => 0)).pipe(Effect.asVoid)
+          }
+          return { events: queue, ack }
+        })
+
+    return { publish, subscribe, consume, broker } as const
   })
 }) {}

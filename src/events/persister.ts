@@ -21,13 +21,13 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const repo = yield* EventsRepo
     const options = settings.server.services.event_persister
     // Subscribed from the start, so no event published before the first flush is missed.
-    const queue = yield* bus.subscribe
+    const { events: queue, ack } = yield* bus.consume("event-persister")
 
     const write = (batch: ReadonlyArray<ReceivedEvent>) =>
       repo.write(batch).pipe(
         Effect.retry(Schedule.recurs(options.max_flush_retries)),
         Effect.catchAllCause((cause) => Effect.logError(`Dropped ${batch.length} events that could not be written`, cause)),
-        Effect.asVoid
+        Effect.zipRight(ack(batch))
       )
 
     /** Writes everything queued now, a batch at a time; how many events. */

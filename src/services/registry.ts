@@ -102,6 +102,13 @@ export const services: ReadonlyArray<BackgroundService<ServiceRequirements>> = [
   }),
   defineService({
     name: "triggers",
+    loop: "automation changes",
+    // Listens until the connection is lost, then listens again after the reconnect interval.
+    interval: (s) => Duration.seconds(s.server.services.triggers.pg_notify_reconnect_interval_seconds),
+    tick: Effect.flatMap(TriggersEngine, (engine) => engine.listenForChanges)
+  }),
+  defineService({
+    name: "triggers",
     loop: "actions",
     // An iteration waits for triggered actions and performs them.
     interval: () => Duration.zero,

@@ -90,8 +90,16 @@ export const server = {
     retention_period: S.duration("P7D", "How long events are kept."),
     maximum_websocket_backfill: S.duration("PT15M", "How far back the event websocket backfills."),
     websocket_backfill_page_size: S.integer(250, "Events per page of a websocket backfill.", { min: 1 }),
-    messaging_broker: S.string("memory", "Implementation of the event messaging broker; memory keeps messages in the server process."),
-    messaging_cache: S.string("memory", "Implementation of the message deduplication cache; memory keeps it in the server process."),
+    messaging_broker: S.string(
+      "memory",
+      "Implementation of the event messaging broker: memory keeps messages in the server process; redis shares them between replicas through a Redis stream."
+    ),
+    messaging_cache: S.string(
+      "memory",
+      "Implementation of the message deduplication cache: memory keeps it in the server process; redis shares it between replicas."
+    ),
+    redis_url: S.string("redis://127.0.0.1:6379/0", "The Redis server of the redis broker and cache."),
+    redis_stream: S.string("baton:events", "The Redis stream the redis broker publishes events to (its keys share this prefix)."),
     causal_ordering: S.string("memory", "Implementation of the causal ordering of events; memory keeps it in the server process."),
     maximum_event_name_length: S.integer(1024, "Longest event name, in characters.", { min: 1 })
   },

@@ -70,16 +70,17 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
     const bus = yield* EventBus
     const repo = yield* TaskRunRecorderRepo
     const options = settings.server.services.task_run_recorder
-    const queue = yield* bus.subscribe
+    const { events: queue, ack } = yield* bus.consume("task-run-recorder")
 
     const record = (events: ReadonlyArray<ReceivedEvent>) => {
       const runs = events.filter(isClientTaskRunEvent).flatMap((e) => taskRunFromEvent(e) ?? [])
-      return runs.length === 0
+      const recorded = runs.length === 0
         ? Effect.void
         : repo.record(runs).pipe(
           Effect.retry(Schedule.recurs(MAX_RETRIES)),
           Effect.catchAllCause((cause) => Effect.logError(`Dropped ${runs.length} task run events that could not be recorded`, cause))
         )
+      return Effect.zipRight(recorded, ack(events))
     }
 
     /** Records everything queued now, a batch at a time. */

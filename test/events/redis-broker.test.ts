@@ -1,0 +1,100 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Queue } from "effect"
+import { Redis } from "ioredis"
+import { EventBus } from "../../src/events/bus.ts"
+import type { ReceivedEvent } from "../../src/events/schemas.ts"
+import { layer as settingsLayer } from "../../src/settings/settings.ts"
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0"
+const stream = `baton:test:${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+
+/** One replica's event bus on the shared Redis stream. */
+const replica = Effect.map(
+  Layer.build(
+    EventBus.Default.pipe(
+      Layer.provide(
+        settingsLayer({
+          "server.events.messaging_broker": "redis",
+          "server.events.messaging_cache": "redis",
+          "server.events.redis_url": REDIS_URL,
+          "server.events.redis_stream": stream,
+          "server.services.event_persister.queue_max_size": 100
+        })
+      )
+    )
+  ),
+  (context) => context.unsafeMap.get(EventBus.key) as EventBus
+)
+
+let counter = 0
+const event = (name: string): ReceivedEvent => ({
+  id: `00000000-0000-4000-b000-${String(++counter).padStart(12, "0")}`,
+  occurred: new Date("2026-11-24T10:00:00Z"),
+  received: new Date("2026-11-24T10:00:01Z"),
+  event: name,
+  resource: { "prefect.resource.id": `thing.${counter}` },
+  related: [],
+  payload: { n: counter },
+  follows: null
+})
+
+/** Takes from `queues` until `count` events arrived in total (or a few seconds passed). */
+const collect = (queues: ReadonlyArray<Queue.Dequeue<ReceivedEvent>>, count: number) =>
+  Effect.gen(function* () {
+    const got: Array<Array<ReceivedEvent>> = queues.map(() => [])
+    for (let attempt = 0; attempt < 100 && got.flat().length < count; attempt++) {
+      for (const [i, queue] of queues.entries()) got[i]!.push(...(yield* Queue.takeAll(queue)))
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+    }
+    return got
+  })
+
+describe("the redis broker (against the machine's Redis)", () => {
+  it.live(
+    "shares events between replicas: each consumer group gets every event once, live subscribers all, repeats are dropped, the stream is trimmed",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const redis = new Redis(REDIS_URL)
+          yield* Effect.addFinalizer(() => Effect.promise(async () => {
+            await redis.del(stream)
+            await redis.quit()
+          }))
+          const a = yield* replica
+          const b = yield* replica
+          const persistA = yield* a.consume("persister")
+          const persistB = yield* b.consume("persister")
+          const triggersB = yield* b.consume("triggers")
+          const liveB = yield* b.subscribe
+
+          const batch = Array.from({ length: 10 }, (_, i) => event(`e${i}`))
+          yield* a.publish(batch)
+          // A repeat through the other replica is dropped.
+          yield* b.publish([batch[0]!])
+
+          const [fromA, fromB] = yield* collect([persistA.events, persistB.events], 10)
+          const persisted = [...fromA!, ...fromB!]
+          expect(persisted.map((e) => e.id).sort()).toEqual(batch.map((e) => e.id).sort())
+          expect(persisted[0]!.occurred).toBeInstanceOf(Date)
+          const [triggered] = yield* collect([triggersB.events], 10)
+          expect(triggered!.map((e) => e.event)).toEqual(batch.map((e) => e.event))
+          const [live] = yield* collect([liveB], 10)
+          expect(live).toHaveLength(10)
+
+          // Read but not acknowledged: pending in the group until acknowledged.
+          const pending = async (group: string) => ((await redis.xpending(stream, group)) as [number])[0]
+          expect(yield* Effect.promise(() => pending("persister"))).toBe(10)
+          yield* persistA.ack(fromA!)
+          yield* persistB.ack(fromB!)
+          expect(yield* Effect.promise(() => pending("persister"))).toBe(0)
+          expect(yield* Effect.promise(() => pending("triggers"))).toBe(10)
+
+          // The stream is kept to about queue_max_size entries.
+          yield* a.publish(Array.from({ length: 500 }, (_, i) => event(`bulk${i}`)))
+          const length = yield* Effect.promise(() => redis.xlen(stream))
+          expect(length).toBeLessThan(500)
+        })
+      ),
+    30_000
+  )
+})
