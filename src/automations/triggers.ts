@@ -372,31 +372,24 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
       started = true
     })
 
-    /** Reactive loop: waits for events, then evaluates them in order (after applying automation changes). */
-    const reactiveTick = Effect.gen(function* () {
-      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(subscription, 1, EVENT_BATCH))
-      yield* serialised(
-        Effect.gen(function* () {
-          yield* ensureStarted
-          yield* applyChanges(Chunk.toReadonlyArray(yield* Queue.takeAll(changeQueue)))
-          for (const event of batch) yield* evaluateInOrder(event)
-        })
-      )
-      yield* ack(batch)
-    })
+    /** Evaluates a batch of events in order (after applying automation changes), then acknowledges it. */
+    const evaluateBatch = (batch: ReadonlyArray<ReceivedEvent>) =>
+      Effect.gen(function* () {
+        yield* serialised(
+          Effect.gen(function* () {
+            yield* ensureStarted
+            yield* applyChanges(Chunk.toReadonlyArray(yield* Queue.takeAll(changeQueue)))
+            for (const event of batch) yield* evaluateInOrder(event)
+          })
+        )
+        yield* ack(batch)
+      })
+
+    /** Reactive loop: waits for events, then evaluates them. */
+    const reactiveTick = Effect.flatMap(Queue.takeBetween(subscription, 1, EVENT_BATCH), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch)))
 
     /** Evaluates the events waiting on the bus now, without waiting for more (tests, shutdown). */
-    const drain = Effect.gen(function* () {
-      const batch = Chunk.toReadonlyArray(yield* Queue.takeAll(subscription))
-      yield* serialised(
-        Effect.gen(function* () {
-          yield* ensureStarted
-          yield* applyChanges(Chunk.toReadonlyArray(yield* Queue.takeAll(changeQueue)))
-          for (const event of batch) yield* evaluateInOrder(event)
-        })
-      )
-      yield* ack(batch)
-    })
+    const drain = Effect.flatMap(Queue.takeAll(subscription), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch)))
 
     /** Periodic loop: reloads changed automations, evaluates lost followers and due proactive triggers, sweeps closed buckets. */
     const periodicTick = serialised(
