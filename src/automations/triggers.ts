@@ -42,7 +42,7 @@ import {
   type TriggeredAction,
   type TriggerState
 } from "./firing.ts"
-import { CausalOrdering, PRECEDING_EVENT_LOOKBACK_MS } from "./ordering.ts"
+import { makeOrdering, PRECEDING_EVENT_LOOKBACK_MS } from "./ordering.ts"
 import { type AutomationsSnapshot, AutomationsRepo } from "./repo.ts"
 import { type Automation, type CompositeTrigger, type EventTrigger, eventTriggers, type Trigger } from "./schemas.ts"
 
@@ -76,7 +76,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const { events: subscription, ack } = yield* bus.consume("triggers")
     const changeQueue = yield* changes.subscribe
     const lock = yield* Effect.makeSemaphore(1)
-    const ordering = new CausalOrdering()
+    const ordering = yield* makeOrdering(settings)
 
     const automations = new Map<string, Automation>()
     /** Every trigger of a loaded automation (composites too), by id. */
@@ -327,17 +327,17 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     /** Evaluates the event, then the events that were waiting for it. */
     const evaluateInOrder = (event: ReceivedEvent): Effect.Effect<void, unknown> =>
       Effect.gen(function* () {
-        if (ordering.hasBeenSeen(event.id)) return
+        if (yield* ordering.hasBeenSeen(event.id)) return
         const at = (yield* now).getTime()
-        if (event.follows !== null && !ordering.hasBeenSeen(event.follows)) {
+        if (event.follows !== null && !(yield* ordering.hasBeenSeen(event.follows))) {
           const leaderKnown = (yield* eventsRepo.existing([event.follows])).length > 0
-          if (ordering.holdBack(event, at, leaderKnown)) return
+          if (yield* ordering.holdBack(event, at, leaderKnown)) return
         }
         yield* reactive(event).pipe(
           Effect.catchAllCause((cause) => Effect.logError(`Automations could not evaluate event ${event.id} (${event.event})`, cause))
         )
-        ordering.markSeen(event.id, at)
-        for (const follower of ordering.releaseFollowers(event.id)) yield* evaluateInOrder(follower)
+        yield* ordering.markSeen(event.id, at)
+        for (const follower of yield* ordering.releaseFollowers(event.id)) yield* evaluateInOrder(follower)
       })
 
     /** Evaluates one proactive trigger as of now; when it should be evaluated next. */
@@ -398,7 +398,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
         yield* applyChanges(Chunk.toReadonlyArray(yield* Queue.takeAll(changeQueue)))
         yield* reconcile(false)
         const at = yield* now
-        for (const event of ordering.lostFollowers(at.getTime())) yield* evaluateInOrder(event)
+        for (const event of yield* ordering.lostFollowers(at.getTime())) yield* evaluateInOrder(event)
         for (const trigger of [...eventTriggersById.values()]) {
           if (trigger.posture !== "Proactive") continue
           const due = nextProactiveRun.get(trigger.id) ?? at.getTime()

@@ -13,9 +13,9 @@
  * seen ids is then a Redis key per event (an hour).
  */
 import { Duration, Effect, Fiber, PubSub, Queue, Schema, type Scope } from "effect"
-import { Redis } from "ioredis"
 import { hostname } from "node:os"
 import { Settings } from "../settings/settings.ts"
+import { redisConnection } from "./redis.ts"
 import { ReceivedEvent } from "./schemas.ts"
 
 /** How many recent event ids are remembered to drop repeats (memory cache). */
@@ -52,11 +52,7 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
       return true
     }
 
-    const connect = () =>
-      Effect.acquireRelease(
-        Effect.sync(() => new Redis(events.redis_url, { lazyConnect: false, maxRetriesPerRequest: null })),
-        (client) => Effect.promise(() => client.quit().catch(() => undefined))
-      )
+    const connect = () => redisConnection(events.redis_url)
     const redis = broker === "redis" || events.messaging_cache === "redis" ? yield* connect() : undefined
     const stream = events.redis_stream
 

@@ -100,7 +100,10 @@ export const server = {
     ),
     redis_url: S.string("redis://127.0.0.1:6379/0", "The Redis server of the redis broker and cache."),
     redis_stream: S.string("baton:events", "The Redis stream the redis broker publishes events to (its keys share this prefix)."),
-    causal_ordering: S.string("memory", "Implementation of the causal ordering of events; memory keeps it in the server process."),
+    causal_ordering: S.string(
+      "memory",
+      "Implementation of the causal ordering of events: memory keeps it in the server process; redis shares it between replicas."
+    ),
     maximum_event_name_length: S.integer(1024, "Longest event name, in characters.", { min: 1 })
   },
   flow_run_graph: {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Queue } from "effect"
 import { Redis } from "ioredis"
+import { PRECEDING_EVENT_LOOKBACK_MS, redisOrdering } from "../../src/automations/ordering.ts"
 import { EventBus } from "../../src/events/bus.ts"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
 import { layer as settingsLayer } from "../../src/settings/settings.ts"
@@ -97,4 +98,41 @@ describe("the redis broker (against the machine's Redis)", () => {
       ),
     30_000
   )
+})
+
+describe("causal ordering in Redis (against the machine's Redis)", () => {
+  it.live("a follower held by one replica is released by the replica that evaluates its leader, or given up after the lookback", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const prefix = `${stream}:ordering`
+        const redis = new Redis(REDIS_URL)
+        yield* Effect.addFinalizer(() => Effect.promise(async () => {
+          const keys = await redis.keys(`${prefix}:*`)
+          if (keys.length > 0) await redis.del(...keys)
+          await redis.quit()
+        }))
+        const a = yield* redisOrdering(REDIS_URL, prefix)
+        const b = yield* redisOrdering(REDIS_URL, prefix)
+        const leader = event("leader")
+        const follower = { ...event("follower"), follows: leader.id }
+        const at = follower.received.getTime() + 1000
+        expect(yield* a.holdBack(follower, at, false)).toBe(true)
+        // The other replica evaluates the leader: it marks it seen and takes the follower.
+        yield* b.markSeen(leader.id, at)
+        expect(yield* a.hasBeenSeen(leader.id)).toBe(true)
+        const released = yield* b.releaseFollowers(leader.id)
+        expect(released.map((e) => e.id)).toEqual([follower.id])
+        expect(released[0]!.occurred).toBeInstanceOf(Date)
+        expect(yield* a.releaseFollowers(leader.id)).toEqual([])
+        // Once its leader is seen, a follower does not wait.
+        expect(yield* a.holdBack({ ...event("another"), follows: leader.id }, at, false)).toBe(false)
+
+        const orphan = { ...event("orphan"), follows: "00000000-0000-4000-b000-999999999999" }
+        expect(yield* a.holdBack(orphan, at, false)).toBe(true)
+        expect(yield* b.lostFollowers(at)).toEqual([])
+        const lost = yield* b.lostFollowers(at + PRECEDING_EVENT_LOOKBACK_MS)
+        expect(lost.map((e) => e.id)).toEqual([orphan.id])
+        expect(yield* a.lostFollowers(at + PRECEDING_EVENT_LOOKBACK_MS)).toEqual([])
+      })
+    ), 30_000)
 })
