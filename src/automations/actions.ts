@@ -36,6 +36,8 @@ import { allEvents, allFirings, eventJson, type TriggeredAction } from "./firing
 import { type ActionFailed, actionFailed, callWebhook, notify, type OutboundResponse } from "./outbound.ts"
 import { Automation, type Action } from "./schemas.ts"
 import { Automations } from "./service.ts"
+import { templateFilters } from "./template-filters.ts"
+import { Settings } from "../settings/settings.ts"
 
 const RECENT_MS = 60 * 60 * 1000
 const TIGHT_TIMING_MS = 5 * 60 * 1000
@@ -105,6 +107,10 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
     const blocks = yield* BlockDocuments
     const variables = yield* VariablesRepo
     const performed = new Map<string, number>()
+    const settings = yield* Settings
+    const api = settings.server.api
+    const host = api.host === "0.0.0.0" || api.host === "::" ? "127.0.0.1" : api.host
+    const filters = templateFilters(`http://${host}:${api.port}${settings.server.ui.serve_base.replace(/\/?$/, "/")}`)
 
     const enqueue = (actions: ReadonlyArray<TriggeredAction>) => Effect.asVoid(Queue.offerAll(queue, actions))
 
@@ -170,7 +176,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
       Effect.flatMap(templateContext(templates, ta), (context) => {
         const rendered: Array<string> = []
         for (const template of templates) {
-          const result = renderTemplate(template, context)
+          const result = renderTemplate(template, context, filters)
           if (Either.isLeft(result)) {
             details.template_error = result.left
             details.template_source = template
@@ -254,7 +260,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
             const upgraded = upgradeTemplates(action.parameters ?? {})
             const context = yield* templateContext([JSON.stringify(upgraded)], ta)
             const values = yield* Effect.orDie(variables.valuesByName(referencedVariables(upgraded)))
-            const parameters = hydrate(upgraded, { variable: (name) => (values.has(name) ? values.get(name) : undefined), jinja: context })
+            const parameters = hydrate(upgraded, { variable: (name) => (values.has(name) ? values.get(name) : undefined), jinja: context, filters })
             if (Either.isLeft(parameters)) return yield* actionFailed(`Unable to create flow run from deployment: ${parameters.left}`)
             const scheduled = new Date((yield* now).getTime() + action.schedule_after * 1000)
             const body = decodeRunCreate({

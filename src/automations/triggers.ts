@@ -73,7 +73,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const settings = yield* Settings
     const bus = yield* EventBus
     const changes = yield* AutomationChanges
-    const { events: subscription, ack } = yield* bus.consume("triggers")
+    const { events: subscription, ack } = yield* bus.consume("triggers", settings.server.services.triggers.read_batch_size)
     const changeQueue = yield* changes.subscribe
     const lock = yield* Effect.makeSemaphore(1)
     const ordering = yield* makeOrdering(settings)

@@ -5,7 +5,7 @@
  */
 import { Either } from "effect"
 import { checkParameters, describeFailure } from "./json-schema.ts"
-import { renderTemplate } from "./templates.ts"
+import { renderTemplate, type TemplateFilter } from "./templates.ts"
 import { isObject } from "./schemas.ts"
 
 type Json = unknown
@@ -42,6 +42,8 @@ export interface HydrationContext {
   readonly variable: (name: string) => Json | undefined
   /** What `jinja` values are rendered with (an automation's event, labels, objects …). */
   readonly jinja?: Record<string, unknown>
+  /** Filters `jinja` values may use beyond the engine's own. */
+  readonly filters?: Readonly<Record<string, TemplateFilter>>
 }
 
 const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE => {
@@ -73,7 +75,7 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
     case "jinja": {
       if (!("template" in value)) throw new HydrationError("Missing 'template' key in __prefect object")
       const template = isObject(value.template) ? hydrateValue(value.template, ctx) : value.template
-      const rendered = renderTemplate(String(template), ctx.jinja ?? {})
+      const rendered = renderTemplate(String(template), ctx.jinja ?? {}, ctx.filters ?? {})
       if (Either.isLeft(rendered)) throw new HydrationError(`Invalid jinja: ${rendered.left}`)
       return rendered.right
     }

@@ -9,10 +9,47 @@ import { Template } from "@huggingface/jinja"
 import { Either } from "effect"
 import nunjucks from "nunjucks"
 
+/** A filter templates may apply (`{{ value | name }}`), on top of the engine's own. */
+export type TemplateFilter = (value: unknown) => unknown
+
+/** A runtime value of the engine as plain JSON-like data. */
+const plainValue = (value: unknown): unknown => {
+  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [k, plainValue((v as { value: unknown }).value)]))
+  if (Array.isArray(value)) return value.map((v) => plainValue((v as { value: unknown }).value))
+  return value
+}
+
+/** Turns `operand | name` for the given filters into calls of context functions (the engine has no filter registry). */
+const callFilters = (node: unknown, names: ReadonlySet<string>): void => {
+  if (typeof node !== "object" || node === null) return
+  const n = node as Record<string, any>
+  if (n.type === "FilterExpression" && n.filter?.type === "Identifier" && names.has(n.filter.value)) {
+    const name = n.filter.value as string
+    n.type = "CallExpression"
+    n.callee = { type: "Identifier", value: `__filter_${name}` }
+    n.args = [n.operand]
+  }
+  for (const value of Object.values(n)) {
+    if (Array.isArray(value)) value.forEach((v) => callFilters(v, names))
+    else callFilters(value, names)
+  }
+}
+
 /** The rendered text, or why the template could not be parsed or rendered. */
-export const renderTemplate = (source: string, context: Record<string, unknown> = {}): Either.Either<string, string> => {
+export const renderTemplate = (
+  source: string,
+  context: Record<string, unknown> = {},
+  filters: Readonly<Record<string, TemplateFilter>> = {}
+): Either.Either<string, string> => {
   try {
-    return Either.right(new Template(source).render(context))
+    const template = new Template(source)
+    const names = new Set(Object.keys(filters))
+    const functions: Record<string, unknown> = {}
+    if (names.size > 0) {
+      callFilters(template.parsed, names)
+      for (const [name, filter] of Object.entries(filters)) functions[`__filter_${name}`] = (value: unknown) => filter(plainValue(value))
+    }
+    return Either.right(template.render({ ...context, ...functions }))
   } catch (error) {
     return Either.left((error as Error).message)
   }

@@ -123,8 +123,11 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         return queue
       })
 
-    /** The events for consumer group `group`; each event reaches one consumer of the group. */
-    const consume = (group: string): Effect.Effect<Consumption, never, Scope.Scope> =>
+    /**
+     * The events for consumer group `group`; each event reaches one consumer of the group. With the
+     * redis broker, `readBatchSize` entries are read from the stream at a time.
+     */
+    const consume = (group: string, readBatchSize = 100): Effect.Effect<Consumption, never, Scope.Scope> =>
       broker === "memory"
         ? Effect.map(PubSub.subscribe(hub), (events) => ({ events, ack: () => Effect.void }))
         : Effect.gen(function* () {
@@ -142,10 +145,10 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
             // Now and then, take over what another consumer read and never acknowledged.
             if (Date.now() - claimed > CLAIM_IDLE_MS) {
               claimed = Date.now()
-              const reply = (await reader.xautoclaim(stream, group, consumer, CLAIM_IDLE_MS, "0-0", "COUNT", 100)) as [string, Array<[string, Array<string>]>]
+              const reply = (await reader.xautoclaim(stream, group, consumer, CLAIM_IDLE_MS, "0-0", "COUNT", readBatchSize)) as [string, Array<[string, Array<string>]>]
               if ((reply?.[1] ?? []).length > 0) return reply[1]
             }
-            const reply = (await reader.xreadgroup("GROUP", group, consumer, "COUNT", 100, "BLOCK", 1000, "STREAMS", stream, ">")) as Array<
+            const reply = (await reader.xreadgroup("GROUP", group, consumer, "COUNT", readBatchSize, "BLOCK", 1000, "STREAMS", stream, ">")) as Array<
               [string, Array<[string, Array<string>]>]
             > | null
             return reply?.[0]?.[1] ?? []

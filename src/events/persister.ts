@@ -21,7 +21,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const repo = yield* EventsRepo
     const options = settings.server.services.event_persister
     // Subscribed from the start, so no event published before the first flush is missed.
-    const { events: queue, ack } = yield* bus.consume("event-persister")
+    const { events: queue, ack } = yield* bus.consume("event-persister", options.read_batch_size)
 
     const write = (batch: ReadonlyArray<ReceivedEvent>) =>
       repo.write(batch).pipe(

@@ -70,7 +70,7 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
     const bus = yield* EventBus
     const repo = yield* TaskRunRecorderRepo
     const options = settings.server.services.task_run_recorder
-    const { events: queue, ack } = yield* bus.consume("task-run-recorder")
+    const { events: queue, ack } = yield* bus.consume("task-run-recorder", options.read_batch_size)
 
     const record = (events: ReadonlyArray<ReceivedEvent>) => {
       const runs = events.filter(isClientTaskRunEvent).flatMap((e) => taskRunFromEvent(e) ?? [])

@@ -237,6 +237,10 @@ describe("automation actions", () => {
           expect(notified.event, JSON.stringify(notified.payload)).toBe("prefect.automation.action.executed")
           expect(JSON.parse(hook.requests[1]!.body)).toEqual({ text: "Alert: the resource failed", token: "t0k" })
 
+          const linked = outcome(yield* perform(automation.id, { type: "call-webhook", block_document_id: webhook.id, payload: "{{ automation | ui_url }}" }, eventAbout("x")))
+          expect(linked.event).toBe("prefect.automation.action.executed")
+          expect(hook.requests.at(-1)!.body).toMatch(new RegExp(`/automations/automation/${automation.id}$`))
+
           const notAWebhook = outcome(yield* perform(automation.id, { type: "call-webhook", block_document_id: custom.id }, eventAbout("x")))
           expect(notAWebhook.payload.reason).toBe("The referenced block was not a webhook block")
           const notANotifier = outcome(yield* perform(automation.id, { type: "send-notification", block_document_id: webhook.id, body: "x" }, eventAbout("x")))
