@@ -5,18 +5,7 @@ import { services } from "../../src/services/registry.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { receiver } from "../support/receiver.ts"
 import { request, testServer } from "../support/server.ts"
-
-/** Passes once `check` does, nudging the test clock and waiting real time while the services work. */
-const eventually = <A, E, R>(check: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    for (let attempt = 0; attempt < 60; attempt++) {
-      const exit = yield* Effect.exit(check)
-      if (exit._tag === "Success") return exit.value
-      yield* TestClock.adjust(Duration.millis(1))
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
-    }
-    return yield* check
-  })
+import { eventually } from "../support/eventually.ts"
 
 const setState = (id: string, type: string) =>
   Effect.map(request("POST", `/flow_runs/${id}/set_state`, { body: { state: { type } } }), (res) => ok(res, 200, 201))
@@ -93,9 +82,9 @@ describe("an automation end to end, with the triggers service running", () => {
 
           // The third within the minute.
           const third = yield* failRun(deployment.id)
-          yield* eventually(Effect.sync(() => expect(hook.requests).toHaveLength(1)))
+          yield* eventually(Effect.sync(() => expect(hook.requests).toHaveLength(1)), { nudgeClock: true })
           expect(JSON.parse(hook.requests[0]!.body)).toEqual({ text: `nightly keeps failing: ${third.name} failed` })
-          yield* eventually(Effect.map(request("GET", `/deployments/${deployment.id}`), (res) => expect(ok(res, 200).paused).toBe(true)))
+          yield* eventually(Effect.map(request("GET", `/deployments/${deployment.id}`), (res) => expect(ok(res, 200).paused).toBe(true)), { nudgeClock: true })
           expect(ok(yield* request("GET", `/deployments/${other.id}`), 200).paused).toBe(false)
 
           // The automation's own events tell the story.
@@ -107,7 +96,8 @@ describe("an automation end to end, with the triggers service running", () => {
               const events = ok(res, 200).events as Array<any>
               expect(events).toHaveLength(3)
               return events
-            })
+            }),
+            { nudgeClock: true }
           )
           expect(story.filter((e) => e.event === "prefect.automation.action.executed").map((e) => e.payload.action_type).sort()).toEqual([
             "call-webhook",

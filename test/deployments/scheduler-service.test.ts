@@ -5,22 +5,12 @@ import { runServices } from "../../src/services/runner.ts"
 import { services } from "../../src/services/registry.ts"
 import { makeFlow, makeDeployment, runsOf } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
+import { eventually } from "../support/eventually.ts"
 
 const HOUR = 3600
 
 /** Real time for a background fiber's queries to finish after the TestClock moved it. */
 const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))
-
-/** Passes once `check` does, trying for a few seconds of real time while background work finishes. */
-const eventually = <A, E, R>(check: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const exit = yield* Effect.exit(check)
-      if (exit._tag === "Success") return exit.value
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
-    }
-    return yield* check
-  })
 
 const scheduleDue = Effect.flatMap(DeploymentScheduler, (s) => s.scheduleDue)
 

@@ -6,20 +6,10 @@ import { TriggersEngine } from "../../src/automations/triggers.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
+import { eventually } from "../support/eventually.ts"
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0"
 const stream = `baton:test-server:${process.pid}-${Math.random().toString(36).slice(2, 8)}`
-
-/** Retries `check` while the stream readers catch up (real time). */
-const eventually = <A, E, R>(check: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const exit = yield* Effect.exit(check)
-      if (exit._tag === "Success") return exit.value
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
-    }
-    return yield* check
-  })
 
 describe("a server on the redis broker", () => {
   it.layer(
