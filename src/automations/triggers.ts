@@ -73,7 +73,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const settings = yield* Settings
     const bus = yield* EventBus
     const changes = yield* AutomationChanges
-    const { events: subscription, ack } = yield* bus.consume("triggers", settings.server.services.triggers.read_batch_size)
+    const { events: subscription, ack, start: startReading } = yield* bus.consume("triggers", settings.server.services.triggers.read_batch_size)
     const changeQueue = yield* changes.subscribe
     const lock = yield* Effect.makeSemaphore(1)
     const ordering = yield* makeOrdering(settings)
@@ -386,10 +386,13 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
       })
 
     /** Reactive loop: waits for events, then evaluates them. */
-    const reactiveTick = Effect.flatMap(Queue.takeBetween(subscription, 1, EVENT_BATCH), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch)))
+    const reactiveTick = Effect.zipRight(
+      startReading,
+      Effect.flatMap(Queue.takeBetween(subscription, 1, EVENT_BATCH), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch)))
+    )
 
     /** Evaluates the events waiting on the bus now, without waiting for more (tests, shutdown). */
-    const drain = Effect.flatMap(Queue.takeAll(subscription), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch)))
+    const drain = Effect.zipRight(startReading, Effect.flatMap(Queue.takeAll(subscription), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch))))
 
     /** Periodic loop: reloads changed automations, evaluates lost followers and due proactive triggers, sweeps closed buckets. */
     const periodicTick = serialised(

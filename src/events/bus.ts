@@ -24,10 +24,15 @@ const RECENT_IDS = 10_000
 const CLAIM_IDLE_MS = 60_000
 const SEEN_TTL_SECONDS = 3600
 
-/** What a consumer group reads: the events, and how to acknowledge the ones it has handled. */
+/**
+ * What a consumer group reads: the events, and how to acknowledge the ones it has handled. With the
+ * redis broker nothing is read until `start` (the service's first iteration), so a process that
+ * does not run the service (an API-only replica) takes no events away from the ones that do.
+ */
 export interface Consumption {
   readonly events: Queue.Dequeue<ReceivedEvent>
   readonly ack: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void>
+  readonly start: Effect.Effect<void>
 }
 
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(ReceivedEvent))
@@ -129,7 +134,7 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
      */
     const consume = (group: string, readBatchSize = 100): Effect.Effect<Consumption, never, Scope.Scope> =>
       broker === "memory"
-        ? Effect.map(PubSub.subscribe(hub), (events) => ({ events, ack: () => Effect.void }))
+        ? Effect.map(PubSub.subscribe(hub), (events) => ({ events, ack: () => Effect.void, start: Effect.void }))
         : Effect.gen(function* () {
           const queue = yield* Effect.acquireRelease(Queue.bounded<ReceivedEvent>(1000), Queue.shutdown)
           const reader = yield* connect()
@@ -153,8 +158,10 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
             > | null
             return reply?.[0]?.[1] ?? []
           }
-          const fiber = yield* Effect.forkScoped(pump(queue, read, (entryId, event) => entryIds.set(event.id, entryId)))
-          yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
+          const scope = yield* Effect.scope
+          const start = yield* Effect.cached(
+            Effect.asVoid(Effect.forkIn(pump(queue, read, (entryId, event) => entryIds.set(event.id, entryId)), scope))
+          )
           const ack = (handled: ReadonlyArray<ReceivedEvent>) => {
             const ids = handled.flatMap((event) => {
               const entryId = entryIds.get(event.id)
@@ -165,7 +172,7 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
               ? Effect.void
               : Effect.promise(() => redis!.xack(stream, group, ...ids).catch(() => 0)).pipe(Effect.asVoid)
           }
-          return { events: queue, ack }
+          return { events: queue, ack, start }
         })
 
     return { publish, subscribe, consume, broker } as const

@@ -21,7 +21,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const repo = yield* EventsRepo
     const options = settings.server.services.event_persister
     // Subscribed from the start, so no event published before the first flush is missed.
-    const { events: queue, ack } = yield* bus.consume("event-persister", options.read_batch_size)
+    const { events: queue, ack, start } = yield* bus.consume("event-persister", options.read_batch_size)
 
     const write = (batch: ReadonlyArray<ReceivedEvent>) =>
       repo.write(batch).pipe(
@@ -32,6 +32,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
 
     /** Writes everything queued now, a batch at a time; how many events. */
     const drain = Effect.gen(function* () {
+      yield* start
       let total = 0
       while (true) {
         const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, options.batch_size))
@@ -64,6 +65,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
 
     /** One iteration: waits up to flush_interval for a first event, then writes all that is queued. */
     const tick = Effect.gen(function* () {
+      yield* start
       yield* trimWhenDue
       const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
       if (Option.isNone(first)) return

@@ -70,7 +70,7 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
     const bus = yield* EventBus
     const repo = yield* TaskRunRecorderRepo
     const options = settings.server.services.task_run_recorder
-    const { events: queue, ack } = yield* bus.consume("task-run-recorder", options.read_batch_size)
+    const { events: queue, ack, start } = yield* bus.consume("task-run-recorder", options.read_batch_size)
 
     const record = (events: ReadonlyArray<ReceivedEvent>) => {
       const runs = events.filter(isClientTaskRunEvent).flatMap((e) => taskRunFromEvent(e) ?? [])
@@ -85,6 +85,7 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
 
     /** Records everything queued now, a batch at a time. */
     const drain = Effect.gen(function* () {
+      yield* start
       while (true) {
         const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(options.batch_size, 100)))
         if (batch.length === 0) return
@@ -94,6 +95,7 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
 
     /** One iteration: waits up to flush_interval for a first event, then records all that is queued. */
     const tick = Effect.gen(function* () {
+      yield* start
       const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
       if (Option.isNone(first)) return
       yield* record([first.value])

@@ -66,6 +66,9 @@ describe("the redis broker (against the machine's Redis)", () => {
           const persistA = yield* a.consume("persister")
           const persistB = yield* b.consume("persister")
           const triggersB = yield* b.consume("triggers")
+          // A replica that does not run the persister (it never starts reading) takes nothing away.
+          const idle = yield* (yield* replica).consume("persister")
+          yield* Effect.all([persistA.start, persistB.start, triggersB.start])
           const liveB = yield* b.subscribe
 
           const batch = Array.from({ length: 10 }, (_, i) => event(`e${i}`))
@@ -77,6 +80,7 @@ describe("the redis broker (against the machine's Redis)", () => {
           const persisted = [...fromA!, ...fromB!]
           expect(persisted.map((e) => e.id).sort()).toEqual(batch.map((e) => e.id).sort())
           expect(persisted[0]!.occurred).toBeInstanceOf(Date)
+          expect(yield* Queue.size(idle.events)).toBe(0)
           const [triggered] = yield* collect([triggersB.events], 10)
           expect(triggered!.map((e) => e.event)).toEqual(batch.map((e) => e.event))
           const [live] = yield* collect([liveB], 10)
