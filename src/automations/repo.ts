@@ -14,7 +14,7 @@ const orderBy: Record<AutomationSort, string> = {
 }
 
 /** What an automation holds besides its id and timestamps. */
-export type AutomationFields = Omit<AutomationUpdate, never>
+export type AutomationFields = AutomationUpdate
 
 const json = (value: unknown) => JSON.stringify(value)
 

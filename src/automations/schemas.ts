@@ -262,8 +262,6 @@ export const ActionSchema = Schema.Union(
   ResumeWorkPool
 )
 export type Action = typeof ActionSchema.Type
-export type ActionType = Action["type"]
-export type ActionOf<T extends ActionType> = Extract<Action, { readonly type: T }>
 
 // ----------------------------------------------------------------------------------------------
 // Automations

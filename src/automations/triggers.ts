@@ -44,7 +44,7 @@ import {
 } from "./firing.ts"
 import { makeOrdering, PRECEDING_EVENT_LOOKBACK_MS } from "./ordering.ts"
 import { type AutomationsSnapshot, AutomationsRepo } from "./repo.ts"
-import { type Automation, type CompositeTrigger, type EventTrigger, eventTriggers, type Trigger } from "./schemas.ts"
+import { allTriggers, type Automation, type CompositeTrigger, type EventTrigger, eventTriggers, type Trigger } from "./schemas.ts"
 
 /** A loaded trigger: the automation it belongs to and the composite trigger around it, if any. */
 interface Loaded {
@@ -85,15 +85,27 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const nextProactiveRun = new Map<string, number>()
     let snapshot: AutomationsSnapshot | undefined
 
+    /**
+     * Event triggers by the event names they name exactly (expect and after); those with a pattern
+     * (or no expect: any event) are looked at for every event.
+     */
+    const byName = new Map<string, Set<string>>()
+    const anyName = new Set<string>()
+    const namesOf = (trigger: EventTrigger) => {
+      const names = trigger.expect.length === 0 ? [] : [...trigger.expect, ...trigger.after]
+      return names.length === 0 || names.some((n) => /[*?[!]/.test(n)) ? undefined : names
+    }
+
     const forget = (id: string) => {
       const automation = automations.get(id)
       if (automation === undefined) return
       automations.delete(id)
-      for (const [triggerId, entry] of loaded) {
-        if (entry.automation.id !== id) continue
-        loaded.delete(triggerId)
-        eventTriggersById.delete(triggerId)
-        nextProactiveRun.delete(triggerId)
+      for (const trigger of allTriggers(automation.trigger)) {
+        loaded.delete(trigger.id)
+        eventTriggersById.delete(trigger.id)
+        nextProactiveRun.delete(trigger.id)
+        anyName.delete(trigger.id)
+        if (trigger.type === "event") for (const name of namesOf(trigger) ?? []) byName.get(name)?.delete(trigger.id)
       }
     }
 
@@ -103,8 +115,17 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
       if (!automation.enabled || events.length === 0) return
       automations.set(automation.id, automation)
       for (const [triggerId, parent] of parentsOf(automation.trigger, undefined, new Map())) loaded.set(triggerId, { automation, parent })
-      for (const trigger of events) eventTriggersById.set(trigger.id, trigger)
+      for (const trigger of events) {
+        eventTriggersById.set(trigger.id, trigger)
+        const names = namesOf(trigger)
+        if (names === undefined) anyName.add(trigger.id)
+        else for (const name of names) byName.set(name, (byName.get(name) ?? new Set()).add(trigger.id))
+      }
     }
+
+    /** The triggers that may care about an event of this name. */
+    const candidates = (name: string) =>
+      [...new Set([...(byName.get(name) ?? []), ...anyName])].flatMap((id) => eventTriggersById.get(id) ?? [])
 
     /** Reloads everything when the automations changed since the last look (or when forced). */
     const reconcile = (force: boolean) =>
@@ -298,7 +319,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     /** Evaluates the triggers interested in one event. */
     const reactive = (event: ReceivedEvent) =>
       Effect.gen(function* () {
-        for (const trigger of eventTriggersById.values()) {
+        for (const trigger of candidates(event.event)) {
           if (!covers(trigger, event)) continue
           const automation = loaded.get(trigger.id)!.automation
           const key = keyOf(trigger, automation, bucketingKey(trigger, event))

@@ -39,17 +39,7 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
       return found
     }
 
-    /** Checks every event against the limits, then publishes them all as received now. */
-    const receive = Effect.fn("Events.receive")(function* (events: ReadonlyArray<Event>, loc: ReadonlyArray<string | number> = ["body"]) {
-      const received = yield* now
-      const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
-      if (found.length > 0) return yield* new ValidationError({ detail: found })
-      const stamped: Array<ReceivedEvent> = events.map((event) => ({ ...event, received }))
-      yield* bus.publish(stamped)
-      return stamped
-    })
-
-    /** Publishes events the server itself makes (they are within the limits by construction), as received now. */
+    /** Publishes events as received now: the server's own (within the limits by construction), and clients' once checked. */
     const emit = (events: ReadonlyArray<Event>) =>
       Effect.gen(function* () {
         const received = yield* now
@@ -57,6 +47,14 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
         yield* bus.publish(stamped)
         return stamped
       })
+
+    /** Checks every event against the limits, then publishes them all as received now. */
+    const receive = Effect.fn("Events.receive")(function* (events: ReadonlyArray<Event>, loc: ReadonlyArray<string | number> = ["body"]) {
+      const received = yield* now
+      const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
+      if (found.length > 0) return yield* new ValidationError({ detail: found })
+      return yield* emit(events)
+    })
 
     return { receive, emit } as const
   })

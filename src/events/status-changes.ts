@@ -17,7 +17,6 @@ export class StatusChanges extends Effect.Service<StatusChanges>()("baton/Status
     // Sliding: a slow subscriber loses the oldest changes rather than slowing the changes down.
     const hub = yield* Effect.acquireRelease(PubSub.sliding<StatusChange>(10_000), PubSub.shutdown)
     return {
-      publish: (changes: ReadonlyArray<StatusChange>) => (changes.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, changes))),
       /** The ids of `kind` rows now in `status`, as changes at `at`. */
       announce: (kind: StatusChange["kind"], status: StatusChange["status"], at: Date, ids: ReadonlyArray<string>) =>
         ids.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, ids.map((id) => ({ kind, id, status, at })))),
