@@ -2,12 +2,11 @@
  * The server, composed as Layers: Settings → Database (+ migrations) → Api handlers → HTTP server,
  * plus the background services. Another program may take any of these Layers and replace one.
  */
-import { type HttpApi, HttpApiBuilder, HttpApiScalar } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { AdminLive } from "./admin/http.ts"
 import { ConcurrencyLimitsLive, ConcurrencyLimitsV2Live } from "./concurrency/http.ts"
 import { LeaseStorageLive } from "./concurrency/leases.ts"
@@ -83,6 +82,7 @@ import * as Database from "./database/client.ts"
 import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./http/api.ts"
 import { edge } from "./http/edge.ts"
+import { makeNodeServer } from "./http/node-server.ts"
 import { apiMiddleware } from "./http/middleware.ts"
 import { RunStatesRepo } from "./orchestration/repo.ts"
 import { Transitions } from "./orchestration/transitions.ts"
@@ -211,6 +211,8 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
   Layer.unwrapEffect(
     Effect.map(Settings, (settings) =>
       HttpApiBuilder.serve(edge(settings)).pipe(
+        // A tracer span per request costs throughput and nothing exports spans.
+        HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(apiMiddleware(api)),
         Layer.provide(csrfMiddleware),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
@@ -225,7 +227,7 @@ export const ApiLive = serveApi(BatonApi, HandlersLive)
 /** A Node HTTP server on `server.api.host` and `server.api.port` (0 picks a free port). */
 export const HttpServerLive = Layer.unwrapEffect(
   Effect.map(Settings, (settings) =>
-    NodeHttpServer.layer(() => createServer({ keepAliveTimeout: settings.server.api.keepalive_timeout * 1000 }), {
+    NodeHttpServer.layer(() => makeNodeServer(settings), {
       host: settings.server.api.host,
       port: settings.server.api.port
     })
@@ -246,7 +248,9 @@ export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive))
  * address says where it listens.
  */
 export const apiServerWith = (options: { readonly services?: boolean } = {}) => {
-  const http = ApiLive.pipe(Layer.provide(BlocksOnStartLive), Layer.provideMerge(HttpServerLive))
+  // Start-up work finishes before the port opens: a request accepted earlier would wait for a
+  // handler that is not attached yet.
+  const http = ApiLive.pipe(Layer.provideMerge(HttpServerLive.pipe(Layer.provide(BlocksOnStartLive))))
   return options.services === false ? http : Layer.merge(http, ServicesLive)
 }
 

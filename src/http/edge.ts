@@ -3,7 +3,7 @@
  * empty bodies, request logging and the last-resort answer for an unexpected failure.
  */
 import { type HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect } from "effect"
+import { Cause, Duration, Effect, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
 
 const list = (value: string): ReadonlyArray<string> =>
@@ -82,11 +82,16 @@ export const edge = (settings: SettingsValue) => {
       return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, inner)
     })
     const guarded = routed.pipe(
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.failCause(cause as Cause.Cause<never>)
-          : Effect.as(Effect.logError("Unexpected failure while handling a request", cause), internalError)
-      )
+      Effect.catchAllCause((cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        // The platform fails with a ready answer of its own in some cases (499 for a client that
+        // went away): that answer stands and is no unexpected failure.
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure) && HttpServerResponse.isServerResponse(failure.value)) {
+          return Effect.succeed(failure.value)
+        }
+        return Effect.as(Effect.logError("Unexpected failure while handling a request", cause), internalError)
+      })
     )
     return logRequests(cors(guarded))
   }

@@ -33,6 +33,24 @@ describe("root routes", () => {
       })
     )
 
+    it.effect("GET /health answers before the router with the same body and headers, and still checks a version header", () =>
+      Effect.gen(function* () {
+        for (const path of ["/health", "/health/"]) {
+          const res = yield* request("GET", path, { headers: { origin: "http://ui.example" } })
+          expect(res.status).toBe(200)
+          expect(res.text).toBe("true")
+          expect(res.headers.get("content-type")).toBe("application/json")
+          expect(res.headers.get("access-control-allow-origin")).toBe("*")
+        }
+        const badVersion = yield* request("GET", "/health", { headers: { "x-service-api-version": "nonsense" } })
+        expect(badVersion.status).toBe(400)
+        expect(String(badVersion.body.detail)).toContain("Invalid x-service-api-version header format")
+        const withQuery = yield* request("GET", "/health?probe=1")
+        expect(withQuery.status).toBe(200)
+        expect(withQuery.body).toBe(true)
+      })
+    )
+
     it.effect("POST /health is 405, not 500", () =>
       Effect.gen(function* () {
         const res = yield* request("POST", "/health")
