@@ -69,6 +69,7 @@ interface FlowRunRow {
   readonly queue_name: string | null
   readonly work_pool_id: string | null
   readonly work_pool_name: string | null
+  readonly last_state_timestamp?: Date | string | null
 }
 
 const decodePolicy = Schema.decodeUnknownSync(FlowRunPolicy)
@@ -141,7 +142,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       const at = yield* now
       return yield* sql.withTransaction(
         Effect.gen(function* () {
-          const inserted = yield* sql<{ id: string }>`
+          const inserted = yield* sql<FlowRunRow>`
             INSERT INTO flow_run (
               id, created, updated, name, flow_id, flow_version, parameters, context, parent_task_run_id,
               infrastructure_document_id, empirical_policy, tags, labels, idempotency_key, work_queue_name,
@@ -156,7 +157,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
               ${input.created_by ? JSON.stringify(input.created_by) : null}::jsonb
             )
             ON CONFLICT (flow_id, idempotency_key) DO NOTHING
-            RETURNING id
+            RETURNING *
           `
           if (inserted.length === 0) {
             const existing = yield* sql<{ id: string }>`
@@ -164,7 +165,8 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             `
             return { id: existing[0]!.id, created: false, state: undefined }
           }
-          const row = (yield* readRow(id))!
+          // A new run has no state yet: the inserted row is all writeState needs.
+          const row: FlowRunRow = { ...inserted[0]!, state: null, last_state_timestamp: null }
           const state = yield* states.writeState("flow_run", row, input.state, input.empirical_policy)
           return { id, created: true, state }
         })

@@ -41,6 +41,11 @@ export interface RunStateRow extends Omit<RunClock, "resuming"> {
   readonly state_id: string | null
   readonly empirical_policy: unknown
   readonly state: StateRow | null
+  /**
+   * The latest timestamp among the run's states, when the row was read with it (readRow); a new
+   * state is stamped after it. Undefined makes writeState look it up.
+   */
+  readonly last_state_timestamp?: Date | string | null
 }
 
 export interface StateRow {
@@ -106,7 +111,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const t = tables[kind]
       return Effect.map(
         sql<Row>`
-          SELECT r.*, to_jsonb(s.*) AS state
+          SELECT r.*, to_jsonb(s.*) AS state,
+            (SELECT max(timestamp) FROM ${sql(t.states)} WHERE ${sql(t.fk)} = r.id) AS last_state_timestamp
           FROM ${sql(t.run)} r LEFT JOIN ${sql(t.states)} s ON s.id = r.state_id
           WHERE r.id = ${id}
         `,
@@ -128,14 +134,14 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     ) {
       const t = tables[kind]
       const at = yield* now
-      // States of one run never share a timestamp: step past any taken one.
-      const taken = yield* sql<{ timestamp: Date }>`
-        SELECT timestamp FROM ${sql(t.states)} WHERE ${sql(t.fk)} = ${row.id} AND timestamp >= ${at}
-      `
-      const takenTimes = new Set(taken.map((s) => s.timestamp.getTime()))
-      let stamp = at.getTime()
-      while (takenTimes.has(stamp)) stamp += 1
-      const timestamp = new Date(stamp)
+      // States of one run never share a timestamp, and a new one sorts after every earlier one.
+      const latest = row.last_state_timestamp !== undefined
+        ? row.last_state_timestamp
+        : (yield* sql<{ latest: Date | null }>`
+            SELECT max(timestamp) AS latest FROM ${sql(t.states)} WHERE ${sql(t.fk)} = ${row.id}
+          `)[0]?.latest ?? null
+      const latestTime = latest === null ? -Infinity : new Date(latest).getTime()
+      const timestamp = new Date(Math.max(at.getTime(), latestTime + 1))
       const details = proposed.type === "SCHEDULED" && proposed.state_details.scheduled_time === null
         ? { ...proposed.state_details, scheduled_time: timestamp }
         : proposed.state_details
@@ -151,17 +157,18 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         { type: proposed.type, name, timestamp, scheduled_time: details.scheduled_time }
       )
       const stateId = yield* newId
-      yield* sql`
-        INSERT INTO ${sql(t.states)} (id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details)
-        VALUES (${stateId}, ${at}, ${at}, ${row.id}, ${proposed.type}, ${name}, ${timestamp}, ${proposed.message},
-                ${JSON.stringify(proposed.data ?? null)}::jsonb,
-                ${JSON.stringify(encodeDetails({ ...details, [t.fk]: row.id }))}::jsonb)
-      `
       const finalPolicy = {
         ...(kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy),
         ...policyAfter
       }
+      // The state and the run's columns in one statement: one round trip on the hot path.
       yield* sql`
+        WITH stored AS (
+          INSERT INTO ${sql(t.states)} (id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details)
+          VALUES (${stateId}, ${at}, ${at}, ${row.id}, ${proposed.type}, ${name}, ${timestamp}, ${proposed.message},
+                  ${JSON.stringify(proposed.data ?? null)}::jsonb,
+                  ${JSON.stringify(encodeDetails({ ...details, [t.fk]: row.id }))}::jsonb)
+        )
         UPDATE ${sql(t.run)} SET
           updated = ${at},
           state_id = ${stateId},

@@ -81,7 +81,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       }
       const result = yield* sql.withTransaction(
         Effect.gen(function* () {
-          const inserted = yield* sql<{ id: string }>`
+          const inserted = yield* sql<TaskRunRow & { readonly id: string }>`
             INSERT INTO task_run (
               id, created, updated, name, flow_run_id, task_key, dynamic_key, cache_key, cache_expiration,
               task_version, empirical_policy, tags, labels, task_inputs
@@ -92,7 +92,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
               ${JSON.stringify(labels)}::jsonb, ${JSON.stringify(input.task_inputs)}::jsonb
             )
             ON CONFLICT DO NOTHING
-            RETURNING id
+            RETURNING *
           `
           if (inserted.length === 0) {
             const existing = yield* sql<{ id: string }>`
@@ -103,7 +103,8 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
             `
             return { id: existing[0]!.id, created: false, state: null as State | null }
           }
-          const row = (yield* readRow(id))!
+          // A new run has no state yet: the inserted row is all writeState needs.
+          const row = { ...inserted[0]!, state: null, last_state_timestamp: null }
           const state = yield* states.writeState("task_run", row, input.state, input.empirical_policy)
           return { id, created: true, state: state as State | null }
         })
