@@ -1,0 +1,209 @@
+/**
+ * One run's whole life, three ways: through Baton's API as a worker drives it, as the SQL statements
+ * Baton runs for it sent straight through `pg` (the database limit), and as a job in pg-boss (what a
+ * user might pick instead of an orchestration server).
+ */
+import pg from "pg"
+import PgBoss from "pg-boss"
+import type { JsonClient } from "./load.ts"
+
+export interface LifecycleSetup {
+  readonly flowId: string
+  readonly deploymentId: string
+  readonly pool: string
+  readonly poolId: string
+  /** One queue per simulated worker, so each worker picks up the run it created. */
+  readonly queues: ReadonlyArray<{ readonly name: string; readonly id: string }>
+}
+
+/** A flow, a process work pool with a queue per worker, and a deployment in that pool. */
+export const setUpLifecycle = async (api: JsonClient, workers: number): Promise<LifecycleSetup> => {
+  const tag = Math.random().toString(36).slice(2, 8)
+  const flow = await api.post("/flows/", { name: `bench-lifecycle-${tag}` })
+  const pool = `bench-pool-${tag}`
+  const created = await api.post("/work_pools/", { name: pool, type: "process" })
+  const queues: Array<{ name: string; id: string }> = []
+  for (let i = 0; i < workers; i++) {
+    const queue = await api.post(`/work_pools/${pool}/queues/`, { name: `worker-${i}` })
+    queues.push({ name: queue.name, id: queue.id })
+  }
+  const deployment = await api.post("/deployments/", {
+    name: `bench-lifecycle-${tag}`,
+    flow_id: flow.id,
+    work_pool_name: pool,
+    work_queue_name: queues[0]!.name
+  })
+  return { flowId: flow.id, deploymentId: deployment.id, pool, poolId: created.id, queues }
+}
+
+const accepted = (answer: { status: string }, step: string) => {
+  if (answer.status !== "ACCEPT") throw new Error(`${step}: ${JSON.stringify(answer).slice(0, 300)}`)
+}
+
+/** create → poll → Pending → Running → Completed, as worker `worker` (its own queue) does it. */
+export const apiLifecycle = (api: JsonClient, setup: LifecycleSetup) => async (worker: number) => {
+  const queue = setup.queues[worker]!.name
+  await api.post(`/deployments/${setup.deploymentId}/create_flow_run`, { work_queue_name: queue })
+  const due = (await api.post(`/work_pools/${setup.pool}/get_scheduled_flow_runs`, {
+    work_queue_names: [queue],
+    scheduled_before: new Date(Date.now() + 5_000).toISOString(),
+    limit: 1
+  })) as Array<{ flow_run: { id: string } }>
+  if (due.length === 0) throw new Error("the poll found no run")
+  const id = due[0]!.flow_run.id
+  for (const type of ["PENDING", "RUNNING", "COMPLETED"] as const) {
+    accepted(await api.post(`/flow_runs/${id}/set_state`, { state: { type } }), type)
+  }
+}
+
+const DEPLOYMENT_RECORD = `SELECT to_jsonb(deployment.*) || jsonb_build_object('labels', coalesce(deployment.labels, '{}'::jsonb),
+  'work_queue_name', coalesce(work_queue.name, deployment.work_queue_name), 'work_pool_name', work_pool.name,
+  'concurrency_limit', NULL, 'global_concurrency_limit', to_jsonb(gcl.*),
+  'schedules', coalesce((SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id) FROM deployment_schedule s
+    WHERE s.deployment_id = deployment.id), '[]'::jsonb)) AS record
+  FROM deployment LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
+  LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
+  LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id WHERE deployment.id = $1`
+
+const QUEUE_BY_NAME = `SELECT work_queue.*, work_pool.name AS work_pool_name FROM work_queue
+  JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE work_pool.name = $1 AND work_queue.name = $2`
+
+const RUN_RECORD = `SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state, work_queue.name AS queue_name,
+  work_pool.id AS work_pool_id, work_pool.name AS work_pool_name
+  FROM flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
+  LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+  LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE flow_run.id = ANY($1::uuid[])`
+
+const EVENT_CONTEXT = `SELECT fr.id, fr.name, fr.run_count, fr.tags, fr.created_by, f.id AS flow_id, f.name AS flow_name,
+  f.tags AS flow_tags, d.id AS deployment_id, d.name AS deployment_name, d.tags AS deployment_tags,
+  wq.id AS work_queue_id, wq.name AS work_queue_name, wp.id AS work_pool_id, wp.name AS work_pool_name,
+  wp.type AS work_pool_type, tr.id AS task_run_id, tr.name AS task_run_name, tr.tags AS task_run_tags
+  FROM flow_run fr JOIN flow f ON f.id = fr.flow_id LEFT JOIN deployment d ON d.id = fr.deployment_id
+  LEFT JOIN work_queue wq ON wq.id = fr.work_queue_id LEFT JOIN work_pool wp ON wp.id = wq.work_pool_id
+  LEFT JOIN task_run tr ON tr.id = fr.parent_task_run_id WHERE fr.id = ANY($1::uuid[])`
+
+const POLL = `WITH pool AS (SELECT id, concurrency_limit FROM work_pool WHERE id = $1 AND NOT is_paused),
+  pool_room AS (SELECT CASE WHEN pool.concurrency_limit IS NULL THEN NULL ELSE GREATEST(0, pool.concurrency_limit - (
+    SELECT count(*) FROM flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+    WHERE work_queue.work_pool_id = pool.id AND NOT work_queue.is_paused AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room FROM pool),
+  queues AS (SELECT work_queue.id, work_queue.priority, CASE WHEN work_queue.concurrency_limit IS NULL THEN NULL
+    ELSE GREATEST(0, work_queue.concurrency_limit - (SELECT count(*) FROM flow_run WHERE flow_run.work_queue_id = work_queue.id
+      AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room
+    FROM work_queue JOIN pool ON pool.id = work_queue.work_pool_id WHERE NOT work_queue.is_paused AND work_queue.id = ANY($2::uuid[]))
+  SELECT due.id, queues.id AS work_queue_id FROM queues CROSS JOIN LATERAL (
+    SELECT flow_run.id, flow_run.next_scheduled_start_time FROM flow_run WHERE flow_run.work_queue_id = queues.id
+      AND flow_run.state_type = 'SCHEDULED' AND (flow_run.empirical_policy ->> 'retry_type') IS DISTINCT FROM 'in_process'
+      AND flow_run.next_scheduled_start_time <= $3 ORDER BY flow_run.next_scheduled_start_time, flow_run.id
+      LIMIT LEAST(coalesce(queues.room, $4), $4)) due
+  ORDER BY queues.priority, due.next_scheduled_start_time, due.id LIMIT LEAST($4, coalesce((SELECT room FROM pool_room), $4))`
+
+const WRITE_STATE = `WITH stored AS (
+    INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
+    VALUES ($1, $2, $2, $3, $4, $5, $2, NULL, 'null'::jsonb, $6::jsonb))
+  UPDATE flow_run SET updated = $2, state_id = $1, state_type = $4, state_name = $5, state_timestamp = $2,
+    start_time = CASE WHEN $4 = 'RUNNING' THEN $2 ELSE start_time END,
+    end_time = CASE WHEN $4 = 'COMPLETED' THEN $2 ELSE end_time END,
+    run_count = run_count + CASE WHEN $4 = 'RUNNING' THEN 1 ELSE 0 END, total_run_time = total_run_time,
+    expected_start_time = COALESCE(expected_start_time, $2),
+    next_scheduled_start_time = CASE WHEN $4 = 'SCHEDULED' THEN $2 ELSE NULL END, empirical_policy = $7::jsonb
+  WHERE id = $3`
+
+/**
+ * The statements Baton's database sees for one lifecycle, as the server's statement log shows them
+ * (same count, same shapes), issued straight through `pg`: create (deployment record, queue, a
+ * transaction inserting the run and its state, the run record, the event context), poll (pool,
+ * queue, due runs, their records, last-polled bookkeeping, queue lookup), and three transitions
+ * (a transaction: lock, row with state and latest timestamp, deployment, state + run; then the
+ * event context). What the baseline leaves out is HTTP, JSON and Baton's own code.
+ */
+export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (worker: number) => {
+  const queue = setup.queues[worker]!
+  const client = await pool.connect()
+  try {
+    const writeState = (runId: string, type: string, name: string) =>
+      client.query(WRITE_STATE, [crypto.randomUUID(), new Date(), runId, type, name, JSON.stringify({ flow_run_id: runId }), "{}"])
+    const runId = crypto.randomUUID()
+    await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
+    await client.query("SELECT * FROM work_pool WHERE name = $1", [setup.pool])
+    await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
+    await client.query("BEGIN")
+    await client.query(
+      `INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
+         job_variables, deployment_id, work_queue_name, work_queue_id)
+       VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, '{}'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, $5, $6, $7)
+       ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING *`,
+      [runId, new Date(), `sql-${runId}`, setup.flowId, setup.deploymentId, queue.name, queue.id]
+    )
+    await writeState(runId, "SCHEDULED", "Scheduled")
+    await client.query("COMMIT")
+    await client.query(RUN_RECORD, [[runId]])
+    await client.query(EVENT_CONTEXT, [[runId]])
+    // The poll.
+    await client.query("SELECT * FROM work_pool WHERE name = $1", [setup.pool])
+    await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
+    const due = await client.query(POLL, [setup.poolId, [queue.id], new Date(Date.now() + 5_000), 1])
+    const id: string = due.rows[0]?.id
+    if (id === undefined) throw new Error("the poll found no run")
+    await client.query(RUN_RECORD, [[id]])
+    await client.query(
+      `WITH changed AS (SELECT id FROM work_queue WHERE id = ANY($1::uuid[]) AND status = 'NOT_READY'),
+         polled AS (UPDATE work_queue SET last_polled = $2, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+           WHERE id = ANY($1::uuid[])) SELECT id FROM changed`,
+      [[queue.id], new Date()]
+    )
+    await client.query(
+      `WITH changed AS (SELECT id FROM deployment WHERE work_queue_id = ANY($1::uuid[]) AND status IS DISTINCT FROM 'READY'),
+         polled AS (UPDATE deployment SET status = 'READY', last_polled = $2 WHERE work_queue_id = ANY($1::uuid[]))
+       SELECT id FROM changed`,
+      [[queue.id], new Date()]
+    )
+    await client.query(
+      `SELECT q.id, q.name, p.id AS work_pool_id, p.name AS work_pool_name, p.type AS work_pool_type
+       FROM work_queue q LEFT JOIN work_pool p ON p.id = q.work_pool_id WHERE q.id = ANY($1::uuid[])`,
+      [[queue.id]]
+    )
+    for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
+      await client.query("BEGIN")
+      await client.query("SELECT id FROM flow_run WHERE id = $1 FOR UPDATE", [id])
+      await client.query(
+        `SELECT r.*, to_jsonb(s.*) AS state,
+           (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp
+         FROM flow_run r LEFT JOIN flow_run_state s ON s.id = r.state_id WHERE r.id = $1`,
+        [id]
+      )
+      await client.query("SELECT * FROM deployment WHERE id = $1", [setup.deploymentId])
+      await writeState(id, type, name)
+      await client.query("COMMIT")
+      await client.query(EVENT_CONTEXT, [[id]])
+    }
+  } finally {
+    client.release()
+  }
+}
+
+export interface BossBench {
+  readonly lifecycle: (worker: number) => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+/** send → fetch → complete in pg-boss, on its own schema of the same database. */
+export const pgBossLifecycle = async (connectionString: string, workers: number): Promise<BossBench> => {
+  const boss = new PgBoss({ connectionString, max: workers + 2, schema: "bench_pgboss", supervise: false, schedule: false })
+  boss.on("error", (error) => console.warn(`  pg-boss: ${String(error)}`))
+  await boss.start()
+  const queue = `lifecycle-${Math.random().toString(36).slice(2, 8)}`
+  await boss.createQueue(queue)
+  const lifecycle = async () => {
+    await boss.send(queue, { at: Date.now() })
+    for (;;) {
+      // Workers share the queue: another may have taken this job, so fetch until one is ours.
+      const jobs = await boss.fetch(queue)
+      const job = jobs?.[0]
+      if (job !== undefined) {
+        await boss.complete(queue, job.id)
+        return
+      }
+    }
+  }
+  return { lifecycle, stop: () => boss.stop({ graceful: false, wait: true }) }
+}

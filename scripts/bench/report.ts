@@ -1,0 +1,67 @@
+/** The bench's result rows: printed as a table as they come, and saved as JSON. */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export interface Row {
+  readonly scenario: string
+  /** Requests, runs, events or jobs per second. */
+  readonly throughput?: number
+  readonly unit?: string
+  readonly p50?: number
+  readonly p99?: number
+  /** Server resident memory (MiB) at the end of the scenario. */
+  readonly rssMiB?: number
+  /** What the row is compared with, and the ratio of its throughput to that row's. */
+  readonly versus?: string
+  readonly ratio?: number
+  /** The issue's target for this row and whether this run met it. */
+  readonly target?: string
+  readonly met?: boolean
+  readonly note?: string
+}
+
+const fixed = (value: number | undefined, digits = 1) =>
+  value === undefined || Number.isNaN(value) ? "" : value >= 1000 ? Math.round(value).toString() : value.toFixed(digits)
+
+const columns: ReadonlyArray<[string, (row: Row) => string]> = [
+  ["scenario", (r) => r.scenario],
+  ["throughput", (r) => (r.throughput === undefined ? "" : `${fixed(r.throughput)} ${r.unit ?? "req/s"}`)],
+  ["p50 ms", (r) => fixed(r.p50)],
+  ["p99 ms", (r) => fixed(r.p99)],
+  ["RSS MiB", (r) => fixed(r.rssMiB, 0)],
+  ["vs baseline", (r) => (r.ratio === undefined ? "" : `${(r.ratio * 100).toFixed(0)}% of ${r.versus}`)],
+  ["target", (r) => (r.target === undefined ? "" : `${r.target} ${r.met === undefined ? "" : r.met ? "met" : "NOT MET"}`)],
+  ["note", (r) => r.note ?? ""]
+]
+
+/** A Markdown table of `rows` (also readable in a terminal). */
+export const table = (rows: ReadonlyArray<Row>): string => {
+  const cells = rows.map((row) => columns.map(([, cell]) => cell(row)))
+  const widths = columns.map(([title], i) => Math.max(title.length, ...cells.map((c) => c[i]!.length)))
+  const line = (values: ReadonlyArray<string>) => `| ${values.map((v, i) => v.padEnd(widths[i]!)).join(" | ")} |`
+  return [
+    line(columns.map(([title]) => title)),
+    `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`,
+    ...cells.map(line)
+  ].join("\n")
+}
+
+export const machine = () => ({
+  cpus: os.cpus().length,
+  cpuModel: os.cpus()[0]?.model ?? "unknown",
+  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  node: process.version,
+  platform: `${os.platform()} ${os.release()}`
+})
+
+const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "results")
+
+/** Writes the run to scripts/bench/results/<time>.json (a git-ignored folder) and returns its path. */
+export const save = (run: Record<string, unknown>): string => {
+  fs.mkdirSync(RESULTS, { recursive: true })
+  const file = path.join(RESULTS, `${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
+  fs.writeFileSync(file, JSON.stringify(run, null, 2))
+  return file
+}
