@@ -3,7 +3,7 @@
  * ajv. Failures are described the way the reference words them ("1 is not of type 'string'"), since
  * clients show and match those messages.
  */
-import { Ajv, type ErrorObject } from "ajv"
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import { isObject } from "./schemas.ts"
 
 // Remote $refs are never fetched: ajv resolves only what the schema itself contains.
@@ -73,11 +73,38 @@ const fieldOf = (error: ErrorObject): string | null => {
   return parts.reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === "" ? part : `${path}.${part}`), "")
 }
 
+/**
+ * Compiled validators by the schema's JSON. ajv keeps every schema object it compiled, and callers
+ * pass a fresh copy each time (a deployment's schema, prepared per request): without this, each
+ * request would compile again and ajv's own cache would grow for ever.
+ */
+const validators = new Map<string, { readonly schema: object; readonly validate: ValidateFunction }>()
+const MAX_VALIDATORS = 256
+
+const validatorFor = (schema: object): ValidateFunction => {
+  const key = JSON.stringify(schema)
+  const cached = validators.get(key)
+  if (cached !== undefined) {
+    // Most recently used last, so the oldest is evicted first.
+    validators.delete(key)
+    validators.set(key, cached)
+    return cached.validate
+  }
+  const validate = ajv.compile(schema)
+  validators.set(key, { schema, validate })
+  if (validators.size > MAX_VALIDATORS) {
+    const [oldestKey, oldest] = validators.entries().next().value!
+    validators.delete(oldestKey)
+    ajv.removeSchema(oldest.schema)
+  }
+  return validate
+}
+
 /** Checks `value` against `schema`; a schema that does not compile is reported as invalid. */
 export const checkAgainstSchema = (schema: unknown, value: unknown): SchemaCheck => {
   let validate
   try {
-    validate = ajv.compile(schema as object)
+    validate = validatorFor(schema as object)
   } catch (cause) {
     return { valid: false, field: null, message: `Invalid schema: ${(cause as Error).message}` }
   }
