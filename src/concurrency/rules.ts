@@ -39,6 +39,22 @@ const state = (type: StateType, name: string, message: string | null, scheduled:
   state_details: { ...emptyStateDetails, scheduled_time: scheduled }
 })
 
+/** A deployment's columns the concurrency rules read. */
+export interface DeploymentConcurrency {
+  readonly concurrency_limit_id: string | null
+  readonly concurrency_options: { readonly collision_strategy?: string | null; readonly grace_period_seconds?: number | null } | null
+}
+
+/** A flow run as the rules see it, read with its deployment's concurrency columns when it can be. */
+export interface FlowRunConcurrency {
+  readonly deployment_id: string | null
+  readonly deployment_concurrency?: DeploymentConcurrency | null
+}
+
+/** The columns FlowRunConcurrency adds to a flow run read as `r`. */
+export const deploymentConcurrencyColumn = `, (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id,
+    'concurrency_options', d.concurrency_options) FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency`
+
 const withLease = (proposed: RuleState, leaseId: string | null): RuleState => ({
   ...proposed,
   state_details: { ...proposed.state_details, deployment_concurrency_lease_id: leaseId }
@@ -54,11 +70,14 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
     const slotWait = settings.server.deployments.concurrency_slot_wait_seconds
     const tagWait = settings.server.tasks.tag_concurrency_slot_wait_seconds
 
-    /** The deployment's limit and how long its leases last. */
-    const deploymentLimit = (deploymentId: string) =>
+    /**
+     * The deployment's limit and how long its leases last; from `known` when the run was read with
+     * its deployment's concurrency columns (null: no such deployment).
+     */
+    const deploymentLimit = (deploymentId: string, known?: DeploymentConcurrency | null) =>
       Effect.gen(function* () {
-        const deployment = yield* deployments.readRow(deploymentId)
-        if (deployment === undefined) return { found: false as const }
+        const deployment = known !== undefined ? known : yield* deployments.readRow(deploymentId)
+        if (deployment === undefined || deployment === null) return { found: false as const }
         const limit = deployment.concurrency_limit_id === null ? undefined : yield* limits.read(deployment.concurrency_limit_id)
         const options = deployment.concurrency_options
         return {
@@ -71,7 +90,7 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
 
     /** A flow run's transition: takes or keeps its deployment's slot when it moves to Pending or Running. */
     const secureFlow = <Run extends RuleRunBase>(
-      run: { readonly id: string; readonly deployment_id: string | null },
+      run: FlowRunConcurrency & { readonly id: string },
       outcome: Outcome<Run>,
       initial: State | null
     ) =>
@@ -82,7 +101,7 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
         const toPending = proposed.type === "PENDING" && (from === null || !HOLDING.has(from))
         const toRunning = proposed.type === "RUNNING" && from === "PENDING"
         if (!toPending && !toRunning) return outcome
-        const found = yield* deploymentLimit(run.deployment_id)
+        const found = yield* deploymentLimit(run.deployment_id, run.deployment_concurrency)
         if (!found.found) return toPending ? decide(outcome, abort("Deployment not found."), null) : outcome
         const limit = found.limit
         if (limit === undefined) return outcome
@@ -122,18 +141,18 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
      * Gives back a run's slot of its deployment's limit: what its lease holds (nothing when the lease
      * is gone: the repossessor gave its slot back already), or one slot for a run without a lease.
      */
-    const giveBack = (deploymentId: string, leaseId: string | null) =>
+    const giveBack = (deploymentId: string, leaseId: string | null, known?: DeploymentConcurrency | null) =>
       Effect.gen(function* () {
         if (leaseId !== null) return yield* slots.release(leaseId)
-        const found = yield* deploymentLimit(deploymentId)
+        const found = yield* deploymentLimit(deploymentId, known)
         if (found.found && found.limit !== undefined) yield* limits.decrement([found.limit.id], 1)
       })
 
     /** After a flow run's state is stored: leaving Pending, Running or Cancelling gives its slot back. */
-    const releaseFlow = (run: { readonly deployment_id: string | null }, validated: State, initial: State | null) =>
+    const releaseFlow = (run: FlowRunConcurrency, validated: State, initial: State | null) =>
       run.deployment_id === null || initial === null || !HOLDING.has(initial.type) || HOLDING.has(validated.type)
         ? Effect.void
-        : giveBack(run.deployment_id, initial.state_details.deployment_concurrency_lease_id)
+        : giveBack(run.deployment_id, initial.state_details.deployment_concurrency_lease_id, run.deployment_concurrency)
 
     /** A flow run deleted while holding a slot gives it back. */
     const releaseDeletedFlow = (run: {

@@ -1,7 +1,7 @@
 /** Flow runs and their states in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { ConcurrencyRules } from "../concurrency/rules.ts"
+import { ConcurrencyRules, type DeploymentConcurrency, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
 import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
@@ -70,6 +70,7 @@ interface FlowRunRow {
   readonly work_pool_id: string | null
   readonly work_pool_name: string | null
   readonly last_state_timestamp?: Date | string | null
+  readonly deployment_concurrency?: DeploymentConcurrency | null
 }
 
 const decodePolicy = Schema.decodeUnknownSync(FlowRunPolicy)
@@ -184,6 +185,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         id,
         proposed,
         rules: rules ?? (force ? minimalFlowPolicy : coreFlowPolicy),
+        columns: sql.literal(deploymentConcurrencyColumn),
         // Only the core policy takes deployment slots; every stored transition may give one back.
         ...(rules === undefined && !force ? { secure: (row, _run, outcome, initial) => concurrency.secureFlow(row, outcome, initial) } : {}),
         afterStore: (row, state, initial) => concurrency.releaseFlow(row, state, initial),

@@ -3,7 +3,7 @@
  * the run's row, runs the policy, stores the resulting state with the global bookkeeping, and
  * publishes the committed transition.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
@@ -85,6 +85,11 @@ export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBas
   readonly id: string
   readonly proposed: StateCreate
   readonly rules: ReadonlyArray<Rule<Run>>
+  /**
+   * Columns the kind of run reads with its locked row (`, <expression> AS <name>` over the run as
+   * `r`), so the facts its rules need come in the same statement.
+   */
+  readonly columns?: Statement.Fragment
   /** The run as the rules see it, from its row (and facts the caller looks up in the transaction). */
   readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<Run, unknown>
   /** Work the kind of run does after storing a state, in the same transaction (e.g. the task cache). */
@@ -210,11 +215,22 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const t = tables[input.kind]
       const result = yield* sql.withTransaction(
         Effect.gen(function* () {
-          // Lock first, then read in a new statement: under READ COMMITTED a locking read of a join
-          // would see the run's new state_id but the old snapshot's states.
-          const locked = yield* sql`SELECT id FROM ${sql(t.run)} WHERE id = ${input.id} FOR UPDATE`
+          // Lock and read in one statement. Under READ COMMITTED, a read that waited for the lock
+          // sees the run's newest columns but its subqueries see the statement's older snapshot:
+          // then the current state is missing, and the row is read again in a new statement.
+          const locked = yield* sql<Row>`
+            SELECT r.*,
+              (SELECT to_jsonb(s.*) FROM ${sql(t.states)} s WHERE s.id = r.state_id) AS state,
+              (SELECT max(timestamp) FROM ${sql(t.states)} WHERE ${sql(t.fk)} = r.id) AS last_state_timestamp
+              ${input.columns ?? sql``}
+            FROM ${sql(t.run)} r WHERE r.id = ${input.id}
+            FOR UPDATE OF r
+          `
           if (locked.length === 0) return undefined
-          const row = (yield* readRow<Row>(input.kind, input.id))!
+          const first = locked[0]!
+          const row = first.state_id !== null && first.state?.id !== first.state_id
+            ? { ...first, ...(yield* readRow<Row>(input.kind, input.id))! }
+            : first
           const at = yield* now
           const initial = row.state === null ? null : toState(row.state)
           // A state without a name is named after its type before any rule looks at it.
