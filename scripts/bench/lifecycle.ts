@@ -113,8 +113,8 @@ const WRITE_STATE = `WITH stored AS (
  * (same count, same shapes), issued straight through `pg`: create (deployment record, queue, a
  * transaction inserting the run and its state, the run record, the event context), poll (pool,
  * queue, due runs, their records, last-polled bookkeeping, queue lookup), and three transitions
- * (a transaction: lock, row with state and latest timestamp, deployment, state + run; then the
- * event context). What the baseline leaves out is HTTP, JSON and Baton's own code.
+ * (a transaction: the locked row with its state, latest timestamp and deployment columns, then
+ * state + run; then the event context). What the baseline leaves out is HTTP, JSON and Baton's own code.
  */
 export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (worker: number) => {
   const queue = setup.queues[worker]!
@@ -164,14 +164,14 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (wor
     )
     for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
       await client.query("BEGIN")
-      await client.query("SELECT id FROM flow_run WHERE id = $1 FOR UPDATE", [id])
       await client.query(
-        `SELECT r.*, to_jsonb(s.*) AS state,
-           (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp
-         FROM flow_run r LEFT JOIN flow_run_state s ON s.id = r.state_id WHERE r.id = $1`,
+        `SELECT r.*, (SELECT to_jsonb(s.*) FROM flow_run_state s WHERE s.id = r.state_id) AS state,
+           (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp,
+           (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id, 'concurrency_options', d.concurrency_options)
+              FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency
+         FROM flow_run r WHERE r.id = $1 FOR UPDATE OF r`,
         [id]
       )
-      await client.query("SELECT * FROM deployment WHERE id = $1", [setup.deploymentId])
       await writeState(id, type, name)
       await client.query("COMMIT")
       await client.query(EVENT_CONTEXT, [[id]])
