@@ -24,6 +24,7 @@ import { WorkPoolsLive } from "./work-pools/http.ts"
 import { PollRepo } from "./work-pools/poll-repo.ts"
 import { WorkPools } from "./work-pools/pools.ts"
 import { WorkQueuesRepo } from "./work-pools/queues-repo.ts"
+import { RunsDue } from "./work-pools/runs-due.ts"
 import { WorkQueuesLive } from "./work-queues/http.ts"
 import { ArtifactsLive } from "./artifacts/http.ts"
 import { BlockDocumentsLive } from "./blocks/documents-http.ts"
@@ -166,7 +167,7 @@ export const AreasLive = TriggersEngine.Default.pipe(
       LeaseStorageLive
     )
   ),
-  Layer.provideMerge(RunStatesRepo.Default),
+  Layer.provideMerge(Layer.mergeAll(RunStatesRepo.Default, RunsDue.Default)),
   Layer.provideMerge(Layer.mergeAll(Transitions.Default, StatusChanges.Default))
 )
 

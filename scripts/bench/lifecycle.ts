@@ -60,7 +60,7 @@ const DEPLOYMENT_RECORD = `SELECT to_jsonb(deployment.*) || jsonb_build_object('
   'work_queue_name', coalesce(work_queue.name, deployment.work_queue_name), 'work_pool_name', work_pool.name,
   'concurrency_limit', NULL, 'global_concurrency_limit', to_jsonb(gcl.*),
   'schedules', coalesce((SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id) FROM deployment_schedule s
-    WHERE s.deployment_id = deployment.id), '[]'::jsonb)) AS record
+    WHERE s.deployment_id = deployment.id), '[]'::jsonb)) AS record, work_pool.base_job_template AS job_template
   FROM deployment LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
   LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
   LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id WHERE deployment.id = $1`
@@ -110,7 +110,8 @@ const WRITE_STATE = `WITH stored AS (
 
 /**
  * The statements Baton's database sees for one lifecycle, as the server's statement log shows them
- * (same count, same shapes), issued straight through `pg`: create (deployment record, queue, a
+ * (same count, same shapes), issued straight through `pg`: create (deployment record with its
+ * pool's job template, queue, a
  * transaction inserting the run and its state, the run record, the event context), poll (pool,
  * queue, due runs, their records, last-polled bookkeeping, queue lookup), and three transitions
  * (a transaction: the locked row with its state, latest timestamp and deployment columns, then
@@ -124,7 +125,6 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (wor
       client.query(WRITE_STATE, [crypto.randomUUID(), new Date(), runId, type, name, JSON.stringify({ flow_run_id: runId }), "{}"])
     const runId = crypto.randomUUID()
     await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
-    await client.query("SELECT * FROM work_pool WHERE name = $1", [setup.pool])
     await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
     await client.query("BEGIN")
     await client.query(

@@ -1,6 +1,7 @@
 /** Automations and the resources they relate to, in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import * as Notifications from "../database/notifications.ts"
 import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -131,11 +132,11 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
         ORDER BY automation.created, automation.id
       `
 
-    /** Announces a change on a PostgreSQL channel (NOTIFY takes no parameters; pg_notify does). */
-    const notify = (channel: string, payload: string) => Effect.asVoid(sql`SELECT pg_notify(${channel}, ${payload})`)
+    /** Announces a change on a PostgreSQL channel (database/notifications.ts). */
+    const notify = (channel: string, payload: string) => Effect.provideService(Notifications.notify(channel, payload), SqlClient.SqlClient, sql)
 
     /** Whether other processes may share this database (a PostgreSQL server, not the embedded one). */
-    const sharedServer = Effect.map(sql<{ shared: boolean }>`SELECT position('PGlite' in version()) = 0 AS shared`, (rows) => rows[0]!.shared)
+    const sharedServer = Effect.provideService(Notifications.sharedServer, SqlClient.SqlClient, sql)
 
     return { notify, sharedServer, create, read, readMany, all, filter, count, snapshot, replace, setEnabled, remove, relate, relateDeployments, relatedTo } as const
   })

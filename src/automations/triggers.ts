@@ -18,7 +18,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Duration, Effect, Queue, Stream } from "effect"
+import { Chunk, Duration, Effect, Queue } from "effect"
+import * as Notifications from "../database/notifications.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { EventBus } from "../events/bus.ts"
@@ -443,18 +444,15 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
 
     /**
      * Listens for automation changes other replicas announce (PostgreSQL LISTEN/NOTIFY) and applies
-     * them at once. Every pg_notify_heartbeat_interval_seconds it notifies itself; when its own
-     * heartbeats stop coming back the connection is taken as lost and the listen ends (the service
-     * loop listens again after pg_notify_reconnect_interval_seconds).
+     * them at once, until the connection is taken as lost (its heartbeats stopped coming back, see
+     * database/notifications.ts); the service loop listens again after
+     * pg_notify_reconnect_interval_seconds.
      */
     const listenForChanges = Effect.gen(function* () {
       // The embedded database has one server process: nothing to hear from.
       if (!(yield* automationsRepo.sharedServer)) return yield* Effect.never
-      const heartbeat = settings.server.services.triggers.pg_notify_heartbeat_interval_seconds
-      let lastHeard = (yield* now).getTime()
       const onPayload = (payload: string) =>
         Effect.gen(function* () {
-          lastHeard = (yield* now).getTime()
           let data: { automation_id?: unknown; event_type?: unknown }
           try {
             data = JSON.parse(payload)
@@ -467,17 +465,12 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
             if (started) yield* applyChanges([{ id: data.automation_id as string, kind }])
           }))
         })
-      const beat = Effect.gen(function* () {
-        while (true) {
-          yield* Effect.sleep(Duration.seconds(heartbeat))
-          if ((yield* now).getTime() - lastHeard > 3 * heartbeat * 1000) {
-            return yield* Effect.fail(new Error("automation change notifications stopped arriving"))
-          }
-          yield* automationsRepo.notify(AUTOMATION_CHANGES_CHANNEL, JSON.stringify({ heartbeat: true }))
-        }
-      })
       yield* reconcile(false).pipe(serialised)
-      yield* Effect.raceFirst(Stream.runForEach(pg.listen(AUTOMATION_CHANGES_CHANNEL), onPayload), beat)
+      return yield* Notifications.listen({
+        channel: AUTOMATION_CHANGES_CHANNEL,
+        heartbeatSeconds: settings.server.services.triggers.pg_notify_heartbeat_interval_seconds,
+        onPayload
+      }).pipe(Effect.provideService(PgClient.PgClient, pg), Effect.provideService(SqlClient.SqlClient, sql))
     })
 
     return { reactiveTick, periodicTick, drain, listenForChanges } as const

@@ -53,9 +53,8 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
      * Each deployment as one JSON record in the wire shape: its queue's current name and pool, its
      * schedules (most recently updated first), its global concurrency limit.
      */
-    const selectRecords = (condition: ReturnType<typeof where>, tail = sql``) =>
-      Effect.flatMap(
-        sql<{ record: unknown }>`
+    const selectRows = (condition: ReturnType<typeof where>, tail = sql``, extra = sql``) =>
+        sql<{ record: unknown; job_template?: Record<string, unknown> | null }>`
           SELECT to_jsonb(deployment.*) || jsonb_build_object(
             'labels', coalesce(deployment.labels, '{}'::jsonb),
             'work_queue_name', coalesce(work_queue.name, deployment.work_queue_name),
@@ -65,18 +64,29 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
             'schedules', coalesce((
               SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id)
               FROM deployment_schedule s WHERE s.deployment_id = deployment.id), '[]'::jsonb)
-          ) AS record
+          ) AS record ${extra}
           FROM deployment
             LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
             LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
             LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id
           WHERE ${condition}
           ${tail}
-        `,
-        (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodeDeployment(row.record)))
-      )
+        `
+
+    const selectRecords = (condition: ReturnType<typeof where>, tail = sql``) =>
+      Effect.flatMap(selectRows(condition, tail), (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodeDeployment(row.record))))
 
     const read = (id: string) => Effect.map(selectRecords(sql`deployment.id = ${id}`), (rows) => rows[0])
+
+    /** A deployment with its work pool's base job template (undefined without a pool), in one query. */
+    const readWithJobTemplate = (id: string) =>
+      Effect.flatMap(selectRows(sql`deployment.id = ${id}`, sql``, sql`, work_pool.base_job_template AS job_template`), (rows) =>
+        rows[0] === undefined
+          ? Effect.succeed(undefined)
+          : Effect.map(Effect.orDie(decodeDeployment(rows[0].record)), (deployment) => ({
+            deployment,
+            jobTemplate: rows[0]!.job_template ?? undefined
+          })))
 
     const readByName = (flowName: string, name: string) =>
       Effect.map(
@@ -281,6 +291,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       read,
       readByName,
       readRow,
+      readWithJobTemplate,
       filter,
       count,
       idsMatching,

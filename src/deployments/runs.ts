@@ -11,7 +11,6 @@ import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { BadRequest, Conflict, ValidationError } from "../http/errors.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
-import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
@@ -38,7 +37,6 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const repo = yield* DeploymentsRepo
     const runs = yield* FlowRunsRepo
     const workQueues = yield* WorkQueuesRepo
-    const pools = yield* WorkPoolsRepo
     const queues = yield* WorkQueueLookup
     const scheduler = yield* DeploymentScheduler
     const settings = yield* Settings
@@ -49,11 +47,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
 
     /** The deployment its runs are made from, with its work pool's job template (read once per request). */
     const readRunTarget = (id: string) =>
-      Effect.gen(function* () {
-        const deployment = yield* readDeployment(id)
-        const pool = deployment.work_pool_name === null ? undefined : yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
-        return { deployment, jobTemplate: pool?.base_job_template }
-      })
+      Effect.flatMap(Effect.orDie(repo.readWithJobTemplate(id)), (found) =>
+        found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found))
 
     /** Creates one run of the deployment; a problem with its parameters or queue is returned, not raised. */
     const createRun = (

@@ -6,6 +6,7 @@
 import { Duration, Effect } from "effect"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
+import { RunsDue } from "../work-pools/runs-due.ts"
 import { ScheduledRunsRepo } from "./scheduled-runs-repo.ts"
 import { scheduledRuns, type ScheduleWindow } from "./scheduling.ts"
 
@@ -20,6 +21,7 @@ export interface WindowOptions {
 export class DeploymentScheduler extends Effect.Service<DeploymentScheduler>()("baton/DeploymentScheduler", {
   effect: Effect.gen(function* () {
     const repo = yield* ScheduledRunsRepo
+    const due = yield* RunsDue
     const server = (yield* Settings).server
     const settings = server.services.scheduler
 
@@ -50,7 +52,11 @@ export class DeploymentScheduler extends Effect.Service<DeploymentScheduler>()("
       )
       let inserted = 0
       for (let i = 0; i < runs.length; i += settings.insert_batch_size) {
-        inserted += (yield* repo.insert(runs.slice(i, i + settings.insert_batch_size), at)).length
+        const batch = runs.slice(i, i + settings.insert_batch_size)
+        const ids = yield* repo.insert(batch, at)
+        inserted += ids.length
+        // Held worker polls hear of a batch once per queue, after its commit.
+        if (ids.length > 0) yield* due.announce(batch)
       }
       return inserted
     })

@@ -172,8 +172,9 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
           return { id, created: true, state }
         })
       )
-    }, (effect) =>
-      Effect.tap(effect, (result) => (result.created ? states.published("flow_run", result.id, null, result.state!) : Effect.void)))
+    }, (effect, input) =>
+      Effect.tap(effect, (result) =>
+        result.created ? states.published("flow_run", result.id, null, result.state!, input.work_queue_id ?? null) : Effect.void))
 
     /**
      * Proposes a state for the run through the core flow policy (the minimal one when forced, or the

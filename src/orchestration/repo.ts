@@ -200,9 +200,9 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       })
     })
 
-    /** Publishes a committed transition. */
-    const published = (kind: RunKind, id: string, initial: State | null, validated: State) =>
-      transitions.publish({ kind, run_id: id, initial_state: initial, validated_state: validated })
+    /** Publishes a committed transition (with a flow run's work queue). */
+    const published = (kind: RunKind, id: string, initial: State | null, validated: State, workQueueId: string | null = null) =>
+      transitions.publish({ kind, run_id: id, initial_state: initial, validated_state: validated, work_queue_id: workQueueId })
 
     /**
      * Proposes a state: the policy decides; an accepted (or replacement) state is stored. The run's
@@ -242,11 +242,12 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
             ? initial
             : yield* writeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount)
           if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated, initial)
-          return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null }
+          const queue = (row as { readonly work_queue_id?: string | null }).work_queue_id ?? null
+          return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null, queue }
         })
       )
       if (result === undefined) return undefined
-      if (result.created && result.state !== null) yield* published(input.kind, input.id, result.initial, result.state)
+      if (result.created && result.state !== null) yield* published(input.kind, input.id, result.initial, result.state, result.queue)
       return { status: result.decision.status, details: result.decision.details, state: result.state, created: result.created }
     })
 

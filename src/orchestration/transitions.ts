@@ -10,6 +10,8 @@ export interface StateTransition {
   readonly run_id: string
   readonly initial_state: State | null
   readonly validated_state: State
+  /** A flow run's work queue (when it has one), so listeners can tell where a run went Scheduled. */
+  readonly work_queue_id?: string | null
 }
 
 export class Transitions extends Effect.Service<Transitions>()("baton/Transitions", {

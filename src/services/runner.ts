@@ -21,8 +21,14 @@ export interface BackgroundService<R = never> {
 
 export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
 
-/** Runs `service` forever: a failing or dying iteration is logged and the loop goes on. */
-export const loop = <R>(service: BackgroundService<R>, interval: Duration.DurationInput) => {
+/**
+ * Runs `service` forever: a failing or dying iteration is logged and the loop goes on. Also for a
+ * process's own loops that are not settings-enabled services (e.g. listening for runs due).
+ */
+export const loop = <R>(
+  service: Pick<BackgroundService<R>, "loop" | "tick"> & { readonly name: string },
+  interval: Duration.DurationInput
+) => {
   const label = service.loop === undefined ? service.name : `${service.name} (${service.loop})`
   return service.tick.pipe(
     Effect.catchAllCause((cause) =>

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../http/api.ts"
@@ -8,9 +8,16 @@ import { PollRepo } from "./poll-repo.ts"
 import { WorkPools } from "./pools.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { WorkPoolsRepo } from "./repo.ts"
+import { RunsDue } from "./runs-due.ts"
 import { slotSummary } from "./slots.ts"
 
-export const WorkPoolsLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers) =>
+/**
+ * Held polls answer at once when the API stops: this group's scope closes before the HTTP server's,
+ * whose close would otherwise wait for them.
+ */
+const HeldPollsEndLive = Layer.scopedDiscard(Effect.flatMap(RunsDue, (due) => Effect.addFinalizer(() => due.stop)))
+
+const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers) =>
   Effect.gen(function* () {
     const service = yield* WorkPools
     const pools = yield* WorkPoolsRepo
@@ -64,7 +71,8 @@ export const WorkPoolsLive = HttpApiBuilder.group(BatonApi, "workPools", (handle
             queueNames: payload.work_queue_names,
             scheduledBefore: payload.scheduled_before ?? null,
             scheduledAfter: payload.scheduled_after ?? null,
-            limit
+            limit,
+            waitSeconds: payload.wait_seconds
           })
         )
       )
@@ -111,3 +119,5 @@ export const WorkPoolsLive = HttpApiBuilder.group(BatonApi, "workPools", (handle
       )
   })
 )
+
+export const WorkPoolsLive = Layer.merge(WorkPoolsGroupLive, HeldPollsEndLive)

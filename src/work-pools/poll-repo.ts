@@ -145,6 +145,28 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
         (rows) => Number(rows[0]!.count)
       )
 
-    return { dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns } as const
+    /**
+     * When the soonest Scheduled run of the queues past `after` is scheduled (the runs a poll whose
+     * window ends at `after` does not see yet), not before `notBefore`; null when there is none.
+     * One index probe per queue.
+     */
+    const nextScheduledTime = (queueIds: ReadonlyArray<string>, options: { readonly after: Date; readonly notBefore: Date | null }) =>
+      Effect.map(
+        sql<{ next: Date | null }>`
+          SELECT min(soonest.at) AS next
+          FROM unnest(${queueIds}::uuid[]) AS queue(id) CROSS JOIN LATERAL (
+            SELECT flow_run.next_scheduled_start_time AS at FROM flow_run
+            WHERE flow_run.work_queue_id = queue.id AND flow_run.state_type = 'SCHEDULED'
+              AND flow_run.next_scheduled_start_time > ${options.after}
+              ${options.notBefore === null ? sql`` : sql`AND flow_run.next_scheduled_start_time >= ${options.notBefore}`}
+              AND (flow_run.empirical_policy ->> 'retry_type') IS DISTINCT FROM 'in_process'
+            ORDER BY flow_run.next_scheduled_start_time
+            LIMIT 1
+          ) soonest
+        `,
+        (rows) => (rows[0]?.next == null ? null : new Date(rows[0].next))
+      )
+
+    return { dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime } as const
   })
 }) {}

@@ -10,9 +10,11 @@ import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { Conflict, Forbidden, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { checkJobVariables, describeFailure, referencesBlock } from "./job-variables.ts"
+import { holdPoll } from "./long-poll.ts"
 import { PollRepo } from "./poll-repo.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
+import { RunsDue } from "./runs-due.ts"
 import type { WorkPoolCreate, WorkPoolUpdate, WorkQueueCreate, WorkQueueUpdate } from "./schemas.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "./service.ts"
 import { isUniqueViolation } from "../database/errors.ts"
@@ -42,6 +44,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     const poll = yield* PollRepo
     const runs = yield* FlowRunsRepo
     const deployments = yield* DeploymentsRepo
+    const due = yield* RunsDue
     const foreman = (yield* Settings).server.services.foreman
 
     const lookup = yield* WorkQueueLookup
@@ -180,7 +183,8 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
 
     /**
      * The worker poll: due runs of the pool's queues (those named, else all) by queue priority and
-     * time; the queues and their deployments count as polled now.
+     * time; the queues and their deployments count as polled now. With `waitSeconds`, a poll that
+     * finds nothing is held until a run becomes due or the wait ends (long-poll.ts).
      */
     const scheduledRuns = Effect.fn("WorkPools.scheduledRuns")(function* (
       poolName: string,
@@ -189,26 +193,41 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
         readonly scheduledBefore: Date | null
         readonly scheduledAfter: Date | null
         readonly limit: number
+        readonly waitSeconds?: number | undefined
       }
     ) {
       const found = yield* pool(poolName)
       const named = options.queueNames && options.queueNames.length > 0
         ? yield* Effect.forEach(options.queueNames, (name) => queueIn(poolName, name))
         : undefined
-      const due = yield* Effect.orDie(poll.dueInPool({
-        poolId: found.id,
-        queueIds: named?.map((q) => q.id),
+      const pollOnce = (scheduledBefore: Date | null) =>
+        Effect.gen(function* () {
+          const due = yield* Effect.orDie(poll.dueInPool({
+            poolId: found.id,
+            queueIds: named?.map((q) => q.id),
+            scheduledBefore,
+            scheduledAfter: options.scheduledAfter,
+            limit: options.limit
+          }))
+          const queueOf = new Map(due.map((d) => [d.id, d.work_queue_id]))
+          const dueRuns = yield* Effect.orDie(runs.readMany(due.map((d) => d.id)))
+          const polledIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
+          const at = yield* now
+          yield* Effect.orDie(queues.markPolled(polledIds, at))
+          yield* Effect.orDie(deployments.markReadyInQueues(polledIds, at))
+          return dueRuns.map((run) => ({ work_pool_id: found.id, work_queue_id: queueOf.get(run.id)!, flow_run: run }))
+        })
+      if (!options.waitSeconds || options.waitSeconds <= 0) return yield* pollOnce(options.scheduledBefore)
+      const queueIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
+      return yield* holdPoll({
+        queueIds,
+        waitSeconds: options.waitSeconds,
         scheduledBefore: options.scheduledBefore,
         scheduledAfter: options.scheduledAfter,
-        limit: options.limit
-      }))
-      const queueOf = new Map(due.map((d) => [d.id, d.work_queue_id]))
-      const dueRuns = yield* Effect.orDie(runs.readMany(due.map((d) => d.id)))
-      const polledIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
-      const at = yield* now
-      yield* Effect.orDie(queues.markPolled(polledIds, at))
-      yield* Effect.orDie(deployments.markReadyInQueues(polledIds, at))
-      return dueRuns.map((run) => ({ work_pool_id: found.id, work_queue_id: queueOf.get(run.id)!, flow_run: run }))
+        poll: pollOnce,
+        nextScheduledTime: (after, notBefore) => Effect.orDie(poll.nextScheduledTime(queueIds, { after, notBefore })),
+        due
+      })
     })
 
     return { pool, record, create, update, remove, createQueue, createAgentQueue, queueIn, readQueue, updateQueue, removeQueue, heartbeat, scheduledRuns } as const

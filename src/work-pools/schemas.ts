@@ -8,6 +8,7 @@ import { StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { WorkerFilter, WorkPoolFilter, WorkQueueFilter } from "./filter.ts"
+import { MAX_WAIT_SECONDS } from "./long-poll.ts"
 
 export { WorkerFilter, WorkPoolFilter, WorkQueueFilter }
 
@@ -245,7 +246,12 @@ export const PoolScheduledRunsBody = Schema.Struct({
   work_queue_names: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
   scheduled_before: Schema.optional(Schema.NullOr(Timestamp)),
   scheduled_after: Schema.optional(Schema.NullOr(Timestamp)),
-  limit: LimitField
+  limit: LimitField,
+  /** Baton's extension: seconds to hold a poll that finds nothing until a run becomes due (0: answer at once). */
+  wait_seconds: Schema.optionalWith(
+    Schema.Number.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(MAX_WAIT_SECONDS)),
+    { default: () => 0 }
+  )
 })
 
 export const QueueRunsBody = Schema.Struct({

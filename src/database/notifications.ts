@@ -1,0 +1,58 @@
+/**
+ * PostgreSQL LISTEN/NOTIFY between the processes that share a database server: announcing on a
+ * channel, and listening on one over the client's dedicated listen connection (one per process,
+ * however many listeners) with a self-heartbeat that notices a connection lost without an error.
+ * The embedded database serves one process: nothing to announce or hear there.
+ */
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Stream } from "effect"
+
+/** Whether other processes may share this database (a PostgreSQL server, not the embedded one). */
+export const sharedServer = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(sql<{ shared: boolean }>`SELECT position('PGlite' in version()) = 0 AS shared`, (rows) => rows[0]!.shared)
+)
+
+/** Announces `payload` on `channel` (NOTIFY takes no parameters; pg_notify does). */
+export const notify = (channel: string, payload: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.asVoid(sql`SELECT pg_notify(${channel}, ${payload})`))
+
+/** What a listener sends itself; listeners skip it like any payload they do not understand. */
+export const HEARTBEAT_PAYLOAD = JSON.stringify({ heartbeat: true })
+
+/** Heartbeats sent in a row without hearing anything on the channel before the connection counts as lost. */
+const MISSED_HEARTBEATS = 3
+
+/**
+ * Hands every payload announced on `channel` to `onPayload` until the connection is taken as lost:
+ * every `heartbeatSeconds` the listener notifies itself, and when `MISSED_HEARTBEATS` heartbeats in a
+ * row bring nothing back it fails (the caller listens again after its reconnect interval). Missed
+ * heartbeats are counted, not timed, so a test clock moving far at once does not look like a loss.
+ */
+export const listen = (options: {
+  readonly channel: string
+  readonly heartbeatSeconds: number
+  readonly onPayload: (payload: string) => Effect.Effect<void, unknown>
+}): Effect.Effect<never, unknown, PgClient.PgClient | SqlClient.SqlClient> =>
+  Effect.gen(function* () {
+    const pg = yield* PgClient.PgClient
+    let unanswered = 0
+    const heard = (payload: string) => Effect.suspend(() => {
+      unanswered = 0
+      return options.onPayload(payload)
+    })
+    const beat = Effect.gen(function* () {
+      while (true) {
+        yield* Effect.sleep(Duration.seconds(options.heartbeatSeconds))
+        if (unanswered >= MISSED_HEARTBEATS) {
+          return yield* Effect.fail(new Error(`notifications on ${options.channel} stopped arriving`))
+        }
+        unanswered += 1
+        yield* notify(options.channel, HEARTBEAT_PAYLOAD)
+      }
+    })
+    return yield* Effect.raceFirst(
+      Effect.zipRight(Stream.runForEach(pg.listen(options.channel), heard), Effect.fail(new Error(`listening on ${options.channel} ended`))),
+      beat
+    )
+  })
