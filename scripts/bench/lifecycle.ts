@@ -111,8 +111,8 @@ const WRITE_STATE = `WITH stored AS (
 /**
  * The statements Baton's database sees for one lifecycle, as the server's statement log shows them
  * (same count, same shapes), issued straight through `pg`: create (deployment record with its
- * pool's job template, queue, a
- * transaction inserting the run and its state, the run record, the event context), poll (pool,
+ * pool's job template, queue, one statement inserting the run and its first state, the run
+ * record, the event context), poll (pool,
  * queue, due runs, their records, last-polled bookkeeping, queue lookup), and three transitions
  * (a transaction: the locked row with its state, latest timestamp and deployment columns, then
  * state + run; then the event context). What the baseline leaves out is HTTP, JSON and Baton's own code.
@@ -126,16 +126,24 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (wor
     const runId = crypto.randomUUID()
     await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
     await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
-    await client.query("BEGIN")
+    const at = new Date()
     await client.query(
-      `INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
-         job_variables, deployment_id, work_queue_name, work_queue_id)
-       VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, '{}'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, $5, $6, $7)
-       ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING *`,
-      [runId, new Date(), `sql-${runId}`, setup.flowId, setup.deploymentId, queue.name, queue.id]
+      `WITH run AS (
+         INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
+           job_variables, deployment_id, work_queue_name, work_queue_id, state_id, state_type, state_name, state_timestamp,
+           run_count, total_run_time, expected_start_time, next_scheduled_start_time)
+         VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, '{}'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, $5, $6, $7,
+           $8, 'SCHEDULED', 'Scheduled', $2, 0, 0, $2, $2)
+         ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING id
+       ), stored AS (
+         INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
+         SELECT $8::uuid, $2::timestamptz, $2::timestamptz, $1::uuid, 'SCHEDULED', 'Scheduled', $2::timestamptz, NULL::text,
+           'null'::jsonb, $9::jsonb FROM run
+       )
+       SELECT id FROM run`,
+      [runId, at, `sql-${runId}`, setup.flowId, setup.deploymentId, queue.name, queue.id, crypto.randomUUID(),
+        JSON.stringify({ flow_run_id: runId, scheduled_time: at })]
     )
-    await writeState(runId, "SCHEDULED", "Scheduled")
-    await client.query("COMMIT")
     await client.query(RUN_RECORD, [[runId]])
     await client.query(EVENT_CONTEXT, [[runId]])
     // The poll.

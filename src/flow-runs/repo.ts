@@ -141,37 +141,43 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     const create = Effect.fn("FlowRunsRepo.create")(function* (input: NewFlowRun) {
       const id = yield* newId
       const at = yield* now
-      return yield* sql.withTransaction(
-        Effect.gen(function* () {
-          const inserted = yield* sql<FlowRunRow>`
-            INSERT INTO flow_run (
-              id, created, updated, name, flow_id, flow_version, parameters, context, parent_task_run_id,
-              infrastructure_document_id, empirical_policy, tags, labels, idempotency_key, work_queue_name,
-              job_variables, deployment_id, deployment_version, work_queue_id, created_by
-            ) VALUES (
-              ${id}, ${at}, ${at}, ${input.name}, ${input.flow_id}, ${input.flow_version},
-              ${JSON.stringify(input.parameters)}::jsonb, ${JSON.stringify(input.context)}::jsonb, ${input.parent_task_run_id},
-              ${input.infrastructure_document_id}, ${JSON.stringify(input.empirical_policy)}::jsonb,
-              ${JSON.stringify(input.tags)}::jsonb, ${JSON.stringify(input.labels)}::jsonb, ${input.idempotency_key},
-              ${input.work_queue_name}, ${JSON.stringify(input.job_variables ?? {})}::jsonb, ${input.deployment_id},
-              ${input.deployment_version ?? null}, ${input.work_queue_id ?? null},
-              ${input.created_by ? JSON.stringify(input.created_by) : null}::jsonb
-            )
-            ON CONFLICT (flow_id, idempotency_key) DO NOTHING
-            RETURNING *
-          `
-          if (inserted.length === 0) {
-            const existing = yield* sql<{ id: string }>`
-              SELECT id FROM flow_run WHERE flow_id = ${input.flow_id} AND idempotency_key = ${input.idempotency_key}
-            `
-            return { id: existing[0]!.id, created: false, state: undefined }
-          }
-          // A new run has no state yet: the inserted row is all writeState needs.
-          const row: FlowRunRow = { ...inserted[0]!, state: null, last_state_timestamp: null }
-          const state = yield* states.writeState("flow_run", row, input.state, input.empirical_policy)
-          return { id, created: true, state }
-        })
-      )
+      const plan = yield* states.planFirstState("flow_run", id, input.state, input.empirical_policy, at)
+      const next = plan.next
+      // The run and its first state in one statement; a used idempotency key inserts neither.
+      const inserted = yield* sql<{ id: string }>`
+        WITH run AS (
+          INSERT INTO flow_run (
+            id, created, updated, name, flow_id, flow_version, parameters, context, parent_task_run_id,
+            infrastructure_document_id, empirical_policy, tags, labels, idempotency_key, work_queue_name,
+            job_variables, deployment_id, deployment_version, work_queue_id, created_by,
+            state_id, state_type, state_name, state_timestamp, start_time, end_time, run_count, total_run_time,
+            expected_start_time, next_scheduled_start_time
+          ) VALUES (
+            ${id}, ${at}, ${at}, ${input.name}, ${input.flow_id}, ${input.flow_version},
+            ${JSON.stringify(input.parameters)}::jsonb, ${JSON.stringify(input.context)}::jsonb, ${input.parent_task_run_id},
+            ${input.infrastructure_document_id}, ${JSON.stringify(plan.finalPolicy)}::jsonb,
+            ${JSON.stringify(input.tags)}::jsonb, ${JSON.stringify(input.labels)}::jsonb, ${input.idempotency_key},
+            ${input.work_queue_name}, ${JSON.stringify(input.job_variables ?? {})}::jsonb, ${input.deployment_id},
+            ${input.deployment_version ?? null}, ${input.work_queue_id ?? null},
+            ${input.created_by ? JSON.stringify(input.created_by) : null}::jsonb,
+            ${plan.state.id}, ${next.state_type}, ${next.state_name}, ${next.state_timestamp}, ${next.start_time},
+            ${next.end_time}, ${next.run_count}, ${next.total_run_time}, ${next.expected_start_time},
+            ${next.next_scheduled_start_time}
+          )
+          ON CONFLICT (flow_id, idempotency_key) DO NOTHING
+          RETURNING id
+        ), stored AS (
+          INSERT INTO flow_run_state (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run
+        )
+        SELECT id FROM run
+      `
+      if (inserted.length === 0) {
+        const existing = yield* sql<{ id: string }>`
+          SELECT id FROM flow_run WHERE flow_id = ${input.flow_id} AND idempotency_key = ${input.idempotency_key}
+        `
+        return { id: existing[0]!.id, created: false, state: undefined }
+      }
+      return { id, created: true, state: plan.state }
     }, (effect, input) =>
       Effect.tap(effect, (result) =>
         result.created ? states.published("flow_run", result.id, null, result.state!, input.work_queue_id ?? null) : Effect.void))

@@ -126,6 +126,89 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     }
 
     /**
+     * What storing `proposed` as the run's new state means: the state (stamped after `latest`, the
+     * run's latest state timestamp) and the run's columns after the global bookkeeping.
+     */
+    const planState = (
+      kind: RunKind,
+      row: RunStateRow,
+      proposed: RuleState,
+      policy: object,
+      options: {
+        readonly at: Date
+        readonly latest: Date | string | null
+        readonly stateId: string
+        readonly policyAfter?: object
+        readonly resetRunCount?: boolean
+      }
+    ) => {
+      const t = tables[kind]
+      const { at, stateId } = options
+      // States of one run never share a timestamp, and a new one sorts after every earlier one.
+      const latestTime = options.latest === null ? -Infinity : new Date(options.latest).getTime()
+      const timestamp = new Date(Math.max(at.getTime(), latestTime + 1))
+      const details = proposed.type === "SCHEDULED" && proposed.state_details.scheduled_time === null
+        ? { ...proposed.state_details, scheduled_time: timestamp }
+        : proposed.state_details
+      const name = proposed.name ?? defaultStateName[proposed.type]
+      const initial = row.state === null ? null : toState(row.state)
+      const resuming = kind === "flow_run" ? ((policy as { resuming?: boolean | null }).resuming ?? false) : undefined
+      const counted = options.resetRunCount ? { ...row, run_count: 0 } : row
+      const clock: RunClock = resuming === undefined ? counted : { ...counted, resuming }
+      const next = applyGlobalPolicy(
+        kind,
+        clock,
+        initial === null ? null : toTransitionState(initial),
+        { type: proposed.type, name, timestamp, scheduled_time: details.scheduled_time }
+      )
+      const finalPolicy = {
+        ...(kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy),
+        ...options.policyAfter
+      }
+      const storedDetails = encodeDetails({ ...details, [t.fk]: row.id })
+      /** The state's row as a typed select list (it serves in VALUES and in INSERT … SELECT alike). */
+      const stateValues = sql`${stateId}::uuid, ${at}::timestamptz, ${at}::timestamptz, ${row.id}::uuid, ${proposed.type}::text,
+        ${name}::text, ${timestamp}::timestamptz, ${proposed.message}::text, ${JSON.stringify(proposed.data ?? null)}::jsonb,
+        ${JSON.stringify(storedDetails)}::jsonb`
+      const state = toState({
+        id: stateId,
+        type: proposed.type,
+        name,
+        timestamp,
+        message: proposed.message,
+        data: proposed.data,
+        state_details: storedDetails
+      })
+      return { state, next, finalPolicy, stateValues, stateColumns: sql`id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details` }
+    }
+
+    /** A new run's first state, planned before the run's row exists (a fresh run's clock). */
+    const planFirstState = Effect.fn("RunStatesRepo.planFirstState")(function* (
+      kind: RunKind,
+      runId: string,
+      proposed: RuleState,
+      policy: object,
+      at: Date
+    ) {
+      const fresh: RunStateRow = {
+        id: runId,
+        state_id: null,
+        empirical_policy: policy,
+        state: null,
+        state_type: null,
+        state_name: null,
+        state_timestamp: null,
+        start_time: null,
+        end_time: null,
+        run_count: 0,
+        total_run_time: 0,
+        expected_start_time: null,
+        next_scheduled_start_time: null
+      }
+      return planState(kind, fresh, proposed, policy, { at, latest: null, stateId: yield* newId })
+    })
+
+    /**
      * Stores `proposed` as the run's new state and applies the global bookkeeping; `policy` is the
      * run's policy after the transition. Runs inside the caller's transaction.
      */
@@ -139,44 +222,19 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     ) {
       const t = tables[kind]
       const at = yield* now
-      // States of one run never share a timestamp, and a new one sorts after every earlier one.
       const latest = row.last_state_timestamp !== undefined
         ? row.last_state_timestamp
         : (yield* sql<{ latest: Date | null }>`
             SELECT max(timestamp) AS latest FROM ${sql(t.states)} WHERE ${sql(t.fk)} = ${row.id}
           `)[0]?.latest ?? null
-      const latestTime = latest === null ? -Infinity : new Date(latest).getTime()
-      const timestamp = new Date(Math.max(at.getTime(), latestTime + 1))
-      const details = proposed.type === "SCHEDULED" && proposed.state_details.scheduled_time === null
-        ? { ...proposed.state_details, scheduled_time: timestamp }
-        : proposed.state_details
-      const name = proposed.name ?? defaultStateName[proposed.type]
-      const initial = row.state === null ? null : toState(row.state)
-      const resuming = kind === "flow_run" ? ((policy as { resuming?: boolean | null }).resuming ?? false) : undefined
-      const counted = resetRunCount ? { ...row, run_count: 0 } : row
-      const clock: RunClock = resuming === undefined ? counted : { ...counted, resuming }
-      const next = applyGlobalPolicy(
-        kind,
-        clock,
-        initial === null ? null : toTransitionState(initial),
-        { type: proposed.type, name, timestamp, scheduled_time: details.scheduled_time }
-      )
-      const stateId = yield* newId
-      const finalPolicy = {
-        ...(kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy),
-        ...policyAfter
-      }
+      const plan = planState(kind, row, proposed, policy, { at, latest, stateId: yield* newId, policyAfter, resetRunCount })
+      const next = plan.next
       // The state and the run's columns in one statement: one round trip on the hot path.
       yield* sql`
-        WITH stored AS (
-          INSERT INTO ${sql(t.states)} (id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details)
-          VALUES (${stateId}, ${at}, ${at}, ${row.id}, ${proposed.type}, ${name}, ${timestamp}, ${proposed.message},
-                  ${JSON.stringify(proposed.data ?? null)}::jsonb,
-                  ${JSON.stringify(encodeDetails({ ...details, [t.fk]: row.id }))}::jsonb)
-        )
+        WITH stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) VALUES (${plan.stateValues}))
         UPDATE ${sql(t.run)} SET
           updated = ${at},
-          state_id = ${stateId},
+          state_id = ${plan.state.id},
           state_type = ${next.state_type},
           state_name = ${next.state_name},
           state_timestamp = ${next.state_timestamp},
@@ -186,18 +244,10 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           total_run_time = ${next.total_run_time},
           expected_start_time = ${next.expected_start_time},
           next_scheduled_start_time = ${next.next_scheduled_start_time},
-          empirical_policy = ${JSON.stringify(finalPolicy)}::jsonb
+          empirical_policy = ${JSON.stringify(plan.finalPolicy)}::jsonb
         WHERE id = ${row.id}
       `
-      return toState({
-        id: stateId,
-        type: proposed.type,
-        name,
-        timestamp,
-        message: proposed.message,
-        data: proposed.data,
-        state_details: encodeDetails({ ...details, [t.fk]: row.id })
-      })
+      return plan.state
     })
 
     /** Publishes a committed transition (with a flow run's work queue). */
@@ -328,6 +378,6 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       }))
     })
 
-    return { readRow, writeState, published, transition, readState, readStates, estimatedLateness, history } as const
+    return { readRow, planFirstState, writeState, published, transition, readState, readStates, estimatedLateness, history } as const
   })
 }) {}
