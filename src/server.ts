@@ -6,7 +6,7 @@ import { type HttpApi, HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@ef
 import { NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { Effect, Layer } from "effect"
+import { Effect, FiberRef, Layer, LogLevel } from "effect"
 import { AdminLive } from "./admin/http.ts"
 import { ConcurrencyLimitsLive, ConcurrencyLimitsV2Live } from "./concurrency/http.ts"
 import { LeaseStorageLive } from "./concurrency/leases.ts"
@@ -227,12 +227,15 @@ export const ApiLive = serveApi(BatonApi, HandlersLive)
 
 /** A Node HTTP server on `server.api.host` and `server.api.port` (0 picks a free port). */
 export const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(Settings, (settings) =>
-    NodeHttpServer.layer(() => makeNodeServer(settings), {
+  Effect.gen(function* () {
+    const settings = yield* Settings
+    // Requests are logged at DEBUG: whether that level is on is the logger's, set where the server runs.
+    const logsRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+    return NodeHttpServer.layer(() => makeNodeServer(settings, { logsRequests }), {
       host: settings.server.api.host,
       port: settings.server.api.port
     })
-  )
+  })
 )
 
 /** The system block types and schemas, registered before the API serves when the settings ask. */

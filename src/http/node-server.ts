@@ -2,7 +2,7 @@
  * The Node HTTP server Baton listens with. Liveness probes (`GET {base}/health`) are answered here,
  * before the Effect router: load balancers and workers call it constantly, and its answer depends on
  * nothing but the process being alive. Anything the Api would treat differently (a version header
- * to check, a CORS origin to match, DEBUG request logging) still goes through the Api.
+ * to check, a CORS origin to match, request logging at DEBUG) still goes through the Api.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { SettingsValue } from "../settings/settings.ts"
@@ -11,8 +11,8 @@ import { VERSION_HEADER } from "./middleware.ts"
 
 const HEALTH_BODY = "true"
 
-const livenessAnswer = (settings: SettingsValue) => {
-  if (settings.server.logging_level === "DEBUG") return undefined
+const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
+  if (logsRequests) return undefined
   const base = normalizeBasePath(settings.server.api.base_path)
   const paths = new Set([`${base}/health`, `${base}/health/`])
   const anyOrigin = settings.server.api.cors_allowed_origins.trim() === "*"
@@ -31,10 +31,13 @@ const livenessAnswer = (settings: SettingsValue) => {
   }
 }
 
-/** A node:http server with the liveness fast path in front of whatever handler is attached later. */
-export const makeNodeServer = (settings: SettingsValue): Server => {
+/**
+ * A node:http server with the liveness fast path in front of whatever handler is attached later;
+ * without it when requests are logged (at DEBUG), so every request still shows in the log.
+ */
+export const makeNodeServer = (settings: SettingsValue, options: { readonly logsRequests: boolean }): Server => {
   const server = createServer({ keepAliveTimeout: settings.server.api.keepalive_timeout * 1000 })
-  const answer = livenessAnswer(settings)
+  const answer = livenessAnswer(settings, options.logsRequests)
   if (answer === undefined) return server
   // The platform attaches its own "request" listener; intercepting the event lets the fast path
   // answer first and keeps every other request on the platform's handler untouched.
