@@ -2,7 +2,7 @@
  * The server, composed as Layers: Settings → Database (+ migrations) → Api handlers → HTTP server,
  * plus the background services. Another program may take any of these Layers and replace one.
  */
-import { type HttpApi, HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
@@ -82,6 +82,7 @@ import { FlowsRepo } from "./flows/repo.ts"
 import * as Database from "./database/client.ts"
 import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./http/api.ts"
+import * as ApiDocs from "./http/docs.ts"
 import { edge } from "./http/edge.ts"
 import { makeNodeServer } from "./http/node-server.ts"
 import { apiMiddleware } from "./http/middleware.ts"
@@ -216,8 +217,7 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(apiMiddleware(api)),
         Layer.provide(csrfMiddleware),
-        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-        Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+        Layer.provide(ApiDocs.layer({ openApiPath: "/openapi.json", docsPath: "/docs" })),
         Layer.provide(handlers)
       )
     )
