@@ -7,7 +7,6 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Redacted, Schema } from "effect"
 import * as path from "node:path"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
-import { ensureDir, serveEmbedded } from "./embedded.ts"
 
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
   message: Schema.String
@@ -81,10 +80,14 @@ export const layerSocket = (socketDir: string, settings: SettingsValue) =>
     ...poolOptions(settings.server.database, 1)
   }).pipe(Layer.mapError(connectionFailed(settings)))
 
-/** The embedded database stored under `{home}/database`, with its client. */
+/**
+ * The embedded database stored under `{home}/database`, with its client. PGlite's modules are
+ * loaded here, so a server on PostgreSQL never loads them.
+ */
 export const layerEmbedded = (settings: SettingsValue) =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
+      const { ensureDir, serveEmbedded } = yield* Effect.promise(() => import("./embedded.ts"))
       const dataDir = path.join(settings.home, "database")
       yield* ensureDir(settings.home)
       const embedded = yield* serveEmbedded({ dataDir, socketDir: path.join(settings.home, "run") })
