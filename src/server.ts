@@ -255,7 +255,10 @@ export const apiServerWith = (options: { readonly services?: boolean } = {}) => 
   // Start-up work finishes before the port opens: a request accepted earlier would wait for a
   // handler that is not attached yet.
   const http = ApiLive.pipe(Layer.provideMerge(HttpServerLive.pipe(Layer.provide(BlocksOnStartLive))))
-  return options.services === false ? http : Layer.merge(http, ServicesLive)
+  // Nothing exports spans: without a tracer, every span (each SQL statement, each Effect.fn call)
+  // would still be made, timed and attributed on every request.
+  const server = options.services === false ? http : Layer.merge(http, ServicesLive)
+  return server.pipe(Layer.provide(Layer.setTracerEnabled(false)))
 }
 
 /** The whole API server: settings from the environment (and `overrides`), the database they choose. */
