@@ -53,7 +53,12 @@ const isNull = (sql: SqlClient, column: string, value: unknown): ReadonlyArray<F
 export const Field = {
   /** any_ (IN), not_any_ (NOT IN), is_null_ */
   oneOf: (column: string, pgType: "uuid" | "text"): FieldCompiler => (sql, c) => [
-    ...(c.any_ != null ? [sql`${col(sql, column)} = ANY(${c.any_}::${sql.unsafe(pgType)}[])`] : []),
+    // One value is an equality: the planner then walks an index on (column, sort key) in sort order.
+    ...(c.any_ != null
+      ? [c.any_.length === 1
+        ? sql`${col(sql, column)} = ${c.any_[0]}::${sql.unsafe(pgType)}`
+        : sql`${col(sql, column)} = ANY(${c.any_}::${sql.unsafe(pgType)}[])`]
+      : []),
     ...(c.not_any_ != null ? [sql`NOT (${col(sql, column)} = ANY(${c.not_any_}::${sql.unsafe(pgType)}[]))`] : []),
     ...isNull(sql, column, c.is_null_)
   ],

@@ -16,6 +16,7 @@ import { WorkQueueLookup } from "../work-pools/service.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRunResume } from "./resume.ts"
+import { flowRunsJson } from "./wire.ts"
 import { FlowRun, type FlowRunCreate, OrchestrationResult } from "./schemas.ts"
 import { createdOrFound } from "../http/responses.ts"
 
@@ -92,8 +93,11 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         Effect.flatMap(Effect.orDie(runs.remove(path.id)), (deleted) => (deleted ? Effect.void : flowRunNotFound))
       )
       .handle("count", ({ payload }) => Effect.orDie(runs.count(payload)))
+      // A page of runs written straight to JSON (wire.ts): the same body as the schema's encoding, faster.
       .handle("filter", ({ payload }) =>
-        Effect.flatMap(resolveLimit(payload.limit), (limit) => Effect.orDie(runs.filter({ ...payload, limit })))
+        Effect.flatMap(resolveLimit(payload.limit), (limit) =>
+          Effect.map(Effect.orDie(runs.filter({ ...payload, limit })), (page) =>
+            HttpServerResponse.text(flowRunsJson(page), { contentType: "application/json" })))
       )
       .handle("paginate", ({ payload }) =>
         paginate(payload, (limit, offset) => runs.filter({ ...payload, limit, offset }), runs.count(payload))

@@ -1,6 +1,6 @@
 /** Flow runs and their states in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { SqlClient, type Statement } from "@effect/sql"
+import { Effect } from "effect"
 import { ConcurrencyRules, type DeploymentConcurrency, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
 import { queryCondition } from "../database/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -11,13 +11,14 @@ import type { Rule, RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { estimates } from "../orchestration/global-policy.ts"
 import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
+import { countAll, isUnfiltered, rollupHistory } from "./history.ts"
 import {
   type FlowRun,
   type FlowRunFilter,
-  FlowRunPolicy,
   type FlowRunSort,
   type FlowRunUpdate
 } from "./schemas.ts"
+import { decodePolicy } from "./wire.ts"
 
 const orderBy: Record<FlowRunSort, string> = {
   ID_DESC: "flow_run.id DESC",
@@ -29,6 +30,39 @@ const orderBy: Record<FlowRunSort, string> = {
   NAME_DESC: "flow_run.name DESC, flow_run.id",
   NEXT_SCHEDULED_START_TIME_ASC: "flow_run.next_scheduled_start_time ASC, flow_run.id",
   END_TIME_DESC: "flow_run.end_time DESC, flow_run.id"
+}
+
+/** Sorts with an index on (state_type, sort key): a filter on several state types is read one type at a time. */
+const splitSorts: ReadonlySet<FlowRunSort> = new Set<FlowRunSort>([
+  "ID_DESC",
+  "START_TIME_ASC",
+  "START_TIME_DESC",
+  "EXPECTED_START_TIME_ASC",
+  "EXPECTED_START_TIME_DESC"
+])
+
+/**
+ * The distinct state types of `flow_runs.state.type.any_` when there are several and the page can be
+ * read one type at a time: the condition is ANDed with everything else (no or_ above it), and the
+ * sort has its (state_type, key) index and ends in the unique id, so the merged page is the same.
+ */
+const splitStateTypes = (query: FlowRunQuery & { readonly sort: FlowRunSort }): ReadonlyArray<StateType> | undefined => {
+  if (!splitSorts.has(query.sort)) return undefined
+  const runs = query.flow_runs
+  if (runs == null || runs.operator === "or_") return undefined
+  const state = runs.state
+  if (state == null || (state.operator === "or_" && state.name != null)) return undefined
+  const types = state.type?.any_
+  if (types == null) return undefined
+  const distinct = [...new Set(types)]
+  return distinct.length >= 2 ? distinct : undefined
+}
+
+/** The query with `flow_runs.state.type.any_` narrowed to one type. */
+const withStateType = <Q extends FlowRunQuery>(query: Q, type: StateType): Q => {
+  const runs = query.flow_runs!
+  const state = runs.state!
+  return { ...query, flow_runs: { ...runs, state: { ...state, type: { ...state.type, any_: [type] } } } }
 }
 
 /** A flow_run row with its current state (as JSON) alongside. */
@@ -72,8 +106,6 @@ interface FlowRunRow {
   readonly last_state_timestamp?: Date | string | null
   readonly deployment_concurrency?: DeploymentConcurrency | null
 }
-
-const decodePolicy = Schema.decodeUnknownSync(FlowRunPolicy)
 
 /** The record answered for a row, with run time and lateness estimated at `at`. */
 const toFlowRun = (row: FlowRunRow, at: Date): FlowRun => {
@@ -130,6 +162,34 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     `
 
     const where = (query: FlowRunQuery) => queryCondition(sql, "flow_run", query)
+
+    /** selectRuns over `page`, a query of flow_run rows: what is joined is only the page's runs. */
+    const selectPage = (page: Statement.Fragment) => sql`
+      SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state,
+        work_queue.name AS queue_name, work_pool.id AS work_pool_id, work_pool.name AS work_pool_name
+      FROM (${page}) flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
+        LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+        LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
+    `
+
+    /**
+     * The runs of one page. A filter on several state types sorted by time or id reads each state's
+     * newest (or oldest) runs from its (state_type, sort key) index, then merges them: one index scan
+     * cannot give several state types in sort order, and walking the sort alone reads every run of the
+     * other states on the way.
+     */
+    const pageOf = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) => {
+      const order = sql.unsafe(orderBy[query.sort])
+      const types = splitStateTypes(query)
+      if (types === undefined) {
+        return sql`SELECT flow_run.* FROM flow_run WHERE ${where(query)} ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
+      }
+      const branches = types.map((type) =>
+        sql`(SELECT flow_run.* FROM flow_run WHERE ${where(withStateType(query, type))} ORDER BY ${order} LIMIT ${query.limit + query.offset})`
+      )
+      const union = branches.slice(1).reduce((all, branch) => sql`${all} UNION ALL ${branch}`, branches[0]!)
+      return sql`SELECT * FROM (${union}) flow_run ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
+    }
 
     const readRow = (id: string) =>
       Effect.map(sql<FlowRunRow>`${selectRuns} WHERE flow_run.id = ${id}`, (rows) => rows[0])
@@ -221,12 +281,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     const filter = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) =>
       Effect.gen(function* () {
-        const rows = yield* sql<FlowRunRow>`
-          ${selectRuns}
-          WHERE ${where(query)}
-          ORDER BY ${sql.unsafe(orderBy[query.sort])}
-          LIMIT ${query.limit} OFFSET ${query.offset}
-        `
+        const rows = yield* sql<FlowRunRow>`${selectPage(pageOf(query))} ORDER BY ${sql.unsafe(orderBy[query.sort])}`
         const at = yield* now
         return rows.map((row) => toFlowRun(row, at))
       })
@@ -243,9 +298,11 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         })
 
     const count = (query: FlowRunQuery) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE ${where(query)}`, (rows) =>
-        Number(rows[0]!.count)
-      )
+      isUnfiltered(query)
+        ? countAll(sql)
+        : Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE ${where(query)}`, (rows) =>
+          Number(rows[0]!.count)
+        )
 
     /**
      * Deletes the runs the condition picks (at most `limit`); a run holding a deployment concurrency
@@ -301,8 +358,16 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         return rows[0]?.lateness ?? null
       })
 
+    /** Without a filter, from the rollup of final runs (see history.ts); else over the matching runs. */
     const history = (query: FlowRunQuery, options: HistoryWindow) =>
-      states.history("flow_run", where(query), options)
+      Effect.gen(function* () {
+        if (isUnfiltered(query)) {
+          const at = yield* now
+          const fast = yield* rollupHistory(sql, options, at)
+          if (fast !== undefined) return fast
+        }
+        return yield* states.history("flow_run", where(query), options)
+      })
 
     /** Ids of up to `limit` runs matching the filter, newest first. */
     const idsMatching = (flowRuns: FlowRunFilter | null | undefined, limit: number) =>

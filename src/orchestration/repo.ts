@@ -5,6 +5,7 @@
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { decodeStateDetails } from "../domain/fast-decode.ts"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
@@ -59,7 +60,6 @@ export interface StateRow {
   readonly state_details: unknown
 }
 
-const decodeDetails = Schema.decodeUnknownSync(StateDetails)
 const encodeDetails = Schema.encodeSync(StateDetails)
 
 export const toState = (row: StateRow): State => ({
@@ -69,7 +69,7 @@ export const toState = (row: StateRow): State => ({
   timestamp: new Date(row.timestamp),
   message: row.message,
   data: row.data ?? null,
-  state_details: decodeDetails(row.state_details ?? {})
+  state_details: decodeStateDetails(row.state_details ?? {})
 })
 
 const toTransitionState = (state: State) => ({

@@ -1,0 +1,235 @@
+/**
+ * The shapes the flow-run queries take to stay fast over many runs answer exactly what the plain
+ * queries answer: history and the unfiltered count from the rollup of final runs, a filter on several
+ * state types read one type at a time, and pages written straight to JSON.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema, TestClock } from "effect"
+import { decodeStateDetails } from "../../src/domain/fast-decode.ts"
+import { StateDetails } from "../../src/domain/states.ts"
+import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
+import { FlowRun, FlowRunPolicy } from "../../src/flow-runs/schemas.ts"
+import { decodePolicy, flowRunsJson } from "../../src/flow-runs/wire.ts"
+import { request, testServer } from "../support/server.ts"
+
+const MISSING = "00000000-0000-4000-8000-000000000000"
+/** A filter that matches every run but is not empty: the plain query answers it. */
+const everyRun = { flow_runs: { id: { not_any_: [MISSING] } } }
+
+const BASE = Date.UTC(2030, 0, 1)
+const iso = (ms: number) => new Date(ms).toISOString()
+const MINUTE = 60_000
+const HOUR = 3_600_000
+
+const post = (path: string, body: unknown) =>
+  Effect.map(request("POST", path, { body }), (res) => {
+    expect(res.status, JSON.stringify(res.body)).toBeLessThan(300)
+    return res.body
+  })
+
+const setState = (id: string, state: Record<string, unknown>, force = false) =>
+  post(`/flow_runs/${id}/set_state`, { state, force })
+
+/** History from the rollup (no filter) and from the runs (a filter matching every run) agree. */
+const sameHistory = (window: { history_start: string; history_end: string; history_interval_seconds: number }) =>
+  Effect.gen(function* () {
+    const fast = yield* post("/flow_runs/history", window)
+    const plain = yield* post("/flow_runs/history", { ...window, ...everyRun })
+    expect(fast.length).toBe(plain.length)
+    for (const [i, bucket] of fast.entries()) {
+      const reference = plain[i]
+      expect([bucket.interval_start, bucket.interval_end]).toEqual([reference.interval_start, reference.interval_end])
+      const key = (s: any) => `${s.state_type}/${s.state_name}`
+      const sorted = [...reference.states].sort((a: any, b: any) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+      expect(bucket.states.map(key), `bucket ${bucket.interval_start}`).toEqual(sorted.map(key))
+      for (const [j, state] of bucket.states.entries()) {
+        const expected = sorted[j]
+        expect(state.count_runs).toBe(expected.count_runs)
+        // Both add lateness exactly (numeric). Run times the plain query adds as doubles, in whatever
+        // order it reads the runs; the rollup adds them exactly and rounds once (98.969 where the
+        // plain query says 98.96899999999998).
+        expect(state.sum_estimated_run_time).toBeCloseTo(expected.sum_estimated_run_time, 6)
+        expect(state.sum_estimated_lateness).toBe(expected.sum_estimated_lateness)
+      }
+    }
+    return fast
+  })
+
+const windows = [
+  { history_start: iso(BASE), history_end: iso(BASE + 2 * 24 * HOUR), history_interval_seconds: 86400 },
+  { history_start: iso(BASE + 17 * MINUTE + 23_456), history_end: iso(BASE + 30 * HOUR), history_interval_seconds: 3600 },
+  { history_start: iso(BASE - HOUR + 500), history_end: iso(BASE + 30 * HOUR), history_interval_seconds: 5400 },
+  { history_start: iso(BASE + 7 * MINUTE), history_end: iso(BASE + 6 * HOUR), history_interval_seconds: 600 },
+  { history_start: iso(BASE + 2 * HOUR), history_end: iso(BASE + 5 * HOUR), history_interval_seconds: 3600 },
+  { history_start: iso(BASE - 24 * HOUR), history_end: iso(BASE + 3 * 24 * HOUR), history_interval_seconds: 7 * 3600 },
+  { history_start: iso(Date.UTC(1999, 0, 1)), history_end: iso(Date.UTC(1999, 0, 2)), history_interval_seconds: 3600 },
+  { history_start: iso(BASE), history_end: iso(BASE), history_interval_seconds: 3600 }
+]
+
+/** The rollup holds exactly what adding up the final runs again gives. */
+const rollupIsExact = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const drift = yield* sql`
+    WITH fresh AS (
+      SELECT flow_run_rollup_slot(expected_start_time) AS slot, state_type, state_name, count(*) AS count_runs,
+        sum(GREATEST(0, total_run_time)::numeric) AS sum_run_time,
+        sum(flow_run_rollup_lateness(start_time, expected_start_time)) AS sum_lateness
+      FROM flow_run
+      WHERE state_type IN ('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED') AND state_name IS NOT NULL
+        AND expected_start_time IS NOT NULL
+      GROUP BY 1, 2, 3
+    ),
+    kept AS (SELECT slot, state_type, state_name, count_runs, sum_run_time, sum_lateness FROM flow_run_rollup WHERE count_runs <> 0)
+    (SELECT 'missing' AS side, * FROM fresh EXCEPT SELECT 'missing', * FROM kept)
+    UNION ALL
+    (SELECT 'extra', * FROM kept EXCEPT SELECT 'extra', * FROM fresh)
+  `
+  expect(drift).toEqual([])
+  const empty = yield* sql`SELECT * FROM flow_run_rollup WHERE count_runs = 0 AND (sum_run_time <> 0 OR sum_lateness <> 0)`
+  expect(empty).toEqual([])
+})
+
+describe("flow-run queries at scale", () => {
+  it.layer(testServer(), { timeout: 180_000 })((it) => {
+    it.effect("history and the unfiltered count from the rollup answer as the plain queries, through every kind of write", () =>
+      Effect.gen(function* () {
+        // The clock stays near one time (clocks moving far wake every sleeping loop at each step):
+        // 42 runs expected 37 minutes (and a bit) apart before it, each driven to its fate now.
+        yield* TestClock.setTime(BASE + 30 * HOUR)
+        const alpha = (yield* post("/flows/", { name: "rollup-alpha" })).id
+        const beta = (yield* post("/flows/", { name: "rollup-beta" })).id
+        const runs: Array<{ id: string; fate: number }> = []
+        for (let i = 0; i < 42; i++) {
+          const expected = BASE + i * (37 * MINUTE + 1_234)
+          const run = yield* post("/flow_runs/", {
+            flow_id: i % 3 === 0 ? beta : alpha,
+            state: { type: "SCHEDULED", state_details: { scheduled_time: iso(expected) } }
+          })
+          runs.push({ id: run.id, fate: i % 7 })
+        }
+        for (const [i, run] of runs.entries()) {
+          yield* TestClock.adjust(`${(i % 4) * 1_001} millis`)
+          if (run.fate === 0) continue
+          if (run.fate === 6) {
+            yield* setState(run.id, { type: "CANCELLED" })
+            continue
+          }
+          yield* setState(run.id, { type: "PENDING" })
+          if (run.fate === 1) continue
+          yield* setState(run.id, { type: "RUNNING" })
+          if (run.fate === 2) continue
+          yield* TestClock.adjust(`${(i % 5) * 7_013 + 1_301} millis`)
+          yield* setState(run.id, { type: run.fate === 3 ? "COMPLETED" : run.fate === 4 ? "FAILED" : "CRASHED" })
+        }
+        yield* TestClock.adjust("3 seconds")
+
+        const check = Effect.gen(function* () {
+          yield* rollupIsExact
+          for (const window of windows) yield* sameHistory(window)
+          expect(yield* post("/flow_runs/count", {})).toBe(yield* post("/flow_runs/count", everyRun))
+          expect(yield* post("/flow_runs/count", { flow_runs: {} })).toBe(yield* post("/flow_runs/count", everyRun))
+        })
+        yield* check
+        const day = yield* sameHistory(windows[0]!)
+        expect(day[0].states.map((s: any) => s.state_type)).toEqual(
+          expect.arrayContaining(["CANCELLED", "COMPLETED", "CRASHED", "FAILED", "PENDING", "RUNNING", "SCHEDULED"])
+        )
+
+        // A final run run again, a final run forced into another final state, deletions, a flow's runs going with it.
+        yield* setState(runs[3]!.id, { type: "SCHEDULED", state_details: { scheduled_time: iso(BASE + 40 * HOUR) } }, true)
+        yield* check
+        yield* setState(runs[4]!.id, { type: "COMPLETED" }, true)
+        yield* check
+        yield* setState(runs[10]!.id, { type: "RUNNING" }, true)
+        yield* setState(runs[10]!.id, { type: "COMPLETED", name: "Cached" }, true)
+        yield* check
+        expect((yield* request("DELETE", `/flow_runs/${runs[17]!.id}`)).status).toBe(204)
+        yield* check
+        yield* post("/flow_runs/bulk_delete", { flow_runs: { id: { any_: [runs[24]!.id, runs[25]!.id, runs[26]!.id] } } })
+        yield* check
+        expect((yield* request("DELETE", `/flows/${beta}`)).status).toBe(204)
+        yield* check
+      }), 120_000
+    )
+
+    it.effect("a filter on several state types reads them one at a time and answers the same page", () =>
+      Effect.gen(function* () {
+        const flow = (yield* post("/flows/", { name: "split-states" })).id
+        const types = ["SCHEDULED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CRASHED"] as const
+        for (let i = 0; i < 36; i++) {
+          // Pairs share an expected start time: ties are broken by id.
+          const expected = BASE + 100 * HOUR + Math.floor(i / 2) * MINUTE
+          const run = yield* post("/flow_runs/", {
+            flow_id: flow,
+            state: { type: "SCHEDULED", state_details: { scheduled_time: iso(expected) } }
+          })
+          const type = types[i % types.length]!
+          if (type !== "SCHEDULED") yield* setState(run.id, { type }, true)
+          yield* TestClock.adjust("1 second")
+        }
+        const mine = { flows: { name: { any_: ["split-states"] } } }
+        const page = (flowRuns: Record<string, unknown>, sort: string, limit: number, offset: number) =>
+          Effect.map(post("/flow_runs/filter", { ...mine, flow_runs: flowRuns, sort, limit, offset }), (runs) =>
+            runs.map((r: any) => r.id))
+        for (const sort of ["ID_DESC", "START_TIME_ASC", "START_TIME_DESC", "EXPECTED_START_TIME_ASC", "EXPECTED_START_TIME_DESC"]) {
+          for (const [limit, offset] of [[200, 0], [5, 0], [5, 3], [4, 9], [0, 0], [50, 30]] as const) {
+            for (const any_ of [["FAILED", "CRASHED"], ["COMPLETED", "RUNNING", "SCHEDULED", "RUNNING"], ["PAUSED", "PENDING"]]) {
+              const split = yield* page({ state: { type: { any_ } } }, sort, limit, offset)
+              // or_ over one criterion means the same and is read in one piece.
+              const whole = yield* page({ operator: "or_", state: { type: { any_ } } }, sort, limit, offset)
+              expect(split, `${sort} ${limit}/${offset} ${any_}`).toEqual(whole)
+            }
+          }
+          const withOthers = yield* page({ state: { type: { any_: ["FAILED", "COMPLETED"], not_any_: ["FAILED"] } } }, sort, 200, 0)
+          expect(withOthers).toEqual(yield* page({ state: { type: { any_: ["COMPLETED"] } } }, sort, 200, 0))
+        }
+      })
+    )
+
+    it.effect("pages are written as the schema encodes them, details and policies decoded as the schema does", () =>
+      Effect.gen(function* () {
+        const repo = yield* FlowRunsRepo
+        const flow = (yield* post("/flows/", { name: "wire" })).id
+        yield* post("/flow_runs/", {
+          flow_id: flow,
+          tags: ["a", "b"],
+          labels: { team: "x", n: 3, ok: true },
+          parameters: { nested: { list: [1, "two", null] }, "1": "numeric key" },
+          context: { k: "v" },
+          empirical_policy: { max_retries: 2, retry_delay_seconds: 1.5, retries: 2, retry_delay: 1, pause_keys: ["p"], resuming: true, retry_type: "in_process" },
+          state: { type: "SCHEDULED", message: "soon", data: { x: 1 }, state_details: { scheduled_time: "2031-05-06T07:08:09.123Z", pause_key: "k" } }
+        })
+        yield* post("/flow_runs/", { flow_id: flow })
+        const run = yield* post("/flow_runs/", { flow_id: flow, state: { type: "RUNNING" } })
+        yield* setState(run.id, { type: "PAUSED", state_details: { pause_timeout: "2031-01-01T00:00:00Z", pause_reschedule: true } }, true)
+        const runs = yield* repo.filter({ flows: { operator: "and_", name: { any_: ["wire"] } }, sort: "ID_DESC", limit: 200, offset: 0 })
+        expect(runs).toHaveLength(3)
+        expect(flowRunsJson(runs)).toBe(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(runs)))
+        const answered = yield* request("POST", "/flow_runs/filter", { body: { flows: { name: { any_: ["wire"] } } } })
+        expect(answered.headers.get("content-type")).toBe("application/json")
+        expect(answered.body.map((r: any) => r.id)).toEqual(runs.map((r) => r.id))
+
+        const schemaDetails = Schema.decodeUnknownSync(StateDetails)
+        const details: Array<unknown> = [
+          {},
+          { flow_run_id: MISSING, scheduled_time: "2031-01-01T00:00:00.000Z", extra: 1 },
+          { deferred: null, untrackable_result: true, run_input_keyset: { a: "b" } },
+          { pause_timeout: "2031-01-01T10:00:00+02:00", retriable: false, cache_key: "c" }
+        ]
+        for (const raw of details) expect(decodeStateDetails(raw)).toEqual(schemaDetails(raw))
+        for (const raw of details) expect(JSON.stringify(decodeStateDetails(raw))).toBe(JSON.stringify(schemaDetails(raw)))
+        for (const bad of [{ flow_run_id: "not-a-uuid" }, { scheduled_time: "never" }, { untrackable_result: null }]) {
+          expect(() => decodeStateDetails(bad)).toThrow()
+        }
+        const schemaPolicy = Schema.decodeUnknownSync(FlowRunPolicy)
+        for (const raw of [{}, { max_retries: 3, pause_keys: null, resuming: null }, { retry_type: "reschedule", extra: true }]) {
+          expect(JSON.stringify(decodePolicy(raw))).toBe(JSON.stringify(schemaPolicy(raw)))
+        }
+        for (const bad of [{ max_retries: 1.5 }, { retry_type: "later" }, { pause_keys: [1] }]) {
+          expect(() => decodePolicy(bad)).toThrow()
+        }
+      })
+    )
+  })
+})
