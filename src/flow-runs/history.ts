@@ -1,7 +1,9 @@
 /**
- * Flow-run history and the unfiltered count over many runs, from `flow_run_rollup` (migration 0016):
- * final runs counted per hour of expected start time and per state, with their run time and
- * lateness summed, kept by triggers in the same transactions as the runs. A history reads whole hours
+ * Flow-run history and the unfiltered count over many runs, from `flow_run_rollup` (migrations 0016
+ * and 0017): final runs counted per hour of expected start time and per state, with their run time
+ * and lateness summed, kept by triggers in the same transactions as the runs (as changes appended to
+ * `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts,
+ * and are always read together). A history reads whole hours
  * that fall inside one of its intervals from the rollup, and from the runs themselves: the runs not
  * final yet (their estimates depend on the time of the request; few, behind a partial index) and the
  * final runs of the hours an interval boundary cuts. The answer is the one the plain query over the
@@ -141,9 +143,13 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, at: Date) 
       SELECT bucket_start, state_type, state_name, sum(count_runs) AS count_runs,
         sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
       FROM (
-        SELECT ${bin("flow_run_rollup.slot")} AS bucket_start, state_type, state_name, count_runs,
+        SELECT ${bin("rollup.slot")} AS bucket_start, state_type, state_name, count_runs,
           sum_run_time AS run_time, sum_lateness * 1000000 AS lateness
-        FROM flow_run_rollup
+        FROM (
+          SELECT * FROM flow_run_rollup
+          UNION ALL
+          SELECT * FROM flow_run_rollup_delta
+        ) rollup
         WHERE slot >= ${plan.wholeFrom}::timestamptz AND slot < ${plan.wholeTo}::timestamptz
           AND slot <> ALL(${plan.cutSlots}::timestamptz[])
         UNION ALL
@@ -190,6 +196,7 @@ export const countAll = (sql: SqlClient) =>
   Effect.map(
     sql<{ count: string }>`
       SELECT (SELECT coalesce(sum(count_runs), 0) FROM flow_run_rollup)
+        + (SELECT coalesce(sum(count_runs), 0) FROM flow_run_rollup_delta)
         + (SELECT count(*) FROM flow_run WHERE ${sql.unsafe(ROLLED_UP)} IS NOT TRUE) AS count
     `,
     (rows) => Number(rows[0]!.count)

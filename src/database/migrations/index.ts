@@ -18,6 +18,7 @@ import m0013 from "./0013_block_document_links.ts"
 import m0014 from "./0014_events.ts"
 import m0015 from "./0015_automations.ts"
 import m0016 from "./0016_flow_run_queries.ts"
+import m0017 from "./0017_flow_run_rollup_deltas.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -35,5 +36,6 @@ export const migrations = {
   "0013_block_document_links": m0013,
   "0014_events": m0014,
   "0015_automations": m0015,
-  "0016_flow_run_queries": m0016
+  "0016_flow_run_queries": m0016,
+  "0017_flow_run_rollup_deltas": m0017
 }
