@@ -1,0 +1,447 @@
+/**
+ * `npm run bench`: Baton under load on loopback, with the baselines measured in the same run, printed
+ * as one table (and saved as JSON under scripts/bench/results/).
+ *
+ *   npm run bench [-- --pg postgresql://postgres@127.0.0.1:5432] [--embedded] [--seconds 10]
+ *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--quick]
+ *
+ * The server runs as `baton server start` does (bin/baton.mjs: the bundle in dist/, which
+ * `npm run bench` builds first) against a fresh database `baton_bench` on the PostgreSQL at --pg, or
+ * with --embedded on a fresh embedded database (the SQL, pg-boss and 1M-run rows then still use
+ * PostgreSQL, and the 1M-run queries are skipped). Scenario by scenario, see docs/performance.md.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import pg from "pg"
+import { queryCases } from "./flow-run-queries.ts"
+import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
+import { cannon, closedLoop, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
+import { machine, type Row, save, table } from "./report.ts"
+import { seedRuns } from "./seed.ts"
+import { idleRss, startServer, type StartedServer, startupReport } from "./startup.ts"
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+
+const argument = (name: string, fallback: string): string => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at === -1 ? fallback : process.argv[at + 1] ?? fallback
+}
+const flag = (name: string) => process.argv.includes(`--${name}`)
+
+const quick = flag("quick")
+const options = {
+  pg: argument("pg", process.env.BENCH_PG_URL ?? "postgresql://postgres@127.0.0.1:5432"),
+  embedded: flag("embedded"),
+  seconds: Number(argument("seconds", quick ? "5" : "10")),
+  workers: Number(argument("workers", "8")),
+  runs: Number(argument("runs", quick ? "100000" : "1000000")),
+  deployments: Number(argument("deployments", quick ? "200" : "1000")),
+  soakMinutes: Number(argument("soak-minutes", quick ? "0.5" : "2")),
+  port: Number(argument("port", "4350"))
+}
+
+const rows: Array<Row> = []
+const record = (row: Row) => {
+  rows.push(row)
+  console.log(table([row]).split("\n")[2])
+}
+
+const DATABASE = "baton_bench"
+const databaseUrl = `${options.pg.replace(/\/$/, "")}/${DATABASE}`
+
+const freshDatabase = async () => {
+  const admin = new pg.Client({ connectionString: `${options.pg.replace(/\/$/, "")}/postgres` })
+  await admin.connect()
+  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`)
+  await admin.query(`CREATE DATABASE ${DATABASE}`)
+  await admin.end()
+}
+
+const startBareHttp = async (port: number): Promise<ChildProcess> => {
+  const child = spawn(process.execPath, [path.join(ROOT, "scripts/bench/bare-http.mjs"), String(port)], { stdio: ["ignore", "pipe", "inherit"] })
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve())
+    child.once("exit", (code) => reject(new Error(`bare http server exited with ${code}`)))
+  })
+  return child
+}
+
+const rssOf = (server: StartedServer) => idleRss(server.pid)
+
+const target = (met: boolean, text: string) => ({ target: text, met })
+
+/** GET /health on bare node:http, then on Baton, then a route through the full router. */
+const health = async (server: StartedServer, api: string) => {
+  const barePort = options.port + 49
+  const bare = await startBareHttp(barePort)
+  const baseline = await cannon({ url: `http://127.0.0.1:${barePort}/v2/api/health`, connections: 50, seconds: options.seconds })
+  bare.kill()
+  record({ scenario: "baseline: bare node:http GET /health", throughput: baseline.throughput, p50: baseline.p50, p99: baseline.p99 })
+  const baton = await cannon({ url: `${api}/health`, connections: 50, seconds: options.seconds })
+  const ratio = baton.throughput / baseline.throughput
+  record({
+    scenario: "GET /health (50 connections)",
+    throughput: baton.throughput,
+    p50: baton.p50,
+    p99: baton.p99,
+    rssMiB: rssOf(server),
+    versus: "bare node:http",
+    ratio,
+    ...target(ratio >= 0.7, ">= 70%")
+  })
+  const version = await cannon({ url: `${api}/version`, connections: 50, seconds: options.seconds })
+  record({
+    scenario: "GET /version (full router, 50 connections)",
+    throughput: version.throughput,
+    p50: version.p50,
+    p99: version.p99,
+    rssMiB: rssOf(server),
+    versus: "bare node:http",
+    ratio: version.throughput / baseline.throughput,
+    note: "every request through the Api's router and middleware"
+  })
+}
+
+/** POST /flow_runs/ with 50 clients as fast as they can, then at a steady rate. */
+const create = async (server: StartedServer, api: JsonClient, apiUrl: string) => {
+  const flow = await api.post("/flows/", { name: `bench-create-${Date.now()}` })
+  const body = { flow_id: flow.id }
+  const closed = await cannon({ url: `${apiUrl}/flow_runs/`, method: "POST", body, connections: 50, seconds: options.seconds })
+  record({
+    scenario: "POST /flow_runs/ (50 clients, closed loop)",
+    throughput: closed.throughput,
+    p50: closed.p50,
+    p99: closed.p99,
+    rssMiB: rssOf(server),
+    ...target(closed.p99 < 20, "p99 < 20 ms"),
+    note: closed.errors > 0 ? `${closed.errors} errors` : "each client sends again as soon as answered"
+  })
+  const rate = Math.max(50, Math.round(closed.throughput * 0.5))
+  const paced = await cannon({ url: `${apiUrl}/flow_runs/`, method: "POST", body, connections: 50, seconds: options.seconds, rate })
+  record({
+    scenario: `POST /flow_runs/ (50 clients, ${rate} req/s in all)`,
+    throughput: paced.throughput,
+    p50: paced.p50,
+    p99: paced.p99,
+    rssMiB: rssOf(server),
+    ...target(paced.p99 < 20, "p99 < 20 ms"),
+    note: "half the closed-loop throughput, as a steady rate"
+  })
+}
+
+/** The run lifecycle with N workers: Baton's API, the same SQL through pg, and pg-boss. */
+const lifecycle = async (server: StartedServer, api: JsonClient) => {
+  const setup = await setUpLifecycle(api, options.workers)
+  const seconds = options.seconds * 1.5
+  const baton = await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers })
+  const sql = await closedLoop(options.workers, seconds, sqlLifecycle(pool, setup))
+  await pool.end()
+  record({
+    scenario: `baseline: lifecycle SQL through pg (${options.workers} clients)`,
+    throughput: sql.throughput,
+    unit: "runs/s",
+    p50: sql.p50,
+    p99: sql.p99,
+    note: "Baton's statements of one lifecycle, without HTTP and Baton"
+  })
+  const boss = await pgBossLifecycle(databaseUrl, options.workers)
+  let bossResult: LoadResult
+  try {
+    bossResult = await closedLoop(options.workers, seconds, boss.lifecycle)
+  } finally {
+    await boss.stop()
+  }
+  record({
+    scenario: `baseline: pg-boss send/fetch/complete (${options.workers} workers)`,
+    throughput: bossResult.throughput,
+    unit: "jobs/s",
+    p50: bossResult.p50,
+    p99: bossResult.p99,
+    note: "pg-boss 10 on the same database"
+  })
+  const ratio = baton.throughput / sql.throughput
+  record({
+    scenario: `run lifecycle via API (${options.workers} workers)`,
+    throughput: baton.throughput,
+    unit: "runs/s",
+    p50: baton.p50,
+    p99: baton.p99,
+    rssMiB: rssOf(server),
+    versus: "lifecycle SQL",
+    ratio,
+    ...target(ratio >= 0.5 && baton.throughput > bossResult.throughput, ">= 50% of SQL, > pg-boss"),
+    note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
+  })
+}
+
+/** POST /events in batches of 50. */
+const events = async (server: StartedServer, apiUrl: string) => {
+  const batch = Array.from({ length: 50 }, (_, i) => ({
+    occurred: new Date().toISOString(),
+    event: "bench.event.happened",
+    resource: { "prefect.resource.id": `bench.resource.${i % 7}` },
+    payload: { i },
+    id: "00000000-0000-4000-8000-000000000000"
+  }))
+  // Each request gets events of its own: autocannon replays one body, so ids are made per request.
+  const result = await cannonEvents(apiUrl, batch)
+  record({
+    scenario: "POST /events (batches of 50, 10 clients)",
+    throughput: result.throughput * 50,
+    unit: "events/s",
+    p50: result.p50,
+    p99: result.p99,
+    rssMiB: rssOf(server),
+    note: `${result.throughput.toFixed(0)} batches/s`
+  })
+}
+
+const cannonEvents = async (apiUrl: string, batch: ReadonlyArray<Record<string, unknown>>): Promise<LoadResult> => {
+  const client = jsonClient(apiUrl)
+  return closedLoop(10, options.seconds, async () => {
+    const body = batch.map((event) => ({ ...event, id: crypto.randomUUID(), occurred: new Date().toISOString() }))
+    const res = await client.send("POST", "/events", body)
+    if (res.status !== 204) throw new Error(`POST /events: ${res.status}`)
+  })
+}
+
+/** Time from a run's scheduled time to its Pending state, for a polling worker and a held poll. */
+const workerLatency = async (server: StartedServer, api: JsonClient) => {
+  const setup = await setUpLifecycle(api, 2)
+  const held = await api.send("POST", `/work_pools/${setup.pool}/get_scheduled_flow_runs`, { wait_seconds: 61 })
+  const holds = held.status === 422
+  const measureMode = async (
+    queueIndex: number,
+    poll: (queue: string) => Promise<Array<{ flow_run: { id: string; state: any } }>>,
+    runs: number,
+    pause = 0
+  ) => {
+    const queue = setup.queues[queueIndex]!.name
+    const latencies: Array<number> = []
+    let done = false
+    const worker = (async () => {
+      while (!done) {
+        for (const { flow_run } of await poll(queue)) {
+          const scheduled = new Date(flow_run.state.state_details.scheduled_time).getTime()
+          await api.post(`/flow_runs/${flow_run.id}/set_state`, { state: { type: "PENDING" } })
+          latencies.push(Date.now() - scheduled)
+        }
+        if (pause > 0) await sleep(pause)
+      }
+    })()
+    for (let i = 0; i < runs; i++) {
+      await sleep(700 + Math.random() * 1500)
+      await api.post(`/deployments/${setup.deploymentId}/create_flow_run`, { work_queue_name: queue })
+    }
+    const deadline = Date.now() + 15_000
+    while (latencies.length < runs && Date.now() < deadline) await sleep(50)
+    done = true
+    await worker.catch(() => undefined)
+    return latencies
+  }
+  const runs = quick ? 5 : 10
+  // A worker's loop: poll, submit what came, sleep the polling interval.
+  const polling = await measureMode(0, (queue) =>
+    api.post(`/work_pools/${setup.pool}/get_scheduled_flow_runs`, { work_queue_names: [queue] }), runs, 10_000)
+  record({
+    scenario: "worker latency: polling every 10 s",
+    p50: percentile(polling, 50),
+    p99: percentile(polling, 99),
+    rssMiB: rssOf(server),
+    note: `${polling.length} runs; scheduled time to Pending`
+  })
+  if (!holds) {
+    record({ scenario: "worker latency: held poll", note: "this server has no wait_seconds" })
+    return
+  }
+  const heldLatencies = await measureMode(1, (queue) =>
+    api.post(`/work_pools/${setup.pool}/get_scheduled_flow_runs`, { work_queue_names: [queue], wait_seconds: 30 }), runs)
+  record({
+    scenario: "worker latency: held poll (wait_seconds 30)",
+    p50: percentile(heldLatencies, 50),
+    p99: percentile(heldLatencies, 99),
+    rssMiB: rssOf(server),
+    note: `${heldLatencies.length} runs; scheduled time to Pending`
+  })
+}
+
+/** `deployments` interval deployments, then a services process; time until every run is there. */
+const scheduler = async (api: JsonClient) => {
+  const flow = await api.post("/flows/", { name: `bench-scheduler-${Date.now()}` })
+  const ids: Array<string> = []
+  const queue = Array.from({ length: options.deployments }, (_, i) => i)
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      for (let i = queue.shift(); i !== undefined; i = queue.shift()) {
+        const deployment = await api.post("/deployments/", {
+          name: `scheduled-${i}`,
+          flow_id: flow.id,
+          schedules: [{ schedule: { interval: 3600 }, active: true }]
+        })
+        ids.push(deployment.id)
+      }
+    })
+  )
+  const count = async () => (await api.post("/flow_runs/count", { flows: { id: { any_: [flow.id] } } })) as number
+  const services = spawn(process.execPath, [path.join(ROOT, "bin/baton.mjs"), "server", "services", "start"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      BATON_SERVER_DATABASE_CONNECTION_URL: databaseUrl,
+      BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "true"
+    },
+    stdio: "ignore"
+  })
+  const spawned = performance.now()
+  let first: number | undefined
+  let last = 0
+  let lastChange = performance.now()
+  try {
+    for (;;) {
+      await sleep(200)
+      const n = await count()
+      if (n > 0 && first === undefined) first = performance.now()
+      if (n !== last) {
+        last = n
+        lastChange = performance.now()
+      }
+      if (n > 0 && performance.now() - lastChange > 5_000) break
+      if (performance.now() - spawned > 180_000) break
+    }
+  } finally {
+    services.kill("SIGTERM")
+  }
+  const total = (lastChange - spawned) / 1000
+  record({
+    scenario: `scheduler: ${options.deployments} deployments`,
+    throughput: last / total,
+    unit: "runs/s",
+    note: `${last} runs; all there ${total.toFixed(1)} s after the services process started (first after ${(((first ?? spawned) - spawned) / 1000).toFixed(1)} s); loop is 60 s`,
+    ...target(total < 60, "within one 60 s loop")
+  })
+}
+
+/** Filter, count and history over `runs` seeded runs, one request after the other. */
+const queries = async (server: StartedServer, apiUrl: string) => {
+  const seeded = performance.now()
+  await seedRuns(databaseUrl, { runs: options.runs })
+  record({ scenario: `seed ${options.runs} runs (seed.ts)`, note: `${((performance.now() - seeded) / 1000).toFixed(0)} s, multi-row INSERT … SELECT` })
+  const client = jsonClient(apiUrl)
+  for (const c of await queryCases(apiUrl)) {
+    const times: Array<number> = []
+    for (let i = 0; i < 5; i++) await client.post(c.route, c.body)
+    const until = performance.now() + 10_000
+    while (times.length < 100 && performance.now() < until) {
+      const t = performance.now()
+      await client.post(c.route, c.body)
+      times.push(performance.now() - t)
+    }
+    const p99 = percentile(times, 99)
+    record({
+      scenario: `${c.route.slice(1)}: ${c.name}`,
+      p50: percentile(times, 50),
+      p99,
+      rssMiB: rssOf(server),
+      ...target(p99 < 50, "p99 < 50 ms"),
+      note: `${times.length} requests over ${(options.runs / 1e6).toFixed(1)}M runs`
+    })
+  }
+}
+
+/** The lifecycle for `minutes`, with the server's RSS sampled every 10 s. */
+export const soak = async (server: StartedServer, api: JsonClient, minutes: number, workers: number) => {
+  const setup = await setUpLifecycle(api, workers)
+  const samples: Array<{ at: number; rssMiB: number }> = []
+  const started = performance.now()
+  const every = Math.min(10_000, (minutes * 60_000) / 12)
+  const sampler = setInterval(() => samples.push({ at: (performance.now() - started) / 1000, rssMiB: rssOf(server) }), every)
+  let result: LoadResult
+  try {
+    result = await closedLoop(workers, minutes * 60, apiLifecycle(api, setup))
+  } finally {
+    clearInterval(sampler)
+  }
+  // Growth: the last quarter's mean against the second quarter's (after warm-up).
+  const quarter = Math.max(1, Math.floor(samples.length / 4))
+  const mean = (xs: ReadonlyArray<{ rssMiB: number }>) => xs.reduce((a, s) => a + s.rssMiB, 0) / Math.max(1, xs.length)
+  const early = mean(samples.slice(quarter, 2 * quarter))
+  const late = mean(samples.slice(-quarter))
+  return { result, samples, early, late, growth: late - early }
+}
+
+const main = async () => {
+  const started = performance.now()
+  console.log(`Baton bench on ${JSON.stringify(machine())}`)
+  console.log(`options ${JSON.stringify(options)}`)
+  await freshDatabase()
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-"))
+  const server = await startServer({
+    home,
+    port: options.port,
+    ...(options.embedded ? {} : { databaseUrl }),
+    env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+    stdio: "inherit",
+    timeoutMs: 120_000
+  })
+  const apiUrl = `http://127.0.0.1:${options.port}/v2/api`
+  const api = jsonClient(apiUrl)
+  try {
+    await sleep(3000)
+    const idle = rssOf(server)
+    record({ scenario: "server idle after start", rssMiB: idle, ...target(idle < 150, "RSS < 150 MiB"), note: options.embedded ? "embedded database" : "PostgreSQL" })
+    await health(server, apiUrl)
+    await create(server, api, apiUrl)
+    await lifecycle(server, api)
+    await events(server, apiUrl)
+    await workerLatency(server, api)
+    if (!options.embedded) await scheduler(api)
+    if (options.soakMinutes > 0) {
+      const soaked = await soak(server, api, options.soakMinutes, options.workers)
+      record({
+        scenario: `lifecycle soak, ${options.soakMinutes} min`,
+        throughput: soaked.result.throughput,
+        unit: "runs/s",
+        p50: soaked.result.p50,
+        p99: soaked.result.p99,
+        rssMiB: rssOf(server),
+        ...target(soaked.growth < 10, "no RSS growth"),
+        note: `RSS ${soaked.early.toFixed(0)} → ${soaked.late.toFixed(0)} MiB (2nd vs last quarter); npm run bench:soak runs 10 min`
+      })
+    }
+    if (!options.embedded) await queries(server, apiUrl)
+    else record({ scenario: "flow-run queries over 1M runs", note: "PostgreSQL only (run without --embedded)" })
+  } finally {
+    await server.stop()
+  }
+  const startupHome = fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-startup-"))
+  const startup = await startupReport({ home: startupHome, port: options.port + 1, runs: 3, idleSeconds: 3 })
+  const startupMs = percentile(startup.starts.map((s) => s.startupMs), 50)
+  const embeddedRss = percentile(startup.starts.map((s) => s.idleRssMiB), 50)
+  record({
+    scenario: "start-up, existing embedded database",
+    p50: startupMs,
+    rssMiB: embeddedRss,
+    ...target(startupMs < 2000, "< 2000 ms"),
+    note: `spawn to first 200 from /health; median of 3 (first start, migrating: ${startup.firstStartMs.toFixed(0)} ms); RSS idle, embedded`
+  })
+  const seconds = (performance.now() - started) / 1000
+  console.log(`\n${table(rows)}\n\nbench took ${(seconds / 60).toFixed(1)} min`)
+  const file = save({ machine: machine(), options, seconds, rows })
+  console.log(`results: ${path.relative(ROOT, file)}`)
+}
+
+const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+if (isMain) {
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error)
+      if (rows.length > 0) console.log(`\npartial results:\n${table(rows)}`)
+      process.exit(1)
+    }
+  )
+}
