@@ -1,14 +1,19 @@
 /**
- * Flow-run history and the unfiltered count over many runs, from `flow_run_rollup` (migrations 0016
- * and 0017): final runs counted per hour of expected start time and per state, with their run time
- * and lateness summed, kept by triggers in the same transactions as the runs (as changes appended to
- * `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts,
- * and are always read together). A history reads whole hours
- * that fall inside one of its intervals from the rollup, and from the runs themselves: the runs not
- * final yet (their estimates depend on the time of the request; few, behind a partial index) and the
- * final runs of the hours an interval boundary cuts. The answer is the one the plain query over the
- * runs gives (sums are added exactly as numeric, then rounded once).
+ * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 and 0017):
+ * final runs counted per hour of expected start time and per state, with their run time and lateness
+ * summed, kept by triggers in the same transactions as the runs (as changes appended to
+ * `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts, and
+ * are always read together).
+ *
+ * It serves the bodies whose only filter is on the runs' expected start time (after_, before_) and
+ * state (type and name any_), or none. Whole hours inside the window (and inside one interval of a
+ * history) come from the rollup; from the runs themselves come the runs not final yet (their
+ * estimates depend on the time of the request; few, behind a partial index) and the final runs of the
+ * hours a boundary cuts (an interval's, or the filter's). The answer is the one the plain query over
+ * the runs gives; sums are added exactly as numeric and rounded once (the plain query adds run times as
+ * doubles, so its last binary digit may differ).
  */
+import type { Statement } from "@effect/sql"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { StateType } from "../domain/states.ts"
@@ -26,15 +31,56 @@ const ROLLED_UP =
 /** Body keys that are not filters. */
 const NOT_FILTERS = new Set(["sort", "offset", "limit", "page", "history_start", "history_end", "history_interval_seconds"])
 
-const isEmptyFilter = (filter: unknown) =>
-  typeof filter === "object" && filter !== null &&
-  Object.entries(filter).every(([key, value]) => key === "operator" || value === null || value === undefined)
+/** What a body may filter on for the rollup to answer it: all optional, all ANDed. */
+export interface RollupFilter {
+  readonly after?: Date
+  readonly before?: Date
+  readonly types?: ReadonlyArray<string>
+  readonly names?: ReadonlyArray<string>
+}
 
-/** True when the body filters nothing: no related filter, and the flow-run filter (if any) has no criterion. */
-export const isUnfiltered = (query: Readonly<Record<string, unknown>>) =>
-  Object.entries(query).every(([key, value]) =>
-    NOT_FILTERS.has(key) || value === null || value === undefined || (key === "flow_runs" && isEmptyFilter(value))
-  )
+type Criteria = Readonly<Record<string, unknown>>
+
+const present = (criteria: Criteria) =>
+  Object.entries(criteria).filter(([key, value]) => key !== "operator" && value !== null && value !== undefined)
+
+/**
+ * The body's filter as a RollupFilter, or undefined when it filters on anything else: a related
+ * object, another field of the run, not_any_, or or_ between two criteria.
+ */
+export const rollupFilter = (query: Criteria): RollupFilter | undefined => {
+  let filter: { -readonly [K in keyof RollupFilter]: RollupFilter[K] } = {}
+  for (const [key, value] of Object.entries(query)) {
+    if (NOT_FILTERS.has(key) || value === null || value === undefined) continue
+    if (key !== "flow_runs") return undefined
+    const runs = value as Criteria
+    const criteria = present(runs)
+    if (criteria.length > 1 && runs.operator === "or_") return undefined
+    for (const [field, criterion] of criteria) {
+      const c = criterion as Criteria
+      if (field === "expected_start_time") {
+        if (present(c).some(([k]) => k !== "after_" && k !== "before_")) return undefined
+        if (c.after_ != null) filter = { ...filter, after: c.after_ as Date }
+        if (c.before_ != null) filter = { ...filter, before: c.before_ as Date }
+      } else if (field === "state") {
+        const parts = present(c)
+        if (parts.length > 1 && c.operator === "or_") return undefined
+        for (const [part, values] of parts) {
+          if (part !== "type" && part !== "name") return undefined
+          const v = values as Criteria
+          if (present(v).some(([k]) => k !== "any_")) return undefined
+          if (v.any_ == null) continue
+          filter = part === "type"
+            ? { ...filter, types: v.any_ as ReadonlyArray<string> }
+            : { ...filter, names: v.any_ as ReadonlyArray<string> }
+        }
+      } else {
+        return undefined
+      }
+    }
+  }
+  return filter
+}
 
 export interface HistoryRow {
   readonly interval_start: Date
@@ -48,49 +94,47 @@ export interface HistoryRow {
   }>
 }
 
-/** The window's buckets, as the plain history computes them: at most 500 from `start`. */
-const bucketsOf = (options: HistoryWindow) => {
-  const span = (options.end.getTime() - options.start.getTime()) / 1000
-  const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
-  const until = new Date(options.start.getTime() + buckets * options.intervalSeconds * 1000)
-  return { buckets, until }
-}
-
 const iso = (ms: number) => new Date(ms).toISOString()
+const slotOf = (ms: number) => ms - (((ms % SLOT_MS) + SLOT_MS) % SLOT_MS)
 
 /**
- * Which hours come from the rollup (whole hours inside the window with no interval boundary inside
- * them) and which time ranges from the runs (the hours a boundary cuts). Undefined when the interval
- * is not a whole number of seconds (the plain query is used then).
+ * Which hours come from the rollup and which time ranges from the runs. The rows wanted are those
+ * with `start` <= expected start time < `until` (either open) and inside the filter's after_ and
+ * before_ (both inclusive); `boundaries` cut the window into intervals. Hours with a boundary or the
+ * filter's after_ strictly inside, and the hour holding before_, are read from the runs; whole hours
+ * inside everything from the rollup.
  */
-export const rollupPlan = (options: HistoryWindow) => {
-  if (!Number.isInteger(options.intervalSeconds) || options.intervalSeconds < 1) return undefined
-  const { buckets, until } = bucketsOf(options)
-  const startMs = options.start.getTime()
-  const untilMs = until.getTime()
-  const intervalMs = options.intervalSeconds * 1000
-  if (!Number.isSafeInteger(startMs + buckets * intervalMs)) return undefined
+export const rollupPlan = (options: {
+  readonly start?: number
+  readonly until?: number
+  readonly boundaries: ReadonlyArray<number>
+  readonly filter: RollupFilter
+}) => {
+  const after = options.filter.after?.getTime()
+  const before = options.filter.before?.getTime()
   const cut = new Set<number>()
-  for (let i = 0; i <= buckets; i++) {
-    const boundary = startMs + i * intervalMs
-    const offset = ((boundary % SLOT_MS) + SLOT_MS) % SLOT_MS
-    if (offset !== 0) cut.add(boundary - offset)
-  }
+  for (const boundary of options.boundaries) if (slotOf(boundary) !== boundary) cut.add(slotOf(boundary))
+  if (after !== undefined && slotOf(after) !== after) cut.add(slotOf(after))
+  if (before !== undefined) cut.add(slotOf(before))
+  const low = Math.max(options.start ?? -Infinity, after ?? -Infinity)
+  const high = Math.min(options.until ?? Infinity, before !== undefined ? slotOf(before) + SLOT_MS : Infinity)
   const cutSlots = [...cut].sort((a, b) => a - b)
   const ranges: Array<[number, number]> = []
   for (const slot of cutSlots) {
-    const from = Math.max(slot, startMs)
-    const to = Math.min(slot + SLOT_MS, untilMs)
+    const from = Math.max(slot, low)
+    const to = Math.min(slot + SLOT_MS, high)
     if (from >= to) continue
     const last = ranges[ranges.length - 1]
     if (last !== undefined && last[1] === from) last[1] = to
     else ranges.push([from, to])
   }
+  const wholeTo = Math.min(
+    options.until !== undefined ? slotOf(options.until) : Infinity,
+    before !== undefined ? slotOf(before) : Infinity
+  )
   return {
-    buckets,
-    until,
-    wholeFrom: iso(Math.ceil(startMs / SLOT_MS) * SLOT_MS),
-    wholeTo: iso(Math.floor(untilMs / SLOT_MS) * SLOT_MS),
+    wholeFrom: low === -Infinity ? undefined : iso(Math.ceil(low / SLOT_MS) * SLOT_MS),
+    wholeTo: wholeTo === Infinity ? undefined : iso(wholeTo),
     cutSlots: cutSlots.map(iso),
     cutFrom: ranges.map(([from]) => iso(from)),
     cutTo: ranges.map(([, to]) => iso(to))
@@ -123,54 +167,115 @@ const latenessMicros = (sql: SqlClient, at: Date) =>
       THEN round(date_part('epoch', ${at}::timestamptz - flow_run.expected_start_time) * 1000000)::bigint
     ELSE 0 END`
 
-/** The history of every flow run; undefined when the window is one the rollup cannot serve. */
-export const rollupHistory = (sql: SqlClient, options: HistoryWindow, at: Date) =>
+type Fragment = Statement.Fragment
+
+const all = (sql: SqlClient, conditions: ReadonlyArray<Fragment>) => (conditions.length === 0 ? sql`TRUE` : sql.and(conditions))
+
+/** The filter's state conditions on `table`'s state_type and state_name. */
+const stateConditions = (sql: SqlClient, filter: RollupFilter, table: string): Array<Fragment> => [
+  ...(filter.types !== undefined ? [sql`${sql.unsafe(table)}.state_type = ANY(${filter.types}::text[])`] : []),
+  ...(filter.names !== undefined ? [sql`${sql.unsafe(table)}.state_name = ANY(${filter.names}::text[])`] : [])
+]
+
+/** The filter's conditions on a run (its expected start time and state), as the plain query has them. */
+const runConditions = (sql: SqlClient, filter: RollupFilter): Array<Fragment> => [
+  ...(filter.after !== undefined ? [sql`flow_run.expected_start_time >= ${filter.after}`] : []),
+  ...(filter.before !== undefined ? [sql`flow_run.expected_start_time <= ${filter.before}`] : []),
+  ...stateConditions(sql, filter, "flow_run")
+]
+
+/**
+ * The three sources of a rollup answer, each row with its expected start (or hour) as `at_time`,
+ * its state, how many runs and their summed run time (numeric) and lateness (microseconds).
+ */
+const sources = (
+  sql: SqlClient,
+  plan: ReturnType<typeof rollupPlan>,
+  window: { readonly start?: Date; readonly until?: Date; readonly history: boolean },
+  filter: RollupFilter,
+  at: Date
+) => {
+  // A count needs no sums.
+  const sums = window.history ? sql`${runTime(sql, at)}, ${latenessMicros(sql, at)}` : sql`0, 0`
+  const slotConditions = [
+    ...(plan.wholeFrom !== undefined ? [sql`rollup.slot >= ${plan.wholeFrom}::timestamptz`] : []),
+    ...(plan.wholeTo !== undefined ? [sql`rollup.slot < ${plan.wholeTo}::timestamptz`] : []),
+    sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`,
+    ...stateConditions(sql, filter, "rollup")
+  ]
+  const windowConditions = [
+    ...(window.start !== undefined ? [sql`flow_run.expected_start_time >= ${window.start}`] : []),
+    ...(window.until !== undefined ? [sql`flow_run.expected_start_time < ${window.until}`] : []),
+    // A history counts runs with a state; a count every run.
+    ...(window.history ? [sql`flow_run.state_type IS NOT NULL`] : [])
+  ]
+  return sql`
+    SELECT rollup.slot AS at_time, rollup.state_type, rollup.state_name, rollup.count_runs,
+      rollup.sum_run_time AS run_time, rollup.sum_lateness * 1000000 AS lateness
+    FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup
+    WHERE ${all(sql, slotConditions)}
+    UNION ALL
+    SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1, ${sums}
+    FROM flow_run
+    WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter)])} AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
+    UNION ALL
+    SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1, ${sums}
+    FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
+      JOIN flow_run ON flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
+    WHERE ${all(sql, runConditions(sql, filter))} AND ${sql.unsafe(ROLLED_UP)}
+  `
+}
+
+/**
+ * These queries touch few rows but the planner, not knowing the cut ranges, guesses many: without
+ * this it spends hundreds of milliseconds compiling them (JIT).
+ */
+export const withoutJit = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, R>) =>
+  sql.withTransaction(Effect.zipRight(sql`SET LOCAL jit = off`, effect))
+
+/** The window's buckets, as the plain history computes them: at most 500 from `start`. */
+const bucketsOf = (options: HistoryWindow) => {
+  const span = (options.end.getTime() - options.start.getTime()) / 1000
+  const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
+  const until = new Date(options.start.getTime() + buckets * options.intervalSeconds * 1000)
+  return { buckets, until }
+}
+
+/** The history of the runs the filter picks; undefined when the interval is not whole seconds. */
+export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: RollupFilter, at: Date) =>
   Effect.gen(function* () {
-    const plan = rollupPlan(options)
-    if (plan === undefined) return undefined
-    if (plan.buckets === 0) return [] as Array<HistoryRow>
-    // Intervals are whole seconds here: each run's interval found by date_bin, in exact microseconds.
-    const stride = sql`make_interval(secs => ${options.intervalSeconds})`
-    const bin = (column: string) => sql`date_bin(${stride}, ${sql.unsafe(column)}, ${options.start}::timestamptz)`
-    const rows = yield* sql<{
-      bucket_start: Date
-      state_type: StateType
-      state_name: string
-      count_runs: string
-      sum_estimated_run_time: number
-      sum_estimated_lateness: number
-    }>`
-      SELECT bucket_start, state_type, state_name, sum(count_runs) AS count_runs,
-        sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
-      FROM (
-        SELECT ${bin("rollup.slot")} AS bucket_start, state_type, state_name, count_runs,
-          sum_run_time AS run_time, sum_lateness * 1000000 AS lateness
-        FROM (
-          SELECT * FROM flow_run_rollup
-          UNION ALL
-          SELECT * FROM flow_run_rollup_delta
-        ) rollup
-        WHERE slot >= ${plan.wholeFrom}::timestamptz AND slot < ${plan.wholeTo}::timestamptz
-          AND slot <> ALL(${plan.cutSlots}::timestamptz[])
-        UNION ALL
-        SELECT ${bin("flow_run.expected_start_time")}, flow_run.state_type, flow_run.state_name, 1,
-          ${runTime(sql, at)}, ${latenessMicros(sql, at)}
-        FROM flow_run
-        WHERE flow_run.expected_start_time >= ${options.start} AND flow_run.expected_start_time < ${plan.until}
-          AND flow_run.state_type IS NOT NULL AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
-        UNION ALL
-        SELECT ${bin("flow_run.expected_start_time")}, flow_run.state_type, flow_run.state_name, 1,
-          ${runTime(sql, at)}, ${latenessMicros(sql, at)}
-        FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
-          JOIN flow_run ON flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
-        WHERE ${sql.unsafe(ROLLED_UP)}
-      ) parts
-      GROUP BY 1, 2, 3
-      HAVING sum(count_runs) > 0
-      ORDER BY 1, 2, 3
-    `
+    if (!Number.isInteger(options.intervalSeconds) || options.intervalSeconds < 1) return undefined
+    const { buckets, until } = bucketsOf(options)
     const startMs = options.start.getTime()
     const intervalMs = options.intervalSeconds * 1000
+    if (!Number.isSafeInteger(startMs + buckets * intervalMs)) return undefined
+    if (buckets === 0) return [] as Array<HistoryRow>
+    const plan = rollupPlan({
+      start: startMs,
+      until: until.getTime(),
+      boundaries: Array.from({ length: buckets + 1 }, (_, i) => startMs + i * intervalMs),
+      filter
+    })
+    // Intervals are whole seconds here: each run's interval found by date_bin, in exact microseconds.
+    const rows = yield* withoutJit(
+      sql,
+      sql<{
+        bucket_start: Date
+        state_type: StateType
+        state_name: string
+        count_runs: string
+        sum_estimated_run_time: number
+        sum_estimated_lateness: number
+      }>`
+        SELECT date_bin(make_interval(secs => ${options.intervalSeconds}), at_time, ${options.start}::timestamptz) AS bucket_start,
+          state_type, state_name, sum(count_runs) AS count_runs,
+          sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
+        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at)}) parts
+        GROUP BY 1, 2, 3
+        HAVING sum(count_runs) > 0
+        ORDER BY 1, 2, 3
+      `
+    )
     const byBucket = new Map<number, Array<HistoryRow["states"][number]>>()
     for (const r of rows) {
       const i = Math.round((new Date(r.bucket_start).getTime() - startMs) / intervalMs)
@@ -184,20 +289,22 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, at: Date) 
       })
       byBucket.set(i, states)
     }
-    return Array.from({ length: plan.buckets }, (_, i): HistoryRow => ({
+    return Array.from({ length: buckets }, (_, i): HistoryRow => ({
       interval_start: new Date(options.start.getTime() + i * options.intervalSeconds * 1000),
       interval_end: new Date(options.start.getTime() + (i + 1) * options.intervalSeconds * 1000),
       states: byBucket.get(i) ?? []
     }))
   })
 
-/** How many flow runs there are: the rollup's final runs and the others. */
-export const countAll = (sql: SqlClient) =>
+/** How many runs the filter picks: the rollup's final runs of whole hours, and the others. */
+export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
   Effect.map(
-    sql<{ count: string }>`
-      SELECT (SELECT coalesce(sum(count_runs), 0) FROM flow_run_rollup)
-        + (SELECT coalesce(sum(count_runs), 0) FROM flow_run_rollup_delta)
-        + (SELECT count(*) FROM flow_run WHERE ${sql.unsafe(ROLLED_UP)} IS NOT TRUE) AS count
-    `,
+    withoutJit(
+      sql,
+      sql<{ count: string }>`
+        SELECT coalesce(sum(count_runs), 0) AS count
+        FROM (${sources(sql, rollupPlan({ boundaries: [], filter }), { history: false }, filter, at)}) parts
+      `
+    ),
     (rows) => Number(rows[0]!.count)
   )

@@ -11,7 +11,7 @@ import type { Rule, RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { estimates } from "../orchestration/global-policy.ts"
 import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
-import { countAll, isUnfiltered, rollupHistory } from "./history.ts"
+import { rollupCount, rollupFilter, rollupHistory, withoutJit } from "./history.ts"
 import {
   type FlowRun,
   type FlowRunFilter,
@@ -297,12 +297,15 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
           return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []))
         })
 
-    const count = (query: FlowRunQuery) =>
-      isUnfiltered(query)
-        ? countAll(sql)
+    /** Filtered on nothing but expected start time and state, from the rollup of final runs (see history.ts). */
+    const count = (query: FlowRunQuery) => {
+      const filter = rollupFilter(query)
+      return filter !== undefined
+        ? Effect.flatMap(now, (at) => rollupCount(sql, filter, at))
         : Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE ${where(query)}`, (rows) =>
           Number(rows[0]!.count)
         )
+    }
 
     /**
      * Deletes the runs the condition picks (at most `limit`); a run holding a deployment concurrency
@@ -358,15 +361,18 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         return rows[0]?.lateness ?? null
       })
 
-    /** Without a filter, from the rollup of final runs (see history.ts); else over the matching runs. */
+    /**
+     * Filtered on nothing but expected start time and state, from the rollup of final runs (see
+     * history.ts); else over the matching runs.
+     */
     const history = (query: FlowRunQuery, options: HistoryWindow) =>
       Effect.gen(function* () {
-        if (isUnfiltered(query)) {
-          const at = yield* now
-          const fast = yield* rollupHistory(sql, options, at)
+        const filter = rollupFilter(query)
+        if (filter !== undefined) {
+          const fast = yield* rollupHistory(sql, options, filter, yield* now)
           if (fast !== undefined) return fast
         }
-        return yield* states.history("flow_run", where(query), options)
+        return yield* withoutJit(sql, states.history("flow_run", where(query), options))
       })
 
     /** Ids of up to `limit` runs matching the filter, newest first. */
