@@ -135,6 +135,16 @@ export const queryCases = async (api: string, at = new Date()): Promise<Readonly
       body: { flow_runs: { ...failed, expected_start_time: { after_: days(30), before_: at.toISOString() } } }
     },
     {
+      name: "count state any_ [COMPLETED], last 30 days",
+      route: "/flow_runs/count",
+      body: { flow_runs: { state: { type: { any_: ["COMPLETED"] } }, expected_start_time: { after_: days(30), before_: at.toISOString() } } }
+    },
+    {
+      name: "count expected_start_time after_ 7 days ago",
+      route: "/flow_runs/count",
+      body: { flow_runs: { expected_start_time: { after_: days(7) } } }
+    },
+    {
       name: "history 30 days, 1-day intervals",
       route: "/flow_runs/history",
       body: { history_start: new Date(day.getTime() - 30 * 86_400_000).toISOString(), history_end: day.toISOString(), history_interval_seconds: 86400 }
@@ -143,6 +153,26 @@ export const queryCases = async (api: string, at = new Date()): Promise<Readonly
       name: "history 1 day, 1-hour intervals",
       route: "/flow_runs/history",
       body: { history_start: new Date(hour.getTime() - 86_400_000).toISOString(), history_end: hour.toISOString(), history_interval_seconds: 3600 }
+    },
+    {
+      name: "history 30 days to now (start not on the hour), 1-day intervals",
+      route: "/flow_runs/history",
+      body: { history_start: days(30), history_end: at.toISOString(), history_interval_seconds: 86400 }
+    },
+    {
+      name: "history 1 day to now (start not on the hour), 1-hour intervals",
+      route: "/flow_runs/history",
+      body: { history_start: days(1), history_end: at.toISOString(), history_interval_seconds: 3600 }
+    },
+    {
+      name: "history 30 days, 1-day intervals, expected_start_time and state filter",
+      route: "/flow_runs/history",
+      body: {
+        history_start: days(30),
+        history_end: at.toISOString(),
+        history_interval_seconds: 86400,
+        flow_runs: { expected_start_time: { after_: days(30), before_: at.toISOString() }, ...failed }
+      }
     },
     {
       name: "history 30 days, 1-day intervals, deployment_id",

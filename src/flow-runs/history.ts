@@ -1,15 +1,15 @@
 /**
- * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 and 0017):
- * final runs counted per hour of expected start time and per state, with their run time and lateness
- * summed, kept by triggers in the same transactions as the runs (as changes appended to
- * `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts, and
- * are always read together).
+ * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 to 0018):
+ * final runs counted per quarter hour of expected start time (a "slot") and per state, with their run
+ * time and lateness summed, kept by triggers in the same transactions as the runs (as changes appended
+ * to `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts,
+ * and are always read together).
  *
  * It serves the bodies whose only filter is on the runs' expected start time (after_, before_) and
- * state (type and name any_), or none. Whole hours inside the window (and inside one interval of a
+ * state (type and name any_), or none. Whole slots inside the window (and inside one interval of a
  * history) come from the rollup; from the runs themselves come the runs not final yet (their
  * estimates depend on the time of the request; few, behind a partial index) and the final runs of the
- * hours a boundary cuts (an interval's, or the filter's). The answer is the one the plain query over
+ * slots a boundary cuts (an interval's, or the filter's). The answer is the one the plain query over
  * the runs gives; sums are added exactly as numeric and rounded once (the plain query adds run times as
  * doubles, so its last binary digit may differ).
  */
@@ -19,7 +19,8 @@ import { Effect } from "effect"
 import type { StateType } from "../domain/states.ts"
 import type { HistoryWindow } from "../orchestration/repo.ts"
 
-const SLOT_MS = 3_600_000
+/** The rollup's slot: flow_run_rollup_slot (migration 0018). */
+const SLOT_MS = 900_000
 
 /**
  * A run the rollup counts. The same condition as migration 0016's triggers and partial index
@@ -96,13 +97,19 @@ export interface HistoryRow {
 
 const iso = (ms: number) => new Date(ms).toISOString()
 const slotOf = (ms: number) => ms - (((ms % SLOT_MS) + SLOT_MS) % SLOT_MS)
+/** A time in whole microseconds as an ISO 8601 string PostgreSQL reads to the microsecond. */
+const isoMicros = (us: number) => {
+  const micros = ((us % 1000) + 1000) % 1000
+  return `${iso((us - micros) / 1000).slice(0, -1)}${String(micros).padStart(3, "0")}Z`
+}
 
 /**
- * Which hours come from the rollup and which time ranges from the runs. The rows wanted are those
+ * Which slots come from the rollup and which time ranges from the runs. The rows wanted are those
  * with `start` <= expected start time < `until` (either open) and inside the filter's after_ and
- * before_ (both inclusive); `boundaries` cut the window into intervals. Hours with a boundary or the
- * filter's after_ strictly inside, and the hour holding before_, are read from the runs; whole hours
- * inside everything from the rollup.
+ * before_ (both inclusive); `boundaries` cut the window into intervals. Slots with a boundary or the
+ * filter's after_ strictly inside, and the slot holding before_, are read from the runs (the ranges
+ * already cut to the window and the filter, to the microsecond); whole slots inside everything from
+ * the rollup.
  */
 export const rollupPlan = (options: {
   readonly start?: number
@@ -117,12 +124,13 @@ export const rollupPlan = (options: {
   if (after !== undefined && slotOf(after) !== after) cut.add(slotOf(after))
   if (before !== undefined) cut.add(slotOf(before))
   const low = Math.max(options.start ?? -Infinity, after ?? -Infinity)
-  const high = Math.min(options.until ?? Infinity, before !== undefined ? slotOf(before) + SLOT_MS : Infinity)
+  // In microseconds: before_ is inclusive.
+  const high = Math.min((options.until ?? Infinity) * 1000, before !== undefined ? before * 1000 + 1 : Infinity)
   const cutSlots = [...cut].sort((a, b) => a - b)
   const ranges: Array<[number, number]> = []
   for (const slot of cutSlots) {
-    const from = Math.max(slot, low)
-    const to = Math.min(slot + SLOT_MS, high)
+    const from = Math.max(slot, low) * 1000
+    const to = Math.min((slot + SLOT_MS) * 1000, high)
     if (from >= to) continue
     const last = ranges[ranges.length - 1]
     if (last !== undefined && last[1] === from) last[1] = to
@@ -136,8 +144,8 @@ export const rollupPlan = (options: {
     wholeFrom: low === -Infinity ? undefined : iso(Math.ceil(low / SLOT_MS) * SLOT_MS),
     wholeTo: wholeTo === Infinity ? undefined : iso(wholeTo),
     cutSlots: cutSlots.map(iso),
-    cutFrom: ranges.map(([from]) => iso(from)),
-    cutTo: ranges.map(([, to]) => iso(to))
+    cutFrom: ranges.map(([from]) => isoMicros(from)),
+    cutTo: ranges.map(([, to]) => isoMicros(to))
   }
 }
 
@@ -185,7 +193,7 @@ const runConditions = (sql: SqlClient, filter: RollupFilter): Array<Fragment> =>
 ]
 
 /**
- * The three sources of a rollup answer, each row with its expected start (or hour) as `at_time`,
+ * The three sources of a rollup answer, each row with its expected start (or slot) as `at_time`,
  * its state, how many runs and their summed run time (numeric) and lateness (microseconds).
  */
 const sources = (
@@ -219,19 +227,27 @@ const sources = (
     FROM flow_run
     WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter)])} AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
     UNION ALL
-    SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1, ${sums}
-    FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
-      JOIN flow_run ON flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
-    WHERE ${all(sql, runConditions(sql, filter))} AND ${sql.unsafe(ROLLED_UP)}
+    SELECT edge.* FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
+      CROSS JOIN LATERAL (
+        -- One short range of the index per cut slot, the ranges already inside the filter's times
+        -- (OFFSET 0 keeps it a scan per range, never the whole window filtered).
+        SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1, ${sums}
+        FROM flow_run
+        WHERE flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
+          AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(ROLLED_UP)}
+        OFFSET 0
+      ) edge
   `
 }
 
 /**
  * These queries touch few rows but the planner, not knowing the cut ranges, guesses many: without
- * this it spends hundreds of milliseconds compiling them (JIT).
+ * this it spends hundreds of milliseconds compiling them (JIT), or starts parallel workers.
  */
 export const withoutJit = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, R>) =>
-  sql.withTransaction(Effect.zipRight(sql`SET LOCAL jit = off`, effect))
+  sql.withTransaction(
+    Effect.zipRight(sql`SELECT set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`, effect)
+  )
 
 /** The window's buckets, as the plain history computes them: at most 500 from `start`. */
 const bucketsOf = (options: HistoryWindow) => {
@@ -296,7 +312,7 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
     }))
   })
 
-/** How many runs the filter picks: the rollup's final runs of whole hours, and the others. */
+/** How many runs the filter picks: the rollup's final runs of whole slots, and the others. */
 export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
   Effect.map(
     withoutJit(
