@@ -193,8 +193,10 @@ const runConditions = (sql: SqlClient, filter: RollupFilter): Array<Fragment> =>
 ]
 
 /**
- * The three sources of a rollup answer, each row with its expected start (or slot) as `at_time`,
- * its state, how many runs and their summed run time (numeric) and lateness (microseconds).
+ * The three sources of a rollup answer: the rollup's whole slots, the runs not final yet, the final
+ * runs of the cut slots. Each a query of rows with an expected start (or slot) as `at_time`, a state,
+ * how many runs, and (for a history) their summed run time (numeric) and lateness (microseconds); a
+ * count asks only for `count(*)` or the rollup's counts.
  */
 const sources = (
   sql: SqlClient,
@@ -203,8 +205,6 @@ const sources = (
   filter: RollupFilter,
   at: Date
 ) => {
-  // A count needs no sums.
-  const sums = window.history ? sql`${runTime(sql, at)}, ${latenessMicros(sql, at)}` : sql`0, 0`
   const slotConditions = [
     ...(plan.wholeFrom !== undefined ? [sql`rollup.slot >= ${plan.wholeFrom}::timestamptz`] : []),
     ...(plan.wholeTo !== undefined ? [sql`rollup.slot < ${plan.wholeTo}::timestamptz`] : []),
@@ -217,27 +217,40 @@ const sources = (
     // A history counts runs with a state; a count every run.
     ...(window.history ? [sql`flow_run.state_type IS NOT NULL`] : [])
   ]
-  return sql`
-    SELECT rollup.slot AS at_time, rollup.state_type, rollup.state_name, rollup.count_runs,
-      rollup.sum_run_time AS run_time, rollup.sum_lateness * 1000000 AS lateness
-    FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup
+  const rollup = (select: Fragment) => sql`
+    SELECT ${select} FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup
     WHERE ${all(sql, slotConditions)}
-    UNION ALL
-    SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1, ${sums}
-    FROM flow_run
+  `
+  const live = (select: Fragment) => sql`
+    SELECT ${select} FROM flow_run
     WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter)])} AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
-    UNION ALL
+  `
+  const edges = (select: Fragment) => sql`
     SELECT edge.* FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
       CROSS JOIN LATERAL (
         -- One short range of the index per cut slot, the ranges already inside the filter's times
         -- (OFFSET 0 keeps it a scan per range, never the whole window filtered).
-        SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1, ${sums}
-        FROM flow_run
+        SELECT ${select} FROM flow_run
         WHERE flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
           AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(ROLLED_UP)}
         OFFSET 0
       ) edge
   `
+  const run = sql`flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1,
+    ${runTime(sql, at)}, ${latenessMicros(sql, at)}`
+  return {
+    rows: sql`
+      ${rollup(sql`rollup.slot, rollup.state_type, rollup.state_name, rollup.count_runs,
+        rollup.sum_run_time, rollup.sum_lateness * 1000000`)}
+      UNION ALL ${live(run)}
+      UNION ALL ${edges(run)}
+    `,
+    count: sql`
+      SELECT (${rollup(sql`coalesce(sum(rollup.count_runs), 0)`)})
+        + (${live(sql`count(*)`)})
+        + (SELECT count(*) FROM (${edges(sql`1`)}) edges)
+    `
+  }
 }
 
 /**
@@ -286,7 +299,8 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
         SELECT date_bin(make_interval(secs => ${options.intervalSeconds}), at_time, ${options.start}::timestamptz) AS bucket_start,
           state_type, state_name, sum(count_runs) AS count_runs,
           sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
-        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at)}) parts
+        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at).rows})
+          parts (at_time, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
         HAVING sum(count_runs) > 0
         ORDER BY 1, 2, 3
@@ -318,8 +332,7 @@ export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
     withoutJit(
       sql,
       sql<{ count: string }>`
-        SELECT coalesce(sum(count_runs), 0) AS count
-        FROM (${sources(sql, rollupPlan({ boundaries: [], filter }), { history: false }, filter, at)}) parts
+        SELECT (${sources(sql, rollupPlan({ boundaries: [], filter }), { history: false }, filter, at).count}) AS count
       `
     ),
     (rows) => Number(rows[0]!.count)
