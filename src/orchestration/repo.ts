@@ -43,8 +43,8 @@ export interface RunStateRow extends Omit<RunClock, "resuming"> {
   readonly empirical_policy: unknown
   readonly state: StateRow | null
   /**
-   * The latest timestamp among the run's states, when the row was read with it (readRow); a new
-   * state is stamped after it. Undefined makes writeState look it up.
+   * The latest timestamp among the run's states, when the row was read with it (a transition's
+   * locked read); a new state is stamped after it. Undefined makes writeState look it up.
    */
   readonly last_state_timestamp?: Date | string | null
 }
@@ -116,8 +116,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const t = tables[kind]
       return Effect.map(
         sql<Row>`
-          SELECT r.*, to_jsonb(s.*) AS state,
-            (SELECT max(timestamp) FROM ${sql(t.states)} WHERE ${sql(t.fk)} = r.id) AS last_state_timestamp
+          SELECT r.*, to_jsonb(s.*) AS state
           FROM ${sql(t.run)} r LEFT JOIN ${sql(t.states)} s ON s.id = r.state_id
           WHERE r.id = ${id}
         `,
@@ -279,7 +278,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           if (locked.length === 0) return undefined
           const first = locked[0]!
           const row = first.state_id !== null && first.state?.id !== first.state_id
-            ? { ...first, ...(yield* readRow<Row>(input.kind, input.id))! }
+            ? { ...first, ...(yield* readRow<Row>(input.kind, input.id))!, last_state_timestamp: undefined }
             : first
           const at = yield* now
           const initial = row.state === null ? null : toState(row.state)
