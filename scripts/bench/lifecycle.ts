@@ -112,8 +112,8 @@ const WRITE_STATE = `WITH stored AS (
  * The statements Baton's database sees for one lifecycle, as the server's statement log shows them
  * (same count, same shapes), issued straight through `pg`: create (deployment record with its
  * pool's job template, queue, one statement inserting the run and its first state, the run
- * record, the event context), poll (pool,
- * queue, due runs, their records, last-polled bookkeeping, queue lookup), and three transitions
+ * record, the event context), poll (the pool with the named queues, due runs, their records, the
+ * queues' and deployments' last-polled bookkeeping), and three transitions
  * (a transaction: the locked row with its state, latest timestamp and deployment columns, then
  * state + run; then the event context). What the baseline leaves out is HTTP, JSON and Baton's own code.
  */
@@ -147,28 +147,26 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (wor
     await client.query(RUN_RECORD, [[runId]])
     await client.query(EVENT_CONTEXT, [[runId]])
     // The poll.
-    await client.query("SELECT * FROM work_pool WHERE name = $1", [setup.pool])
-    await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
+    await client.query(
+      `SELECT work_pool.id, coalesce((
+         SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
+         FROM work_queue WHERE work_queue.work_pool_id = work_pool.id AND work_queue.name = ANY($2::text[])
+       ), '[]'::jsonb) AS queues
+       FROM work_pool WHERE work_pool.name = $1`,
+      [setup.pool, [queue.name]]
+    )
     const due = await client.query(POLL, [setup.poolId, [queue.id], new Date(Date.now() + 5_000), 1])
     const id: string = due.rows[0]?.id
     if (id === undefined) throw new Error("the poll found no run")
     await client.query(RUN_RECORD, [[id]])
     await client.query(
-      `WITH changed AS (SELECT id FROM work_queue WHERE id = ANY($1::uuid[]) AND status = 'NOT_READY'),
-         polled AS (UPDATE work_queue SET last_polled = $2, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
-           WHERE id = ANY($1::uuid[])) SELECT id FROM changed`,
+      `WITH queues_changed AS (SELECT id FROM work_queue WHERE id = ANY($1::uuid[]) AND status = 'NOT_READY'),
+         queues_polled AS (UPDATE work_queue SET last_polled = $2, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+           WHERE id = ANY($1::uuid[])),
+         deployments_changed AS (SELECT id FROM deployment WHERE work_queue_id = ANY($1::uuid[]) AND status IS DISTINCT FROM 'READY'),
+         deployments_polled AS (UPDATE deployment SET status = 'READY', last_polled = $2 WHERE work_queue_id = ANY($1::uuid[]))
+       SELECT 'work-queue' AS kind, id FROM queues_changed UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed`,
       [[queue.id], new Date()]
-    )
-    await client.query(
-      `WITH changed AS (SELECT id FROM deployment WHERE work_queue_id = ANY($1::uuid[]) AND status IS DISTINCT FROM 'READY'),
-         polled AS (UPDATE deployment SET status = 'READY', last_polled = $2 WHERE work_queue_id = ANY($1::uuid[]))
-       SELECT id FROM changed`,
-      [[queue.id], new Date()]
-    )
-    await client.query(
-      `SELECT q.id, q.name, p.id AS work_pool_id, p.name AS work_pool_name, p.type AS work_pool_type
-       FROM work_queue q LEFT JOIN work_pool p ON p.id = q.work_pool_id WHERE q.id = ANY($1::uuid[])`,
-      [[queue.id]]
     )
     for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
       await client.query("BEGIN")

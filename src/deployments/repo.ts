@@ -174,17 +174,6 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       )
 
     /** Marks the deployments of the queues polled now and READY, leaving `updated` alone. */
-    const markReadyInQueues = (queueIds: ReadonlyArray<string>, at: Date) =>
-      Effect.flatMap(
-        sql<{ id: string }>`
-          WITH changed AS (
-                 SELECT id FROM deployment WHERE work_queue_id = ANY(${queueIds}::uuid[]) AND status IS DISTINCT FROM 'READY'),
-               polled AS (UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[]))
-          SELECT id FROM changed
-        `,
-        (rows) => statusChanges.announce("deployment", "READY", at, rows.map((r) => r.id))
-      )
-
     /**
      * Marks NOT_READY the READY deployments not polled since `before`, unless their work queue was
      * polled since then.
@@ -299,7 +288,6 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       update,
       remove,
       markReady,
-      markReadyInQueues,
       markStale,
       readSchedules,
       createSchedules,

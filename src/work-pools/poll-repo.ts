@@ -4,6 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { StatusChanges } from "../events/status-changes.ts"
 
 export interface PollOptions {
   readonly poolId: string
@@ -27,6 +28,51 @@ export interface SlotHolder {
 export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const statusChanges = yield* StatusChanges
+
+    /**
+     * What a poll of the pool named `poolName` reads first, in one statement: the pool's id and its
+     * queues named in `queueNames` (all its queues when undefined), by id and name; undefined when
+     * there is no such pool.
+     */
+    const pollTarget = (poolName: string, queueNames: ReadonlyArray<string> | undefined) =>
+      Effect.map(
+        sql<{ id: string; queues: ReadonlyArray<{ id: string; name: string }> }>`
+          SELECT work_pool.id, coalesce((
+            SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
+            FROM work_queue WHERE work_queue.work_pool_id = work_pool.id
+              ${queueNames === undefined ? sql`` : sql`AND work_queue.name = ANY(${queueNames}::text[])`}
+          ), '[]'::jsonb) AS queues
+          FROM work_pool WHERE work_pool.name = ${poolName}
+        `,
+        (rows) => rows[0]
+      )
+
+    /**
+     * The queues count as polled at `at` (a NOT_READY one becomes READY), and so do the deployments
+     * assigned to them (they become READY); one statement, and a status event for each change.
+     */
+    const markPolled = (queueIds: ReadonlyArray<string>, at: Date) =>
+      Effect.flatMap(
+        sql<{ kind: "work-queue" | "deployment"; id: string }>`
+          WITH queues_changed AS (SELECT id FROM work_queue WHERE id = ANY(${queueIds}::uuid[]) AND status = 'NOT_READY'),
+               queues_polled AS (
+                 UPDATE work_queue SET last_polled = ${at},
+                   status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+                 WHERE id = ANY(${queueIds}::uuid[])),
+               deployments_changed AS (
+                 SELECT id FROM deployment WHERE work_queue_id = ANY(${queueIds}::uuid[]) AND status IS DISTINCT FROM 'READY'),
+               deployments_polled AS (
+                 UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[]))
+          SELECT 'work-queue' AS kind, id FROM queues_changed
+          UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed
+        `,
+        (rows) =>
+          Effect.zipRight(
+            statusChanges.announce("work-queue", "READY", at, rows.filter((r) => r.kind === "work-queue").map((r) => r.id)),
+            statusChanges.announce("deployment", "READY", at, rows.filter((r) => r.kind === "deployment").map((r) => r.id))
+          )
+      )
 
     /**
      * The worker poll: Scheduled runs of the pool's unpaused queues (none when the pool is paused),
@@ -167,6 +213,6 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
         (rows) => (rows[0]?.next == null ? null : new Date(rows[0].next))
       )
 
-    return { dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime } as const
+    return { pollTarget, markPolled, dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime } as const
   })
 }) {}

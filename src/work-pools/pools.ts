@@ -4,7 +4,6 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { DeploymentsRepo } from "../deployments/repo.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { Conflict, Forbidden, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
@@ -43,7 +42,6 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     const queues = yield* WorkQueuesRepo
     const poll = yield* PollRepo
     const runs = yield* FlowRunsRepo
-    const deployments = yield* DeploymentsRepo
     const due = yield* RunsDue
     const foreman = (yield* Settings).server.services.foreman
 
@@ -196,29 +194,27 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
         readonly waitSeconds?: number | undefined
       }
     ) {
-      const found = yield* pool(poolName)
-      const named = options.queueNames && options.queueNames.length > 0
-        ? yield* Effect.forEach(options.queueNames, (name) => queueIn(poolName, name))
-        : undefined
+      const names = options.queueNames && options.queueNames.length > 0 ? options.queueNames : undefined
+      const target = yield* Effect.orDie(poll.pollTarget(poolName, names))
+      if (target === undefined) return yield* workPoolNotFound(poolName)
+      const missing = names?.find((name) => !target.queues.some((q) => q.name === name))
+      if (missing !== undefined) return yield* new NotFound({ detail: `Work pool queue '${poolName}/${missing}' not found.` })
+      const queueIds = target.queues.map((q) => q.id)
       const pollOnce = (scheduledBefore: Date | null) =>
         Effect.gen(function* () {
           const due = yield* Effect.orDie(poll.dueInPool({
-            poolId: found.id,
-            queueIds: named?.map((q) => q.id),
+            poolId: target.id,
+            queueIds: names === undefined ? undefined : queueIds,
             scheduledBefore,
             scheduledAfter: options.scheduledAfter,
             limit: options.limit
           }))
           const queueOf = new Map(due.map((d) => [d.id, d.work_queue_id]))
           const dueRuns = yield* Effect.orDie(runs.readMany(due.map((d) => d.id)))
-          const polledIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
-          const at = yield* now
-          yield* Effect.orDie(queues.markPolled(polledIds, at))
-          yield* Effect.orDie(deployments.markReadyInQueues(polledIds, at))
-          return dueRuns.map((run) => ({ work_pool_id: found.id, work_queue_id: queueOf.get(run.id)!, flow_run: run }))
+          yield* Effect.orDie(poll.markPolled(queueIds, yield* now))
+          return dueRuns.map((run) => ({ work_pool_id: target.id, work_queue_id: queueOf.get(run.id)!, flow_run: run }))
         })
       if (!options.waitSeconds || options.waitSeconds <= 0) return yield* pollOnce(options.scheduledBefore)
-      const queueIds = named?.map((q) => q.id) ?? (yield* Effect.orDie(queues.idsInPool(found.id)))
       return yield* holdPoll({
         queueIds,
         waitSeconds: options.waitSeconds,

@@ -197,19 +197,6 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       Effect.map(sql`DELETE FROM work_queue WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
     /** Polled now: last_polled set, and NOT_READY queues become READY (paused ones stay PAUSED). */
-    const markPolled = (ids: ReadonlyArray<string>, at: Date) =>
-      Effect.flatMap(
-        sql<{ id: string }>`
-          WITH changed AS (SELECT id FROM work_queue WHERE id = ANY(${ids}::uuid[]) AND status = 'NOT_READY'),
-               polled AS (
-                 UPDATE work_queue SET last_polled = ${at},
-                   status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
-                 WHERE id = ANY(${ids}::uuid[]))
-          SELECT id FROM changed
-        `,
-        (rows) => statusChanges.announce("work-queue", "READY", at, rows.map((r) => r.id))
-      )
-
     /** READY queues not polled since `before` become NOT_READY. */
     const markStale = (before: Date, at: Date) =>
       Effect.flatMap(
@@ -246,7 +233,6 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       update,
       idsInPool,
       remove,
-      markPolled,
       markStale,
       queuesAccepting
     } as const

@@ -2,7 +2,6 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
-import { DeploymentsRepo } from "../deployments/repo.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { BatonApi } from "../http/api.ts"
 import { NotFound } from "../http/errors.ts"
@@ -22,7 +21,6 @@ export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (hand
     const lookup = yield* WorkQueueLookup
     const poll = yield* PollRepo
     const runs = yield* FlowRunsRepo
-    const deployments = yield* DeploymentsRepo
     const timeout = (yield* Settings).server.services.foreman.work_queue_last_polled_timeout_seconds
 
     const queue = (id: string, missing: NotFound) =>
@@ -60,8 +58,7 @@ export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (hand
           // The UI looks without counting as a poll.
           if (headers["x-prefect-ui"] !== true) {
             const at = yield* now
-            yield* Effect.orDie(queues.markPolled([found.id], at))
-            yield* Effect.orDie(deployments.markReadyInQueues([found.id], at))
+            yield* Effect.orDie(poll.markPolled([found.id], at))
           }
           return due
         })
