@@ -85,10 +85,10 @@ export const edge = (settings: SettingsValue) => {
       Effect.catchAllCause((cause) => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         // The platform fails with a ready answer of its own in some cases (499 for a client that
-        // went away): that answer stands and is no unexpected failure.
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure) && HttpServerResponse.isServerResponse(failure.value)) {
-          return Effect.succeed(failure.value)
+        // went away, as a failure or a defect): that answer stands and is no unexpected failure.
+        const ready = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
+        if (Option.isSome(ready) && HttpServerResponse.isServerResponse(ready.value)) {
+          return Effect.succeed(ready.value)
         }
         return Effect.as(Effect.logError("Unexpected failure while handling a request", cause), internalError)
       })
