@@ -2,50 +2,13 @@
  * What every request goes through before the Api sees it: CORS, the base path, trailing slashes,
  * empty bodies, request logging and the last-resort answer for an unexpected failure.
  */
-import { type HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
+import { corsMiddleware } from "./cors.ts"
+import { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
-const list = (value: string): ReadonlyArray<string> =>
-  value
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "")
-
-/** "*" means any: an empty list makes the CORS middleware answer with a wildcard or echo the request. */
-const corsList = (value: string): ReadonlyArray<string> => (value.trim() === "*" ? [] : list(value))
-
-export const corsMiddleware = (api: SettingsValue["server"]["api"]) => {
-  const methods = corsList(api.cors_allowed_methods)
-  return HttpMiddleware.cors({
-    allowedOrigins: corsList(api.cors_allowed_origins),
-    allowedHeaders: corsList(api.cors_allowed_headers),
-    ...(methods.length > 0 ? { allowedMethods: methods } : {})
-  })
-}
-
-/** "/v2/api/" → "/v2/api"; "" and "/" → "". */
-export const normalizeBasePath = (basePath: string): string => {
-  const trimmed = basePath.trim().replace(/\/+$/, "")
-  return trimmed === "" ? "" : trimmed.startsWith("/") ? trimmed : `/${trimmed}`
-}
-
-/** The part of `url` below the base path, or undefined when the url is outside it. */
-export const stripBasePath = (url: string, basePath: string): string | undefined => {
-  if (basePath === "") return url
-  if (!url.startsWith(basePath)) return undefined
-  const rest = url.slice(basePath.length)
-  if (rest === "" || rest.startsWith("?")) return `/${rest}`
-  return rest.startsWith("/") ? rest : undefined
-}
-
-/** "/flows/" and "/flows" are one route. */
-export const stripTrailingSlash = (url: string): string => {
-  const q = url.indexOf("?")
-  const path = q === -1 ? url : url.slice(0, q)
-  if (path.length <= 1 || !path.endsWith("/")) return url
-  return path.replace(/\/+$/, "") + (q === -1 ? "" : url.slice(q))
-}
+export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
 const hasEmptyBody = (request: HttpServerRequest.HttpServerRequest) => {
   const headers = request.headers
