@@ -1,12 +1,16 @@
 /**
  * What every request goes through before the Api sees it: CORS, the base path, trailing slashes,
- * empty bodies, request logging and the last-resort answer for an unexpected failure.
+ * empty bodies, request logging and the last-resort answer for an unexpected failure. Outside the
+ * base path: /ui-settings, the UI when one is served, and a JSON 404 for anything else.
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
+import type { UiBundle } from "../ui/bundle.ts"
+import { notFound, uiApp } from "../ui/serve.ts"
+import { uiSettingsRoute } from "../ui/ui-settings.ts"
 import { corsMiddleware } from "./cors.ts"
-import { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
+import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
 export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
@@ -26,18 +30,27 @@ const withEmptyBodyAsObject = (request: HttpServerRequest.HttpServerRequest) =>
     ? { ...request.headers, "content-type": "application/x-www-form-urlencoded" }
     : undefined
 
-const notFound = HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })
 const internalError = HttpServerResponse.unsafeJson({ exception_message: "Internal Server Error" }, { status: 500 })
 
-/** Serves `api` under the base path; everything else is a JSON 404. */
-export const edge = (settings: SettingsValue) => {
+/**
+ * Serves `api` under the base path; outside it /ui-settings, the UI `bundle` when there is one, and
+ * a JSON 404 for anything else.
+ */
+export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = Option.none()) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
+  const uiSettings = uiSettingsRoute(settings, bundle)
+  const ui = Option.map(bundle, uiApp)
+  const outside = (request: HttpServerRequest.HttpServerRequest, pathname: string) =>
+    Option.isSome(ui) ? ui.value(request, pathname) : Effect.succeed(notFound)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const pathname = pathnameOf(request.url)
+      const settingsAnswer = uiSettings.answer(request.method, pathname)
+      if (settingsAnswer !== undefined) return settingsAnswer
       const below = stripBasePath(request.url, basePath)
-      if (below === undefined) return notFound
+      if (below === undefined) return yield* outside(request, pathname)
       const headers = withEmptyBodyAsObject(request)
       const inner = request.modify(
         headers === undefined ? { url: stripTrailingSlash(below) } : { url: stripTrailingSlash(below), headers }
