@@ -256,7 +256,7 @@ export const apiServerWith = (options: { readonly services?: boolean } = {}) => 
   // Start-up work finishes before the port opens: a request accepted earlier would wait for a
   // handler that is not attached yet.
   const http = ApiLive.pipe(
-    Layer.provideMerge(HttpServerLive.pipe(Layer.provide(Layer.merge(BlocksOnStartLive, UiStatic.Default))))
+    Layer.provideMerge(HttpServerLive.pipe(Layer.provide(BlocksOnStartLive), Layer.provideMerge(UiStatic.Default)))
   )
   // Nothing exports spans: without a tracer, every span (each SQL statement, each Effect.fn call)
   // would still be made, timed and attributed on every request.
