@@ -90,6 +90,7 @@ import { RunStatesRepo } from "./orchestration/repo.ts"
 import { Transitions } from "./orchestration/transitions.ts"
 import { RootLive } from "./root/http.ts"
 import { TaskRunStatesLive, TaskRunsLive } from "./task-runs/http.ts"
+import { UiStatic } from "./ui/bundle.ts"
 import { TaskRunsRepo } from "./task-runs/repo.ts"
 import { TaskRunRecorder } from "./task-runs/recorder.ts"
 import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
@@ -207,12 +208,12 @@ export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOut
 
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its
- * OpenAPI document and docs page.
+ * OpenAPI document and docs page, and the UI beside it when the settings name one.
  */
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
-    Effect.map(Settings, (settings) =>
-      HttpApiBuilder.serve(edge(settings)).pipe(
+    Effect.map(Effect.all([Settings, UiStatic]), ([settings, ui]) =>
+      HttpApiBuilder.serve(edge(settings, ui.bundle)).pipe(
         // A tracer span per request costs throughput and nothing exports spans.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(apiMiddleware(api)),
@@ -221,7 +222,7 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
         Layer.provide(handlers)
       )
     )
-  )
+  ).pipe(Layer.provide(UiStatic.Default))
 
 export const ApiLive = serveApi(BatonApi, HandlersLive)
 
@@ -254,7 +255,9 @@ export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive))
 export const apiServerWith = (options: { readonly services?: boolean } = {}) => {
   // Start-up work finishes before the port opens: a request accepted earlier would wait for a
   // handler that is not attached yet.
-  const http = ApiLive.pipe(Layer.provideMerge(HttpServerLive.pipe(Layer.provide(BlocksOnStartLive))))
+  const http = ApiLive.pipe(
+    Layer.provideMerge(HttpServerLive.pipe(Layer.provide(BlocksOnStartLive), Layer.provideMerge(UiStatic.Default)))
+  )
   // Nothing exports spans: without a tracer, every span (each SQL statement, each Effect.fn call)
   // would still be made, timed and attributed on every request.
   const server = options.services === false ? http : Layer.merge(http, ServicesLive)

@@ -1,51 +1,18 @@
 /**
  * What every request goes through before the Api sees it: CORS, the base path, trailing slashes,
- * empty bodies, request logging and the last-resort answer for an unexpected failure.
+ * empty bodies, request logging and the last-resort answer for an unexpected failure. Outside the
+ * base path: /ui-settings, the UI when one is served, and a JSON 404 for anything else.
  */
-import { type HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
+import type { UiBundle } from "../ui/bundle.ts"
+import { notFound, uiApp } from "../ui/serve.ts"
+import { uiSettingsRoute } from "../ui/ui-settings.ts"
+import { corsMiddleware } from "./cors.ts"
+import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
-const list = (value: string): ReadonlyArray<string> =>
-  value
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "")
-
-/** "*" means any: an empty list makes the CORS middleware answer with a wildcard or echo the request. */
-const corsList = (value: string): ReadonlyArray<string> => (value.trim() === "*" ? [] : list(value))
-
-export const corsMiddleware = (api: SettingsValue["server"]["api"]) => {
-  const methods = corsList(api.cors_allowed_methods)
-  return HttpMiddleware.cors({
-    allowedOrigins: corsList(api.cors_allowed_origins),
-    allowedHeaders: corsList(api.cors_allowed_headers),
-    ...(methods.length > 0 ? { allowedMethods: methods } : {})
-  })
-}
-
-/** "/v2/api/" → "/v2/api"; "" and "/" → "". */
-export const normalizeBasePath = (basePath: string): string => {
-  const trimmed = basePath.trim().replace(/\/+$/, "")
-  return trimmed === "" ? "" : trimmed.startsWith("/") ? trimmed : `/${trimmed}`
-}
-
-/** The part of `url` below the base path, or undefined when the url is outside it. */
-export const stripBasePath = (url: string, basePath: string): string | undefined => {
-  if (basePath === "") return url
-  if (!url.startsWith(basePath)) return undefined
-  const rest = url.slice(basePath.length)
-  if (rest === "" || rest.startsWith("?")) return `/${rest}`
-  return rest.startsWith("/") ? rest : undefined
-}
-
-/** "/flows/" and "/flows" are one route. */
-export const stripTrailingSlash = (url: string): string => {
-  const q = url.indexOf("?")
-  const path = q === -1 ? url : url.slice(0, q)
-  if (path.length <= 1 || !path.endsWith("/")) return url
-  return path.replace(/\/+$/, "") + (q === -1 ? "" : url.slice(q))
-}
+export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
 const hasEmptyBody = (request: HttpServerRequest.HttpServerRequest) => {
   const headers = request.headers
@@ -63,18 +30,27 @@ const withEmptyBodyAsObject = (request: HttpServerRequest.HttpServerRequest) =>
     ? { ...request.headers, "content-type": "application/x-www-form-urlencoded" }
     : undefined
 
-const notFound = HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })
 const internalError = HttpServerResponse.unsafeJson({ exception_message: "Internal Server Error" }, { status: 500 })
 
-/** Serves `api` under the base path; everything else is a JSON 404. */
-export const edge = (settings: SettingsValue) => {
+/**
+ * Serves `api` under the base path; outside it /ui-settings, the UI `bundle` when there is one, and
+ * a JSON 404 for anything else.
+ */
+export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = Option.none()) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
+  const uiSettings = uiSettingsRoute(settings, bundle)
+  const ui = Option.map(bundle, uiApp)
+  const outside = (request: HttpServerRequest.HttpServerRequest, pathname: string) =>
+    Option.isSome(ui) ? ui.value(request, pathname) : Effect.succeed(notFound)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const pathname = pathnameOf(request.url)
+      const settingsAnswer = uiSettings.answer(request.method, pathname)
+      if (settingsAnswer !== undefined) return settingsAnswer
       const below = stripBasePath(request.url, basePath)
-      if (below === undefined) return notFound
+      if (below === undefined) return yield* outside(request, pathname)
       const headers = withEmptyBodyAsObject(request)
       const inner = request.modify(
         headers === undefined ? { url: stripTrailingSlash(below) } : { url: stripTrailingSlash(below), headers }

@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { SettingsValue } from "../settings/settings.ts"
-import { normalizeBasePath } from "./edge.ts"
+import { normalizeBasePath } from "./paths.ts"
 import { VERSION_HEADER } from "./middleware.ts"
 
 const HEALTH_BODY = "true"
@@ -20,7 +20,8 @@ const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
     if (request.method !== "GET" || request.url === undefined || !paths.has(request.url)) return false
     if (request.headers[VERSION_HEADER] !== undefined) return false
     const origin = request.headers.origin !== undefined
-    if (origin && !anyOrigin) return false
+    // A listed origin is named in the answer, and so is any origin of a request with cookies.
+    if (origin && (!anyOrigin || request.headers.cookie !== undefined)) return false
     response.writeHead(200, {
       "content-type": "application/json",
       "content-length": HEALTH_BODY.length,

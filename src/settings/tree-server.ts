@@ -192,11 +192,11 @@ export const server = {
     }
   },
   ui: {
-    enabled: S.boolean(true, "Serves the web UI."),
-    v2_enabled: S.boolean(false, "Serves the second version of the web UI."),
-    api_url: S.optionalString("API URL the UI talks to; defaults to the base path."),
-    serve_base: S.string("/", "Path the UI is served under."),
-    static_directory: S.optionalString("Folder of a built UI to serve."),
+    enabled: S.boolean(true, "Serves the web UI in static_directory."),
+    v2_enabled: S.boolean(false, "The UI in static_directory is the second version of the web UI (as /ui-settings reports it)."),
+    api_url: S.optionalString("API URL the UI talks to (in /ui-settings); defaults to api.url, else the base path."),
+    serve_base: S.string("/", "Path the UI is served under; replaces the serve-base placeholder in its files."),
+    static_directory: S.optionalString("Folder of a built UI to serve; copied at start, never changed."),
     show_promotional_content: S.boolean(true, "The UI shows promotional content.")
   }
 } satisfies S.Tree

@@ -216,7 +216,7 @@ describe("HTTP conventions", () => {
             "access-control-request-headers": "content-type,authorization"
           }
         })
-        expect(preflight.status).toBe(204)
+        expect(preflight.status).toBe(200)
         expect(preflight.headers.get("access-control-allow-origin")).toBe("*")
         expect(preflight.headers.get("access-control-allow-headers")).toBe("content-type,authorization")
         const plain = yield* request("GET", "/health", { headers: { origin: "http://ui.example" } })

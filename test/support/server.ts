@@ -10,6 +10,7 @@ import { BatonApi } from "../../src/http/api.ts"
 import { ApiLive, AreasLive, HttpServerLive, serveApi } from "../../src/server.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
 import { Transitions } from "../../src/orchestration/transitions.ts"
+import { UiStatic } from "../../src/ui/bundle.ts"
 import { TestDatabase } from "./database.ts"
 
 export interface TestServerOptions {
@@ -24,6 +25,8 @@ export interface TestServerOptions {
 export const testServer = (options: TestServerOptions = {}) =>
   (options.api ? serveApi(options.api.api, options.api.handlers) : ApiLive).pipe(
     Layer.provideMerge(HttpServerLive),
+    // The UI bundle the server serves (the same instance), copied before the port opens.
+    Layer.provideMerge(UiStatic.Default),
     // The area services the handlers use (the same instances), for tests that call them directly.
     Layer.provideMerge(AreasLive),
     // The same instance the handlers publish to (Layers are memoised within one build).

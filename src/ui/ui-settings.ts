@@ -1,0 +1,75 @@
+/**
+ * GET /ui-settings: what a browser UI asks the server before it starts (where the API is, whether
+ * it needs CSRF tokens or credentials). The reference serves it beside its UI, outside the API and
+ * without its checks; Baton answers it at the server root, at the API base path's parent
+ * (/v2/ui-settings for /v2/api) and below the UI's serve base.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Option, Redacted } from "effect"
+import { normalizeBasePath } from "../http/paths.ts"
+import type { SettingsValue } from "../settings/settings.ts"
+import { normalizeServeBase, type UiBundle } from "./bundle.ts"
+
+export type UiVersion = "v1" | "v2"
+
+export interface UiSettings {
+  readonly api_url: string
+  readonly csrf_enabled: boolean
+  readonly auth: string | null
+  readonly flags: ReadonlyArray<string>
+  readonly default_ui: UiVersion
+  readonly available_uis: ReadonlyArray<UiVersion>
+  readonly v1_base_url: string | null
+  readonly v2_base_url: string | null
+}
+
+/**
+ * The answer, in the reference's shape. Baton serves one bundle; server.ui.v2_enabled says whether
+ * it is the V2 UI (the reference's default for neutral entry points), which decides its label.
+ */
+export const uiSettingsOf = (settings: SettingsValue, bundle: Option.Option<UiBundle>): UiSettings => {
+  const ui = settings.server.ui
+  const version: UiVersion = ui.v2_enabled ? "v2" : "v1"
+  const base = Option.match(bundle, { onNone: () => null, onSome: (b) => b.base })
+  const authString = settings.server.api.auth_string
+  return {
+    api_url: ui.api_url ?? settings.api.url ?? normalizeBasePath(settings.server.api.base_path),
+    csrf_enabled: settings.server.api.csrf_protection_enabled,
+    auth: authString !== null && Redacted.value(authString) !== "" ? "BASIC" : null,
+    flags: [],
+    default_ui: version,
+    available_uis: base === null ? [] : [version],
+    v1_base_url: version === "v1" ? base : null,
+    v2_base_url: version === "v2" ? base : null
+  }
+}
+
+/** The paths /ui-settings answers at; none of them inside the API's base path. */
+export const uiSettingsPaths = (settings: SettingsValue): ReadonlySet<string> => {
+  const apiBase = normalizeBasePath(settings.server.api.base_path)
+  const serveBase = normalizeServeBase(settings.server.ui.serve_base)
+  const parent = apiBase.slice(0, Math.max(0, apiBase.lastIndexOf("/")))
+  const candidates = ["", parent, serveBase === "/" ? "" : serveBase].map((prefix) => `${prefix}/ui-settings`)
+  return new Set(
+    candidates.filter((path) => apiBase === "" || !(path === apiBase || path.startsWith(`${apiBase}/`)))
+  )
+}
+
+/** The /ui-settings route: the answer is made once, at start, from settings that do not change. */
+export const uiSettingsRoute = (settings: SettingsValue, bundle: Option.Option<UiBundle>) => {
+  const paths = uiSettingsPaths(settings)
+  const answer = HttpServerResponse.unsafeJson(uiSettingsOf(settings, bundle))
+  const notAllowed = HttpServerResponse.unsafeJson(
+    { detail: "Method Not Allowed" },
+    { status: 405, headers: { allow: "GET, HEAD" } }
+  )
+  return {
+    paths,
+    /** The answer for `pathname` (trailing slash ignored), or undefined when it is no /ui-settings path. */
+    answer: (method: string, pathname: string): HttpServerResponse.HttpServerResponse | undefined => {
+      const path = pathname.length > 1 && pathname.endsWith("/") ? pathname.replace(/\/+$/, "") : pathname
+      if (!paths.has(path)) return undefined
+      return method === "GET" || method === "HEAD" ? answer : notAllowed
+    }
+  }
+}
