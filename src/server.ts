@@ -94,6 +94,8 @@ import { UiStatic } from "./ui/bundle.ts"
 import { TaskRunsRepo } from "./task-runs/repo.ts"
 import { TaskRunRecorder } from "./task-runs/recorder.ts"
 import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
+import { UiFlowRunsLive, UiFlowsLive, UiSchemasLive, UiTaskRunsLive } from "./ui/http.ts"
+import { UiRepo } from "./ui/repo.ts"
 import { services } from "./services/registry.ts"
 import { runServices } from "./services/runner.ts"
 import { VacuumRepo } from "./services/vacuum-repo.ts"
@@ -166,6 +168,7 @@ export const AreasLive = TriggersEngine.Default.pipe(
       AutomationsRepo.Default,
       AutomationChanges.Default,
       BucketsRepo.Default,
+      UiRepo.Default,
       LeaseStorageLive
     )
   ),
@@ -200,7 +203,11 @@ export const GroupsLive = Layer.mergeAll(
   CollectionsLive,
   TemplatesLive,
   EventsLive,
-  AutomationsLive
+  AutomationsLive,
+  UiFlowsLive,
+  UiFlowRunsLive,
+  UiTaskRunsLive,
+  UiSchemasLive
 ).pipe(Layer.provideMerge(AreasLive))
 
 /** The Api with every group's handlers, and the websocket routes beside them. */

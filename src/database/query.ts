@@ -79,7 +79,10 @@ const paths: Record<Entity, Partial<Record<Entity, string>>> = {
   task_run: {
     flow: "flow_run JOIN flow ON flow.id = flow_run.flow_id WHERE flow_run.id = task_run.flow_run_id",
     flow_run: "flow_run WHERE flow_run.id = task_run.flow_run_id",
-    deployment: "flow_run JOIN deployment ON deployment.id = flow_run.deployment_id WHERE flow_run.id = task_run.flow_run_id"
+    deployment: "flow_run JOIN deployment ON deployment.id = flow_run.deployment_id WHERE flow_run.id = task_run.flow_run_id",
+    work_pool:
+      "flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE flow_run.id = task_run.flow_run_id",
+    work_queue: "flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id WHERE flow_run.id = task_run.flow_run_id"
   },
   deployment: {
     flow: "flow WHERE flow.id = deployment.flow_id",

@@ -13,12 +13,28 @@ export type SchemaCheck =
   | { readonly valid: true }
   | { readonly valid: false; readonly field: string | null; readonly message: string }
 
+/** A string as Python's repr() prints it: single quotes unless it holds one and no double quote. */
+const pythonString = (value: string): string => {
+  const quote = value.includes("'") && !value.includes('"') ? '"' : "'"
+  let out = ""
+  for (const ch of value) {
+    if (ch === "\\") out += "\\\\"
+    else if (ch === quote) out += `\\${quote}`
+    else if (ch === "\n") out += "\\n"
+    else if (ch === "\r") out += "\\r"
+    else if (ch === "\t") out += "\\t"
+    else if (ch < " " || ch === "\x7f") out += `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`
+    else out += ch
+  }
+  return quote + out + quote
+}
+
 /** A value as Python prints it (the reference's messages quote values that way). */
 export const pythonRepr = (value: unknown): string => {
   if (value === null || value === undefined) return "None"
   if (value === true) return "True"
   if (value === false) return "False"
-  if (typeof value === "string") return `'${value.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`
+  if (typeof value === "string") return pythonString(value)
   if (typeof value === "number") return String(value)
   if (Array.isArray(value)) return `[${value.map(pythonRepr).join(", ")}]`
   if (typeof value === "object") {
@@ -27,16 +43,23 @@ export const pythonRepr = (value: unknown): string => {
   return String(value)
 }
 
-const typeName = (type: unknown) => (Array.isArray(type) ? pythonRepr(type) : `'${String(type)}'`)
+const plural = (n: number, word: string) => (n === 1 ? word : `${word}s`)
 
-const messageOf = (error: ErrorObject): string => {
+/**
+ * An ajv error worded as the reference's validator (python-jsonschema) words it. With ajv's `verbose`
+ * option, `data` is the failing value and `schema` the keyword's value.
+ */
+export const messageOf = (error: ErrorObject): string => {
   const params = error.params as Record<string, unknown>
   const data = pythonRepr(error.data)
+  const limit = Number(params.limit)
   switch (error.keyword) {
     case "required":
-      return `'${String(params.missingProperty)}' is a required property`
-    case "type":
-      return `${data} is not of type ${typeName(params.type)}`
+      return `${pythonRepr(String(params.missingProperty))} is a required property`
+    case "type": {
+      const types = Array.isArray(params.type) ? params.type : String(params.type).split(",")
+      return `${data} is not of type ${types.map((t) => pythonRepr(String(t))).join(", ")}`
+    }
     case "enum":
       return `${data} is not one of ${pythonRepr(params.allowedValues)}`
     case "const":
@@ -49,18 +72,56 @@ const messageOf = (error: ErrorObject): string => {
       return `${data} is less than or equal to the minimum of ${String(params.limit)}`
     case "exclusiveMaximum":
       return `${data} is greater than or equal to the maximum of ${String(params.limit)}`
+    case "multipleOf":
+      return `${data} is not a multiple of ${String(params.multipleOf)}`
     case "minLength":
-      return `${data} is too short`
+    case "minItems":
+      return `${data} ${limit === 1 ? "should be non-empty" : "is too short"}`
     case "maxLength":
-      return `${data} is too long`
+    case "maxItems":
+      return `${data} ${limit === 0 ? "is expected to be empty" : "is too long"}`
+    case "minProperties":
+      return `${data} ${limit === 1 ? "should be non-empty" : "does not have enough properties"}`
+    case "maxProperties":
+      return `${data} ${limit === 0 ? "is expected to be empty" : "has too many properties"}`
+    case "uniqueItems":
+      return `${data} has non-unique elements`
     case "pattern":
-      return `${data} does not match '${String(params.pattern)}'`
+      return `${data} does not match ${pythonRepr(String(params.pattern))}`
+    case "format":
+      return `${data} is not a ${pythonRepr(String(params.format))}`
     case "additionalProperties":
-      return `Additional properties are not allowed ('${String(params.additionalProperty)}' was unexpected)`
+      return `Additional properties are not allowed (${pythonRepr(String(params.additionalProperty))} was unexpected)`
+    case "dependentRequired":
+    case "dependencies":
+      return `${pythonRepr(String(params.missingProperty))} is a dependency of ${pythonRepr(String(params.property))}`
     case "anyOf":
       return `${data} is not valid under any of the given schemas`
-    case "oneOf":
+    case "oneOf": {
+      const passing = params.passingSchemas
+      if (Array.isArray(passing) && Array.isArray(error.schema)) {
+        const schemas = error.schema as ReadonlyArray<unknown>
+        return `${data} is valid under each of ${passing.map((i) => pythonRepr(schemas[i as number])).join(", ")}`
+      }
       return `${data} is not valid under any of the given schemas`
+    }
+    case "not":
+      return `${data} should not be valid under ${pythonRepr(error.schema)}`
+    case "contains": {
+      if (params.maxContains !== undefined) return `Too many items match the given schema (expected at most ${String(params.maxContains)})`
+      const min = params.minContains === undefined ? 1 : Number(params.minContains)
+      return min === 1
+        ? `${data} does not contain items matching the given schema`
+        : `Too few items match the given schema (expected at least ${min})`
+    }
+    case "items": {
+      if (!Array.isArray(error.data)) return `${data} is not valid`
+      const extra = error.data.length - limit
+      const rest = extra === 1 ? error.data[limit] : error.data.slice(limit)
+      return `Expected at most ${limit} ${plural(limit, "item")} but found ${extra} extra: ${pythonRepr(rest)}`
+    }
+    case "false schema":
+      return `False schema does not allow ${data}`
     default:
       return `${data} ${error.message ?? "is not valid"}`
   }
@@ -74,31 +135,35 @@ const fieldOf = (error: ErrorObject): string | null => {
 }
 
 /**
- * Compiled validators by the schema's JSON. ajv keeps every schema object it compiled, and callers
- * pass a fresh copy each time (a deployment's schema, prepared per request): without this, each
- * request would compile again and ajv's own cache would grow for ever.
+ * Compiled validators of `ajv` by the schema's JSON. ajv keeps every schema object it compiled, and
+ * callers pass a fresh copy each time (a deployment's schema, prepared per request): without this,
+ * each request would compile again and ajv's own cache would grow for ever. `schema` is the object
+ * compiled (the one ajv's errors point into).
  */
-const validators = new Map<string, { readonly schema: object; readonly validate: ValidateFunction }>()
-const MAX_VALIDATORS = 256
-
-const validatorFor = (schema: object): ValidateFunction => {
-  const key = JSON.stringify(schema)
-  const cached = validators.get(key)
-  if (cached !== undefined) {
-    // Most recently used last, so the oldest is evicted first.
-    validators.delete(key)
-    validators.set(key, cached)
-    return cached.validate
+export const validatorCache = (ajv: Ajv, max = 256) => {
+  const validators = new Map<string, { readonly schema: object; readonly validate: ValidateFunction }>()
+  return (schema: object): { readonly schema: object; readonly validate: ValidateFunction } => {
+    const key = JSON.stringify(schema)
+    const cached = validators.get(key)
+    if (cached !== undefined) {
+      // Most recently used last, so the oldest is evicted first.
+      validators.delete(key)
+      validators.set(key, cached)
+      return cached
+    }
+    const entry = { schema, validate: ajv.compile(schema) }
+    validators.set(key, entry)
+    if (validators.size > max) {
+      const [oldestKey, oldest] = validators.entries().next().value!
+      validators.delete(oldestKey)
+      ajv.removeSchema(oldest.schema)
+    }
+    return entry
   }
-  const validate = ajv.compile(schema)
-  validators.set(key, { schema, validate })
-  if (validators.size > MAX_VALIDATORS) {
-    const [oldestKey, oldest] = validators.entries().next().value!
-    validators.delete(oldestKey)
-    ajv.removeSchema(oldest.schema)
-  }
-  return validate
 }
+
+const validatorFor = (schema: object): ValidateFunction => cachedValidator(schema).validate
+const cachedValidator = validatorCache(ajv)
 
 /** Checks `value` against `schema`; a schema that does not compile is reported as invalid. */
 export const checkAgainstSchema = (schema: unknown, value: unknown): SchemaCheck => {

@@ -5,7 +5,7 @@
  */
 import { Either } from "effect"
 import { checkParameters, describeFailure } from "./json-schema.ts"
-import { renderTemplate, type TemplateFilter } from "./templates.ts"
+import { renderTemplate, type TemplateFilter, validateTemplate } from "./templates.ts"
 import { isObject } from "./schemas.ts"
 
 type Json = unknown
@@ -36,6 +36,23 @@ class HydrationError {
 /** Marks a value that hydrates to nothing: its key (or list item) is dropped. */
 const REMOVE = Symbol("remove")
 
+/**
+ * Placeholders, when hydration keeps its problems in place instead of failing (to check values
+ * against a schema, as the reference's UI does): an empty object standing for a value that could not
+ * be produced (with the problem) or is not known yet (an unrendered template, without one). Empty and
+ * without a prototype, so a schema finds nothing in it; what it stands for is looked up here.
+ */
+const placeholders = new WeakMap<object, { readonly problem: string | null }>()
+
+const placeholder = (problem: string | null): object => {
+  const value = Object.freeze(Object.create(null) as object)
+  placeholders.set(value, { problem })
+  return value
+}
+
+/** What a hydrated value stands for when it is a placeholder. */
+export const placeholderOf = (value: unknown): { readonly problem: string | null } | undefined =>
+  typeof value === "object" && value !== null ? placeholders.get(value) : undefined
 
 export interface HydrationContext {
   /** A workspace variable's value; undefined when there is none of that name. */
@@ -44,7 +61,20 @@ export interface HydrationContext {
   readonly jinja?: Record<string, unknown>
   /** Filters `jinja` values may use beyond the engine's own. */
   readonly filters?: Readonly<Record<string, TemplateFilter>>
+  /**
+   * Keep problems as placeholders in place instead of failing on the first, and leave templates
+   * unrendered (only checked): values hydrated to be checked, not used.
+   */
+  readonly keepProblems?: boolean
 }
+
+const problem = (message: string, ctx: HydrationContext) => {
+  if (ctx.keepProblems) return placeholder(message)
+  throw new HydrationError(message)
+}
+
+/** A placeholder (or a value to drop) from hydrating a part of a `__prefect_kind` value: passed on as it is. */
+const passedOn = (value: Json) => value === REMOVE || placeholderOf(value) !== undefined
 
 const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE => {
   if (Array.isArray(value)) return value.map((v) => hydrateValue(v, ctx)).filter((v) => v !== REMOVE)
@@ -59,7 +89,7 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
   }
   switch (value.__prefect_kind) {
     case "none": {
-      if (!("value" in value)) throw new HydrationError("Missing 'value' key in __prefect object")
+      if (!("value" in value)) return problem("Missing 'value' key in __prefect object", ctx)
       return hydrateValue(value.value, ctx)
     }
     case "json": {
@@ -69,20 +99,27 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
       try {
         return JSON.parse(inner)
       } catch (cause) {
-        throw new HydrationError(`Invalid JSON: ${(cause as Error).message}`)
+        return problem(`Invalid JSON: ${(cause as Error).message}`, ctx)
       }
     }
     case "jinja": {
-      if (!("template" in value)) throw new HydrationError("Missing 'template' key in __prefect object")
+      if (!("template" in value)) return problem("Missing 'template' key in __prefect object", ctx)
       const template = isObject(value.template) ? hydrateValue(value.template, ctx) : value.template
+      if (passedOn(template)) return template
+      if (ctx.keepProblems) {
+        const invalid = validateTemplate(String(template))
+        return invalid === undefined ? placeholder(null) : placeholder(`Invalid jinja: ${invalid.message}`)
+      }
       const rendered = renderTemplate(String(template), ctx.jinja ?? {}, ctx.filters ?? {})
-      if (Either.isLeft(rendered)) throw new HydrationError(`Invalid jinja: ${rendered.left}`)
+      if (Either.isLeft(rendered)) return problem(`Invalid jinja: ${rendered.left}`, ctx)
       return rendered.right
     }
     case "workspace_variable": {
-      if (typeof value.variable_name !== "string") return REMOVE
-      const found = ctx.variable(value.variable_name)
-      if (found === undefined) throw new HydrationError(`Variable '${value.variable_name}' not found in workspace.`)
+      const name = isObject(value.variable_name) ? hydrateValue(value.variable_name, ctx) : value.variable_name
+      if (passedOn(name)) return name
+      if (typeof name !== "string") return REMOVE
+      const found = ctx.variable(name)
+      if (found === undefined) return problem(`Variable '${name}' not found in workspace.`, ctx)
       return found
     }
     default:
@@ -99,6 +136,16 @@ export const hydrate = (parameters: Record<string, Json>, ctx: HydrationContext)
     if (error instanceof HydrationError) return Either.left(error.message)
     throw error
   }
+}
+
+/**
+ * A value with every `__prefect_kind` replaced by what it stands for, problems and unrendered
+ * templates left in place as placeholders (see placeholderOf). Not necessarily an object: a value
+ * that is itself one `__prefect_kind` hydrates to whatever it stands for.
+ */
+export const hydrateKeepingProblems = (value: Record<string, Json>, ctx: Omit<HydrationContext, "keepProblems">): Json => {
+  const out = hydrateValue(value, { ...ctx, keepProblems: true })
+  return out === REMOVE ? {} : out
 }
 
 /** The workspace variables a value refers to. */

@@ -147,6 +147,32 @@ export type FlowRunQuery = Readonly<Record<string, unknown>> & {
   readonly flow_runs?: FlowRunFilter | null | undefined
 }
 
+/**
+ * The query of one page of flow_run rows (`SELECT flow_run.* …`, sorted, limited). A filter on several
+ * state types sorted by time or id reads each state's newest (or oldest) runs from its
+ * (state_type, sort key) index, then merges them: one index scan cannot give several state types in
+ * sort order, and walking the sort alone reads every run of the other states on the way.
+ */
+export const flowRunPage = (
+  sql: SqlClient.SqlClient,
+  query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }
+): Statement.Fragment => {
+  const where = (q: FlowRunQuery) => queryCondition(sql, "flow_run", q)
+  const order = sql.unsafe(orderBy[query.sort])
+  const types = splitStateTypes(query)
+  if (types === undefined) {
+    return sql`SELECT flow_run.* FROM flow_run WHERE ${where(query)} ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
+  }
+  const branches = types.map((type) =>
+    sql`(SELECT flow_run.* FROM flow_run WHERE ${where(withStateType(query, type))} ORDER BY ${order} LIMIT ${query.limit + query.offset})`
+  )
+  const union = branches.slice(1).reduce((all, branch) => sql`${all} UNION ALL ${branch}`, branches[0]!)
+  return sql`SELECT * FROM (${union}) flow_run ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
+}
+
+/** The ORDER BY of a flow run sort (over a `flow_run` row source). */
+export const flowRunOrder = (sql: SqlClient.SqlClient, sort: FlowRunSort) => sql.unsafe(orderBy[sort])
+
 export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRunsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -171,25 +197,6 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
         LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
     `
-
-    /**
-     * The runs of one page. A filter on several state types sorted by time or id reads each state's
-     * newest (or oldest) runs from its (state_type, sort key) index, then merges them: one index scan
-     * cannot give several state types in sort order, and walking the sort alone reads every run of the
-     * other states on the way.
-     */
-    const pageOf = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) => {
-      const order = sql.unsafe(orderBy[query.sort])
-      const types = splitStateTypes(query)
-      if (types === undefined) {
-        return sql`SELECT flow_run.* FROM flow_run WHERE ${where(query)} ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
-      }
-      const branches = types.map((type) =>
-        sql`(SELECT flow_run.* FROM flow_run WHERE ${where(withStateType(query, type))} ORDER BY ${order} LIMIT ${query.limit + query.offset})`
-      )
-      const union = branches.slice(1).reduce((all, branch) => sql`${all} UNION ALL ${branch}`, branches[0]!)
-      return sql`SELECT * FROM (${union}) flow_run ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
-    }
 
     const readRow = (id: string) =>
       Effect.map(sql<FlowRunRow>`${selectRuns} WHERE flow_run.id = ${id}`, (rows) => rows[0])
@@ -281,7 +288,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     const filter = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) =>
       Effect.gen(function* () {
-        const rows = yield* sql<FlowRunRow>`${selectPage(pageOf(query))} ORDER BY ${sql.unsafe(orderBy[query.sort])}`
+        const rows = yield* sql<FlowRunRow>`${selectPage(flowRunPage(sql, query))} ORDER BY ${sql.unsafe(orderBy[query.sort])}`
         const at = yield* now
         return rows.map((row) => toFlowRun(row, at))
       })

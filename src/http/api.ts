@@ -23,6 +23,7 @@ import { FlowRunStatesApi, FlowRunsApi } from "../flow-runs/api.ts"
 import { FlowsApi } from "../flows/api.ts"
 import { TaskRunStatesApi, TaskRunsApi } from "../task-runs/api.ts"
 import { RootApi } from "../root/api.ts"
+import { UiFlowRunsApi, UiFlowsApi, UiSchemasApi, UiTaskRunsApi } from "../ui/api.ts"
 import { API_VERSION } from "../version.ts"
 import {
   BadRequestResponse,
@@ -62,6 +63,10 @@ export class BatonApi extends HttpApi.make("baton")
   .add(TemplatesApi)
   .add(EventsApi)
   .add(AutomationsApi)
+  .add(UiFlowsApi)
+  .add(UiFlowRunsApi)
+  .add(UiTaskRunsApi)
+  .add(UiSchemasApi)
   .addError(ValidationErrorResponse)
   .addError(NotFoundResponse)
   .addError(ConflictResponse)

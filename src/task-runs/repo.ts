@@ -64,6 +64,22 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const read = (id: string) =>
       Effect.flatMap(readRow(id), (row) => Effect.map(now, (at) => (row === undefined ? undefined : toTaskRun(row, at))))
 
+    /** The task run with the name of its flow run (null without one), in one query. */
+    const readWithFlowRunName = (id: string) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<TaskRunRow & { readonly flow_run_name: string | null }>`
+          SELECT task_run.*, to_jsonb(task_run_state.*) AS state, flow_run.name AS flow_run_name
+          FROM task_run LEFT JOIN task_run_state ON task_run_state.id = task_run.state_id
+            LEFT JOIN flow_run ON flow_run.id = task_run.flow_run_id
+          WHERE task_run.id = ${id}
+        `
+        const row = rows[0]
+        if (row === undefined) return undefined
+        const { flow_run_name, ...taskRun } = row
+        // The reference leaves an empty name out, as it does a missing one.
+        return { ...toTaskRun(taskRun, yield* now), flow_run_name: flow_run_name || null }
+      })
+
     /** Creates a task run in its first state; the same flow run, task key and dynamic key return the existing one. */
     const create = Effect.fn("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
       const id = input.id ?? (yield* newId)
@@ -277,6 +293,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       forGraph,
       history,
       read,
+      readWithFlowRunName,
       setState,
       unfinishedInCancelledRuns,
       readState: (stateId: string) => states.readState("task_run", stateId),

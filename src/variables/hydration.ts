@@ -1,6 +1,6 @@
 /** Hydrating parameters and run input with the workspace's variables. */
 import { Effect } from "effect"
-import { hydrate, referencedVariables } from "../domain/parameters.ts"
+import { hydrate, hydrateKeepingProblems, referencedVariables } from "../domain/parameters.ts"
 import { VariablesRepo } from "./repo.ts"
 
 export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
@@ -11,6 +11,15 @@ export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
       Effect.map(Effect.orDie(variables.valuesByName(referencedVariables(value))), (values) =>
         hydrate(value, { variable: (name) => (values.has(name) ? values.get(name) : undefined), ...(jinja ? { jinja } : {}) })
       )
-    return { hydrate: hydrateValue } as const
+    const variable = (values: ReadonlyMap<string, unknown>) => (name: string) => (values.has(name) ? values.get(name) : undefined)
+    /**
+     * The value with every `__prefect_kind` replaced, its problems and templates left in place as
+     * placeholders (to be checked against a schema, not used).
+     */
+    const hydrateForCheck = (value: Record<string, unknown>) =>
+      Effect.map(Effect.orDie(variables.valuesByName(referencedVariables(value))), (values) =>
+        hydrateKeepingProblems(value, { variable: variable(values) })
+      )
+    return { hydrate: hydrateValue, hydrateForCheck } as const
   })
 }) {}

@@ -1,0 +1,160 @@
+/** The UI's summaries in SQL: each answer one query, over the filters every area compiles the same way. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { queryCondition } from "../database/query.ts"
+import type { StateType } from "../domain/states.ts"
+import { now } from "../domain/time.ts"
+import { flowRunOrder, flowRunPage, type FlowRunQuery } from "../flow-runs/repo.ts"
+import type { FlowRunSort } from "../flow-runs/schemas.ts"
+import { estimates } from "../orchestration/global-policy.ts"
+import type { CountByState, SimpleFlowRun, SimpleNextFlowRun } from "./schemas.ts"
+
+/** Counted as failed on the dashboard; the other final states as completed. */
+const FAILED_STATES: ReadonlyArray<StateType> = ["FAILED", "CRASHED"]
+export const TERMINAL_STATES: ReadonlyArray<StateType> = ["COMPLETED", "FAILED", "CANCELLED", "CRASHED"]
+
+const noCounts = (): { -readonly [K in keyof CountByState]: number } => ({
+  COMPLETED: 0,
+  PENDING: 0,
+  RUNNING: 0,
+  FAILED: 0,
+  CANCELLED: 0,
+  CRASHED: 0,
+  PAUSED: 0,
+  CANCELLING: 0,
+  SCHEDULED: 0
+})
+
+/** Time buckets of a dashboard count: bucket i holds start times from `startUs + i × widthUs` on. */
+export interface Buckets {
+  readonly count: number
+  /** Microseconds since the epoch. */
+  readonly startUs: bigint
+  readonly widthUs: bigint
+}
+
+export class UiRepo extends Effect.Service<UiRepo>()("baton/UiRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Deployments per flow. */
+    const deploymentsPerFlow = (flowIds: ReadonlyArray<string>) =>
+      Effect.map(
+        sql<{ flow_id: string; count: string }>`
+          SELECT flow_id, count(*) AS count FROM deployment
+          WHERE flow_id = ANY(${flowIds}::uuid[]) GROUP BY flow_id
+        `,
+        (rows) => new Map(rows.map((r) => [r.flow_id, Number(r.count)]))
+      )
+
+    /**
+     * Each flow's Scheduled run due first (by next scheduled start time, then id), for the flows
+     * that have one.
+     */
+    const nextRunPerFlow = (flowIds: ReadonlyArray<string>) =>
+      Effect.map(
+        sql<SimpleNextFlowRun>`
+          SELECT run.id, run.flow_id, run.name, run.state_name, run.state_type, run.next_scheduled_start_time
+          FROM (SELECT DISTINCT unnest(${flowIds}::uuid[]) AS flow_id) flows
+          CROSS JOIN LATERAL (
+            SELECT flow_run.* FROM flow_run
+            WHERE flow_run.flow_id = flows.flow_id AND flow_run.state_type = 'SCHEDULED'
+              AND flow_run.next_scheduled_start_time IS NOT NULL
+            ORDER BY flow_run.next_scheduled_start_time ASC, flow_run.id
+            LIMIT 1
+          ) run
+        `,
+        (rows) => new Map(rows.map((r) => [r.flow_id, r]))
+      )
+
+    /** A page of flow runs, as much of each as a chart needs. */
+    const simpleFlowRuns = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{
+          id: string
+          state_type: StateType
+          state_timestamp: Date | null
+          start_time: Date | null
+          expected_start_time: Date | null
+          total_run_time: number
+        }>`
+          SELECT flow_run.id, flow_run.state_type, flow_run.state_timestamp, flow_run.start_time,
+            flow_run.expected_start_time, flow_run.total_run_time
+          FROM (${flowRunPage(sql, query)}) flow_run
+          ORDER BY ${flowRunOrder(sql, query.sort)}
+        `
+        const at = yield* now
+        return rows.map((row): SimpleFlowRun => {
+          const { estimated_run_time, estimated_start_time_delta } = estimates(row, at)
+          return {
+            id: row.id,
+            state_type: row.state_type,
+            timestamp: (row.start_time ?? row.expected_start_time)!,
+            duration: estimated_run_time,
+            lateness: estimated_start_time_delta
+          }
+        })
+      })
+
+    /** Task runs per flow run, leaving out those that stand for a subflow run. */
+    const taskRunsPerFlowRun = (flowRunIds: ReadonlyArray<string>) =>
+      Effect.map(
+        sql<{ flow_run_id: string; count: string }>`
+          SELECT task_run.flow_run_id, count(*) AS count FROM task_run
+          WHERE task_run.flow_run_id = ANY(${flowRunIds}::uuid[])
+            AND NOT EXISTS (SELECT 1 FROM flow_run WHERE flow_run.parent_task_run_id = task_run.id)
+          GROUP BY task_run.flow_run_id
+        `,
+        (rows) => new Map(rows.map((r) => [r.flow_run_id, Number(r.count)]))
+      )
+
+    /**
+     * The matching task runs in a final state counted per bucket of start time, failed (Failed,
+     * Crashed) and completed (the others) apart; runs outside the buckets are left out.
+     */
+    const taskRunCountsPerBucket = (query: Readonly<Record<string, unknown>>, buckets: Buckets) =>
+      Effect.gen(function* () {
+        // Exact to the microsecond: the bucket of a start time is floor((start − first) / width).
+        const rows = yield* sql<{ bucket: string; failed: string; completed: string }>`
+          SELECT bucket, count(*) FILTER (WHERE failed) AS failed, count(*) FILTER (WHERE NOT failed) AS completed
+          FROM (
+            SELECT floor(
+                (extract(epoch FROM task_run.start_time)::numeric * 1000000 - ${String(buckets.startUs)}::numeric)
+                / ${String(buckets.widthUs)}::numeric
+              )::bigint AS bucket,
+              task_run.state_type = ANY(${FAILED_STATES}::text[]) AS failed
+            FROM task_run WHERE ${queryCondition(sql, "task_run", query)}
+          ) runs
+          WHERE bucket >= 0 AND bucket < ${buckets.count}
+          GROUP BY bucket
+        `
+        const counts = Array.from({ length: buckets.count }, () => ({ completed: 0, failed: 0 }))
+        for (const row of rows) counts[Number(row.bucket)] = { completed: Number(row.completed), failed: Number(row.failed) }
+        return counts
+      })
+
+    /** The matching task runs counted per state type, every type present. */
+    const taskRunCountsByState = (query: Readonly<Record<string, unknown>>) =>
+      Effect.map(
+        sql<{ state_type: StateType; count: string }>`
+          SELECT task_run.state_type, count(*) AS count FROM task_run
+          WHERE task_run.state_type IS NOT NULL AND ${queryCondition(sql, "task_run", query)}
+          GROUP BY task_run.state_type
+        `,
+        (rows) => {
+          const counts = noCounts()
+          for (const row of rows) counts[row.state_type] = Number(row.count)
+          return counts as CountByState
+        }
+      )
+
+    return {
+      deploymentsPerFlow,
+      nextRunPerFlow,
+      simpleFlowRuns,
+      taskRunsPerFlowRun,
+      taskRunCountsPerBucket,
+      taskRunCountsByState
+    } as const
+  })
+}) {}
