@@ -31,7 +31,9 @@ import {
   GoneResponse,
   MethodNotAllowedResponse,
   NotFoundResponse,
+  PayloadTooLargeResponse,
   ServiceUnavailableResponse,
+  UnauthorizedResponse,
   ValidationErrorResponse
 } from "./errors.ts"
 
@@ -70,6 +72,9 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(GoneResponse)
   .addError(MethodNotAllowedResponse)
   .addError(ServiceUnavailableResponse)
+  // Answered in front of the Api (./auth.ts, ./limits.ts); declared so clients and the OpenAPI document know them.
+  .addError(UnauthorizedResponse)
+  .addError(PayloadTooLargeResponse)
   .annotate(OpenApi.Title, "Baton REST API")
   .annotate(OpenApi.Version, API_VERSION)
 {}

@@ -1,10 +1,12 @@
 /**
- * What every request goes through before the Api sees it: CORS, the base path, trailing slashes,
- * empty bodies, request logging and the last-resort answer for an unexpected failure.
+ * What every request goes through before the Api sees it: CORS, the base path, the shared
+ * credential (./auth.ts), trailing slashes, empty bodies, request logging and the last-resort
+ * answer for an unexpected failure.
  */
-import { type HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect, Option } from "effect"
+import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Duration, Effect, FiberRef, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
+import { basicAuth } from "./auth.ts"
 
 const list = (value: string): ReadonlyArray<string> =>
   value
@@ -66,19 +68,30 @@ const withEmptyBodyAsObject = (request: HttpServerRequest.HttpServerRequest) =>
 const notFound = HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })
 const internalError = HttpServerResponse.unsafeJson({ exception_message: "Internal Server Error" }, { status: 500 })
 
+/**
+ * An answer given here, in front of the Api, with what the Api's own answers get on their way out
+ * (the CORS headers): a UI on another origin must be able to read a 401.
+ */
+const answerInFront = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) =>
+  Effect.flatMap(FiberRef.get(HttpApp.currentPreResponseHandlers), (handler) =>
+    Option.isNone(handler) ? Effect.succeed(response) : Effect.orElseSucceed(handler.value(request, response), () => response)
+  )
+
 /** Serves `api` under the base path; everything else is a JSON 404. */
 export const edge = (settings: SettingsValue) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
+  const refusedWithoutCredential = basicAuth(settings)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const below = stripBasePath(request.url, basePath)
       if (below === undefined) return notFound
+      const url = stripTrailingSlash(below)
+      const unauthorized = refusedWithoutCredential(request, url)
+      if (unauthorized !== undefined) return yield* answerInFront(request, unauthorized)
       const headers = withEmptyBodyAsObject(request)
-      const inner = request.modify(
-        headers === undefined ? { url: stripTrailingSlash(below) } : { url: stripTrailingSlash(below), headers }
-      )
+      const inner = request.modify(headers === undefined ? { url } : { url, headers })
       return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, inner)
     })
     const guarded = routed.pipe(
