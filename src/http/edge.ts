@@ -1,12 +1,13 @@
 /**
  * What every request goes through before the Api sees it: CORS, the base path, the shared
- * credential (./auth.ts), trailing slashes, empty bodies, request logging and the last-resort
- * answer for an unexpected failure.
+ * credential (./auth.ts), the body limit (./limits.ts), trailing slashes, empty bodies, request
+ * logging and the last-resort answer for an unexpected failure.
  */
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect, FiberRef, Option } from "effect"
+import { Cause, Duration, Effect, Either, FiberRef, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
 import { basicAuth } from "./auth.ts"
+import { bodyLimit } from "./limits.ts"
 
 const list = (value: string): ReadonlyArray<string> =>
   value
@@ -82,7 +83,9 @@ export const edge = (settings: SettingsValue) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
   const refusedWithoutCredential = basicAuth(settings)
+  const limit = bodyLimit(settings)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
+    const limited = limit.readingLimit(api)
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const below = stripBasePath(request.url, basePath)
@@ -91,8 +94,9 @@ export const edge = (settings: SettingsValue) => {
       const unauthorized = refusedWithoutCredential(request, url)
       if (unauthorized !== undefined) return yield* answerInFront(request, unauthorized)
       const headers = withEmptyBodyAsObject(request)
-      const inner = request.modify(headers === undefined ? { url } : { url, headers })
-      return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, inner)
+      const checked = yield* limit.check(request.modify(headers === undefined ? { url } : { url, headers }))
+      if (Either.isLeft(checked)) return yield* answerInFront(request, checked.left)
+      return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, checked.right)
     })
     const guarded = routed.pipe(
       Effect.catchAllCause((cause) => {

@@ -44,6 +44,7 @@ export const rawRequest = (method: string, path: string, options: RawRequestOpti
       })
       // The server may close the connection while the body is still going out: the answer counts.
       req.on("error", (error) => resume(Effect.fail(error)))
+      req.flushHeaders()
       for (const chunk of options.chunks ?? []) req.write(chunk)
       if (options.end !== false) req.end()
       return Effect.sync(() => req.destroy())
