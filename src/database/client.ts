@@ -63,12 +63,22 @@ const connectionFailed = (settings: SettingsValue) => (cause: unknown) =>
 /** A client of a real PostgreSQL server. */
 export const layerServer = (settings: SettingsValue) => {
   const db = settings.server.database
-  return PgClient.layer({
-    url: Redacted.make(serverUrl(db)),
-    ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {}),
-    ...poolOptions(db, db.sqlalchemy.pool_size + db.sqlalchemy.max_overflow),
-    minConnections: 0
-  }).pipe(Layer.mapError(connectionFailed(settings)))
+  return Layer.unwrapEffect(
+    Effect.try({
+      try: () => serverUrl(db),
+      // The message never quotes the URL: it may hold the password.
+      catch: () => new DatabaseError({ message: "server.database.connection_url (or host, port, user, name) does not make a valid URL" })
+    }).pipe(
+      Effect.map((url) =>
+        PgClient.layer({
+          url: Redacted.make(url),
+          ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {}),
+          ...poolOptions(db, db.sqlalchemy.pool_size + db.sqlalchemy.max_overflow),
+          minConnections: 0
+        }).pipe(Layer.mapError(connectionFailed(settings)))
+      )
+    )
+  )
 }
 
 /** A client of an embedded database served on a socket in `socketDir`. */

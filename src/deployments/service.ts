@@ -270,6 +270,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
 
     /** PATCH /deployments/{id}: changes what was sent; stale future auto-scheduled runs go. */
     const update = Effect.fn("Deployments.update")(function* (id: string, body: DeploymentUpdate) {
+      // As the reference validates the body: the parameters sent, before anything is read.
+      if (body.parameters != null) yield* checkParameterSize(body.parameters)
       yield* checkLimitsExclusive(body)
       yield* checkScheduleLimits(body.schedules ?? [], ["schedules"])
       const existing = yield* Effect.orDie(repo.read(id))

@@ -3,7 +3,8 @@
  * jinja, workspace_variable), and checks against a parameter schema, each worded as the reference
  * words it.
  */
-import { Either } from "effect"
+import { Effect, Either } from "effect"
+import { ValidationError } from "../http/errors.ts"
 import { checkParameters, describeFailure } from "./json-schema.ts"
 import { renderTemplate, type TemplateFilter, validateTemplate } from "./templates.ts"
 import { isObject } from "./schemas.ts"
@@ -27,6 +28,17 @@ export const parameterSizeProblem = (parameters: Json, max: number): string | un
   return size > max
     ? `Flow run parameters must be less than ${grouped(max)} bytes when serialized (got ${grouped(size)} bytes).`
     : undefined
+}
+
+/**
+ * The reference's 422 for parameters over server.api.max_parameter_size, found at `loc` of the
+ * body (its `parameters` field): a value_error, checked before anything else of the request.
+ */
+export const checkParameterSize = (parameters: Json, max: number, loc: ReadonlyArray<string | number> = ["parameters"]) => {
+  const problem = parameters === undefined || parameters === null ? undefined : parameterSizeProblem(parameters, max)
+  return problem === undefined
+    ? Effect.void
+    : Effect.fail(new ValidationError({ detail: [{ loc: ["body", ...loc], msg: `Value error, ${problem}`, type: "value_error" }] }))
 }
 
 class HydrationError {

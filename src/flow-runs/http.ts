@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Stream } from "effect"
 import { generateName } from "../domain/names.ts"
+import { checkParameterSize } from "../domain/parameters.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
@@ -38,8 +39,11 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
     const queues = yield* WorkQueueLookup
     const resumer = yield* FlowRunResume
 
+    const maxParameterSize = settings.server.api.max_parameter_size
+
     const create = (payload: FlowRunCreate) =>
       Effect.gen(function* () {
+        yield* checkParameterSize(payload.parameters, maxParameterSize)
         // A pool (and queue) named here must exist: the run goes to that queue, or the pool's default one.
         const queue = payload.work_pool_name === null
           ? null
@@ -75,6 +79,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       )
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
+          yield* checkParameterSize(payload.parameters, maxParameterSize)
           if (payload.job_variables != null) {
             const run = yield* Effect.orDie(runs.read(path.id))
             if (run === undefined) return yield* flowRunNotFound

@@ -32,7 +32,9 @@ import {
   GoneResponse,
   MethodNotAllowedResponse,
   NotFoundResponse,
+  PayloadTooLargeResponse,
   ServiceUnavailableResponse,
+  UnauthorizedResponse,
   ValidationErrorResponse
 } from "./errors.ts"
 
@@ -75,6 +77,9 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(GoneResponse)
   .addError(MethodNotAllowedResponse)
   .addError(ServiceUnavailableResponse)
+  // Answered in front of the Api (./auth.ts, ./limits.ts); declared so clients and the OpenAPI document know them.
+  .addError(UnauthorizedResponse)
+  .addError(PayloadTooLargeResponse)
   .annotate(OpenApi.Title, "Baton REST API")
   .annotate(OpenApi.Version, API_VERSION)
 {}

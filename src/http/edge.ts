@@ -1,15 +1,18 @@
 /**
- * What every request goes through before the Api sees it: CORS, the base path, trailing slashes,
- * empty bodies, request logging and the last-resort answer for an unexpected failure. Outside the
- * base path: /ui-settings, the UI when one is served, and a JSON 404 for anything else.
+ * What every request goes through before the Api sees it: CORS, the base path, the shared
+ * credential (./auth.ts), the body limit (./limits.ts), trailing slashes, empty bodies, request
+ * logging and the last-resort answer for an unexpected failure. Outside the base path:
+ * /ui-settings, the UI when one is served, and a JSON 404 for anything else.
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect, Option } from "effect"
+import { Cause, Duration, Effect, Either, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
 import type { UiBundle } from "../ui/bundle.ts"
 import { notFound, uiApp } from "../ui/serve.ts"
 import { uiSettingsRoute } from "../ui/ui-settings.ts"
+import { basicAuth } from "./auth.ts"
 import { corsMiddleware } from "./cors.ts"
+import { bodyLimit } from "./limits.ts"
 import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
 export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
@@ -43,7 +46,10 @@ export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = 
   const ui = Option.map(bundle, uiApp)
   const outside = (request: HttpServerRequest.HttpServerRequest, pathname: string) =>
     Option.isSome(ui) ? ui.value(request, pathname) : Effect.succeed(notFound)
+  const refusedWithoutCredential = basicAuth(settings)
+  const limit = bodyLimit(settings)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
+    const limited = limit.readingLimit(api)
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = pathnameOf(request.url)
@@ -51,11 +57,15 @@ export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = 
       if (settingsAnswer !== undefined) return settingsAnswer
       const below = stripBasePath(request.url, basePath)
       if (below === undefined) return yield* outside(request, pathname)
+      const url = stripTrailingSlash(below)
+      // Answers given here get the CORS headers on their way out like the Api's (cors.ts marks
+      // every response), so a UI on another origin can read a 401 or a 413.
+      const unauthorized = refusedWithoutCredential(request, url)
+      if (unauthorized !== undefined) return unauthorized
       const headers = withEmptyBodyAsObject(request)
-      const inner = request.modify(
-        headers === undefined ? { url: stripTrailingSlash(below) } : { url: stripTrailingSlash(below), headers }
-      )
-      return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, inner)
+      const checked = yield* limit.check(request.modify(headers === undefined ? { url } : { url, headers }))
+      if (Either.isLeft(checked)) return checked.left
+      return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, checked.right)
     })
     const guarded = routed.pipe(
       Effect.catchAllCause((cause) => {

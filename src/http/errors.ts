@@ -2,7 +2,7 @@
  * The errors every endpoint may answer with, declared once on the Api. On the wire each is just
  * the reference's body (`{"detail": …}`): the class tag never leaves the server.
  */
-import { HttpApiSchema } from "@effect/platform"
+import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Schema } from "effect"
 
 /** One entry of a 422 answer, in the reference's shape. */
@@ -39,6 +39,12 @@ export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("Me
   detail: Schema.String
 }) {}
 
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", { detail: Schema.String }) {}
+
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+  detail: Schema.String
+}) {}
+
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   detail: Schema.String
 }) {}
@@ -64,6 +70,19 @@ export const ForbiddenResponse = wire(Forbidden, Schema.String, 403, "Forbidden"
 export const GoneResponse = wire(Gone, Schema.String, 410, "Gone")
 export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 405, "MethodNotAllowed")
 export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
+export const UnauthorizedResponse = wire(Unauthorized, Schema.String, 401, "Unauthorized")
+export const PayloadTooLargeResponse = wire(PayloadTooLarge, Schema.String, 413, "PayloadTooLarge")
+
+/**
+ * The answer an error class gives where no Api encodes it (before routing, in front of the Api):
+ * the same body and status as its wire form, plus `headers`.
+ */
+export const errorResponse = <A, I>(
+  schema: Schema.Schema<A, I>,
+  error: A,
+  headers: Record<string, string> = {}
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson(Schema.encodeSync(schema)(error), { status: HttpApiSchema.getStatusError(schema), headers })
 
 /** The reference's answer when a write names an object that does not exist or breaks a unique key. */
 export const integrityConflict = () =>

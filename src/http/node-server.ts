@@ -3,13 +3,24 @@
  * before the Effect router: load balancers and workers call it constantly, and its answer depends on
  * nothing but the process being alive. Anything the Api would treat differently (a version header
  * to check, a CORS origin to match, request logging at DEBUG) still goes through the Api.
+ *
+ * The server also bounds what a client can hold: a client gets server.api.headers_timeout to send
+ * its headers and server.api.request_read_timeout to send its whole request (then 408 and the
+ * connection closes: slow clients cannot pin connections), an idle keep-alive connection closes
+ * after server.api.keepalive_timeout, and beyond server.api.max_concurrent_requests requests in
+ * flight a new one is answered 503 with Retry-After at once (clients of the reference retry 503).
  */
+import { Schema } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { SettingsValue } from "../settings/settings.ts"
+import { ServiceUnavailable, ServiceUnavailableResponse } from "./errors.ts"
 import { normalizeBasePath } from "./paths.ts"
 import { VERSION_HEADER } from "./middleware.ts"
 
 const HEALTH_BODY = "true"
+
+/** Seconds a client refused for load is asked to wait before it retries. */
+export const RETRY_AFTER_SECONDS = 1
 
 const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
   if (logsRequests) return undefined
@@ -32,19 +43,73 @@ const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
   }
 }
 
+/** Counts requests in flight and answers 503 beyond `limit` (0: no limit). */
+const loadShedder = (settings: SettingsValue) => {
+  const limit = settings.server.api.max_concurrent_requests
+  if (limit === 0) return undefined
+  const body = JSON.stringify(
+    Schema.encodeSync(ServiceUnavailableResponse)(
+      new ServiceUnavailable({ detail: "The server is handling as many requests as it allows; retry later." })
+    )
+  )
+  const anyOrigin = settings.server.api.cors_allowed_origins.trim() === "*"
+  let inFlight = 0
+  return (response: ServerResponse): boolean => {
+    if (inFlight >= limit) {
+      response.writeHead(503, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        "retry-after": String(RETRY_AFTER_SECONDS),
+        ...(anyOrigin ? { "access-control-allow-origin": "*" } : {})
+      })
+      response.end(body)
+      return true
+    }
+    inFlight++
+    // "close" comes once per response: when it is sent, or when the client went away first.
+    response.once("close", () => inFlight--)
+    return false
+  }
+}
+
+const millis = (seconds: number) => Math.round(seconds * 1000)
+
+/** node:http's timeouts from the settings (0 turns one off). */
+export const timeoutOptions = (settings: SettingsValue) => {
+  const api = settings.server.api
+  const requestTimeout = millis(api.request_read_timeout)
+  // Node requires the headers' timeout to be within the whole request's.
+  const headersTimeout = requestTimeout > 0 ? Math.min(millis(api.headers_timeout), requestTimeout) : millis(api.headers_timeout)
+  const active = [headersTimeout, requestTimeout].filter((t) => t > 0)
+  return {
+    headersTimeout,
+    requestTimeout,
+    // How often node looks for connections past those timeouts (its default is 30 s).
+    connectionsCheckingInterval: active.length === 0 ? 30_000 : Math.max(100, Math.min(5_000, Math.min(...active) / 4)),
+    // 0 would keep idle connections open for ever: close them right after their response instead.
+    keepAliveTimeout: Math.max(1, api.keepalive_timeout * 1000)
+  }
+}
+
 /**
- * A node:http server with the liveness fast path in front of whatever handler is attached later;
- * without it when requests are logged (at DEBUG), so every request still shows in the log.
+ * A node:http server with the liveness fast path and the in-flight bound in front of whatever
+ * handler is attached later; the fast path is left out when requests are logged (at DEBUG), so
+ * every request still shows in the log.
  */
 export const makeNodeServer = (settings: SettingsValue, options: { readonly logsRequests: boolean }): Server => {
-  const server = createServer({ keepAliveTimeout: settings.server.api.keepalive_timeout * 1000 })
+  const server = createServer(timeoutOptions(settings))
   const answer = livenessAnswer(settings, options.logsRequests)
-  if (answer === undefined) return server
+  const shed = loadShedder(settings)
+  if (answer === undefined && shed === undefined) return server
   // The platform attaches its own "request" listener; intercepting the event lets the fast path
   // answer first and keeps every other request on the platform's handler untouched.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
   server.emit = ((event: string | symbol, ...args: Array<unknown>) => {
-    if (event === "request" && answer(args[0] as IncomingMessage, args[1] as ServerResponse)) return true
+    if (event === "request") {
+      const response = args[1] as ServerResponse
+      if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
+      if (shed !== undefined && shed(response)) return true
+    }
     return emit(event, ...args)
   }) as Server["emit"]
   return server

@@ -6,8 +6,14 @@
  */
 import { HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { Effect, Fiber, Option, Queue, Redacted, type Scope } from "effect"
-import { sameSecret } from "../domain/secrets.ts"
+import { digestOf, sameDigest } from "../domain/secrets.ts"
 import type { SettingsValue } from "../settings/settings.ts"
+
+/**
+ * The websocket routes, below the base path. Their handshakes skip the HTTP Basic check (./auth.ts):
+ * they authenticate with the first message instead, as the reference's clients expect.
+ */
+export const WEBSOCKET_PATHS: ReadonlySet<string> = new Set(["/events/in", "/events/out", "/logs/out"])
 
 /** Close codes a handshake or a first message can end with. */
 export const PROTOCOL_ERROR = 1002
@@ -37,8 +43,10 @@ export interface PrefectSocket {
 export const servePrefectSocket = <R>(
   settings: SettingsValue,
   session: (socket: PrefectSocket) => Effect.Effect<void, never, R>
-): Effect.Effect<HttpServerResponse.HttpServerResponse, never, Exclude<R, Scope.Scope> | HttpServerRequest.HttpServerRequest> =>
-  Effect.scoped(
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, Exclude<R, Scope.Scope> | HttpServerRequest.HttpServerRequest> => {
+  const authString = settings.server.api.auth_string
+  const expected = authString === null ? undefined : digestOf(Redacted.value(authString))
+  return Effect.scoped(
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       // A websocket route matches no plain HTTP request, as in the reference.
@@ -47,8 +55,7 @@ export const servePrefectSocket = <R>(
       }
       const offered = (request.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim())
       const withSubprotocol = offered.includes("prefect")
-      const authString = settings.server.api.auth_string
-      if (!withSubprotocol && authString !== null) {
+      if (!withSubprotocol && expected !== undefined) {
         return HttpServerResponse.unsafeJson(
           { detail: "Websocket clients must use the 'prefect' subprotocol and authenticate." },
           { status: 403 }
@@ -62,11 +69,11 @@ export const servePrefectSocket = <R>(
           if (Option.isNone(first)) return
           const message = first.value as { type?: unknown; token?: unknown } | undefined
           if (message?.type !== "auth") return yield* socket.close(POLICY_VIOLATION, "Expected 'auth' message")
-          if (authString !== null) {
+          if (expected !== undefined) {
             if (typeof message.token !== "string" || message.token === "") {
               return yield* socket.close(POLICY_VIOLATION, "Auth required but no token provided")
             }
-            if (!sameSecret(message.token, Redacted.value(authString))) return yield* socket.close(POLICY_VIOLATION, "Invalid token")
+            if (!sameDigest(message.token, expected)) return yield* socket.close(POLICY_VIOLATION, "Invalid token")
           }
           yield* socket.send({ type: "auth_success" })
         }
@@ -77,6 +84,7 @@ export const servePrefectSocket = <R>(
       return HttpServerResponse.empty()
     })
   )
+}
 
 const accept = (raw: Socket.Socket): Effect.Effect<PrefectSocket, never, Scope.Scope> =>
   Effect.gen(function* () {

@@ -90,7 +90,8 @@ export const loadSettings = (overrides: SettingsOverrides = {}): Effect.Effect<S
       if (Either.isLeft(decoded)) {
         problems.push({
           variable: Object.hasOwn(overrides, leaf.key) ? leaf.key : leaf.env,
-          value: typeof raw.value === "string" ? raw.value : JSON.stringify(raw.value),
+          // A secret's value never shows in a message, even a wrong one.
+          value: leaf.setting.secret ? OBFUSCATED : typeof raw.value === "string" ? raw.value : JSON.stringify(raw.value),
           expected: leaf.setting.expected
         })
         continue
@@ -122,16 +123,28 @@ export const derivedPaths: ReadonlyArray<readonly [ReadonlyArray<string>, string
   [["results", "local_storage_path"], "storage"]
 ]
 
-/** The settings report: every key in its JSON form, secrets obfuscated (set → "********", unset → null). */
+const OBFUSCATED = "********"
+
+/**
+ * `value` with the password of a URL in it obfuscated ("redis://:pw@host" → "redis://:********@host"):
+ * a setting that is no secret as a whole (a Redis URL, an API URL) may still carry one.
+ */
+export const obfuscateUrlPassword = (value: string): string =>
+  value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*:)[^/?#@]*@/i, `$1${OBFUSCATED}@`)
+
+/**
+ * The settings report: every key in its JSON form, secrets obfuscated (set → "********", unset →
+ * null), and so is the password of any URL a setting holds.
+ */
 export const settingsReport = (settings: SettingsValue): Record<string, unknown> => {
   const out: Record<string, unknown> = {}
   for (const leaf of leaves) {
     let value: unknown = settings
     for (const key of leaf.path) value = (value as Record<string, unknown>)[key]
     const json = leaf.setting.secret
-      ? value === null || value === undefined ? null : "********"
+      ? value === null || value === undefined ? null : OBFUSCATED
       : Schema.encodeSync(leaf.setting.schema)(value)
-    setIn(out, leaf.path, json)
+    setIn(out, leaf.path, typeof json === "string" ? obfuscateUrlPassword(json) : json)
   }
   return out
 }

@@ -29,7 +29,27 @@ export const server = {
     cors_allowed_origins: S.string("*", "Comma-separated origins CORS allows (* for any)."),
     cors_allowed_methods: S.string("*", "Comma-separated methods CORS allows (* for any)."),
     cors_allowed_headers: S.string("*", "Comma-separated headers CORS allows (* for any)."),
-    max_parameter_size: S.integer(524288, "Largest `parameters` object of a run or deployment, in bytes.", { min: 0 })
+    max_parameter_size: S.integer(524288, "Largest `parameters` object of a run or deployment, in bytes.", { min: 0 }),
+    max_request_body_size: S.integer(
+      10485760,
+      "Largest request body, in bytes; a larger one is refused with 413 before it is read (0: no limit).",
+      { min: 0 }
+    ),
+    headers_timeout: S.number(
+      30,
+      "Seconds a client may take to send a request's headers; then the connection is closed with 408 (0: no limit).",
+      { min: 0 }
+    ),
+    request_read_timeout: S.number(
+      60,
+      "Seconds a client may take to send a whole request, headers and body; then the connection is closed with 408 (0: no limit).",
+      { min: 0 }
+    ),
+    max_concurrent_requests: S.integer(
+      256,
+      "Requests handled at once; beyond that the server answers 503 with Retry-After (0: no limit).",
+      { min: 0 }
+    )
   },
   concurrency: {
     lease_storage: S.string("memory", "Implementation that stores concurrency leases; memory keeps them in the server process."),

@@ -13,12 +13,12 @@ export interface TestSocket {
 }
 
 /** Opens a websocket to `path` below the API base; fails with the HTTP status when the server refuses it. */
-export const connect = (path: string, protocols: Array<string> = ["prefect"]) =>
+export const connect = (path: string, protocols: Array<string> = ["prefect"], headers: Record<string, string> = {}) =>
   Effect.flatMap(apiUrl, (base) =>
     Effect.promise(
       () =>
         new Promise<TestSocket | { refused: number }>((resolve) => {
-          const socket = new WebSocket(base.replace(/^http/, "ws") + path, protocols)
+          const socket = new WebSocket(base.replace(/^http/, "ws") + path, protocols, { headers })
           const inbox: Array<any> = []
           const waiting: Array<(message: any) => void> = []
           socket.on("message", (data) => {

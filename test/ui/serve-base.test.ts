@@ -86,8 +86,13 @@ describe("the UI served under /ui, with CSRF, credentials and an API URL set", (
           "authorization,content-type,prefect-csrf-token,prefect-csrf-client"
         )
         expect(preflight.headers.get("access-control-allow-methods")).toContain("POST")
-        // The preflight is answered before the CSRF check, which still guards the request itself.
-        const post = yield* request("POST", "/flows/", { body: { name: "f" }, headers: { origin: "http://localhost:5173" } })
+        // The preflight is answered before the credential and CSRF checks, which still guard the
+        // request itself: without the credential 401, with it but without a CSRF token 403.
+        const anonymous = yield* request("POST", "/flows/", { body: { name: "f" }, headers: { origin: "http://localhost:5173" } })
+        expect(anonymous.status).toBe(401)
+        expect(anonymous.headers.get("access-control-allow-origin")).toBe("*")
+        const authorization = `Basic ${Buffer.from("admin:secret").toString("base64")}`
+        const post = yield* request("POST", "/flows/", { body: { name: "f" }, headers: { origin: "http://localhost:5173", authorization } })
         expect(post.status).toBe(403)
         expect(post.headers.get("access-control-allow-origin")).toBe("*")
       })
