@@ -46,7 +46,7 @@ export const server = {
       { min: 0 }
     ),
     max_concurrent_requests: S.integer(
-      256,
+      1024,
       "Requests handled at once; beyond that the server answers 503 with Retry-After (0: no limit).",
       { min: 0 }
     )
