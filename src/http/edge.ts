@@ -5,6 +5,7 @@
 import { type HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
+import { unavailableAnswerForCause } from "./unavailable.ts"
 
 const list = (value: string): ReadonlyArray<string> =>
   value
@@ -90,6 +91,9 @@ export const edge = (settings: SettingsValue) => {
         if (Option.isSome(failure) && HttpServerResponse.isServerResponse(failure.value)) {
           return Effect.succeed(failure.value)
         }
+        // Outside the Api's own mapping too (a middleware's statement), an unavailable database is a 503.
+        const unavailable = unavailableAnswerForCause(cause)
+        if (Option.isSome(unavailable)) return unavailable.value
         return Effect.as(Effect.logError("Unexpected failure while handling a request", cause), internalError)
       })
     )
