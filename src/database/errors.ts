@@ -104,3 +104,14 @@ export const unavailabilityReason = (error: unknown): string => {
   }
   return messages.join(": ")
 }
+
+/**
+ * `effect` with the database's unavailability as a failure even where it arrives as a defect: a
+ * transaction whose connection is lost fails its ROLLBACK (or COMMIT) too, which @effect/sql turns
+ * into a defect, so a retry of the transaction would never see it. For idempotent writes that
+ * retry.
+ */
+export const unavailabilityAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.catchAllDefect(effect, (defect) =>
+    unavailability(defect) !== undefined && defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)
+  )

@@ -71,6 +71,8 @@ const serverThroughProxy = (overrides: SettingsOverrides = {}) =>
         "server.database.sqlalchemy.pool_timeout": POOL_TIMEOUT,
         "server.services.scheduler.loop_seconds": 1,
         "server.services.scheduler.recent_deployments_loop_seconds": 0.5,
+        // A failed write of events is retried this far apart, max_flush_retries (5) times.
+        "server.services.event_persister.flush_interval": 2,
         ...overrides
       }))
     )
@@ -139,6 +141,12 @@ describe.skipIf(!onServer())("the database going away under a running server (Po
 
         yield* Effect.promise(() => proxy.down())
         yield* requestsWhileAway(ids, "stopped")
+        // An event taken while the database is away waits in the persister's retries.
+        const eventId = crypto.randomUUID()
+        const posted = yield* request("POST", "/events", {
+          body: [{ id: eventId, occurred: new Date().toISOString(), event: "faults.while-away", resource: { "prefect.resource.id": "faults.test" } }]
+        })
+        expect(posted.status).toBe(204)
         // Several scheduler iterations fail meanwhile.
         yield* realSleep(2500)
         yield* requestsWhileAway(ids, "stopped, later")
@@ -147,6 +155,11 @@ describe.skipIf(!onServer())("the database going away under a running server (Po
         yield* recovered(ids)
         // The scheduler survived its failed iterations: a new deployment gets its runs.
         yield* scheduledRunsAppear(ids.flowId, "after")
+        // The event was written once the database was back.
+        yield* eventually(Effect.gen(function* () {
+          const found = yield* request("POST", "/events/filter", { body: { filter: { id: { id: [eventId] }, occurred: { since: "2000-01-01T00:00:00Z" } } } })
+          if (found.status !== 200 || found.body.events.length !== 1) return yield* Effect.fail(new Error(`event not stored: ${found.text}`))
+        }))
       }).pipe(Effect.provide(server), Effect.scoped, quiet)
     }).pipe(Effect.scoped), 90_000)
 

@@ -8,8 +8,8 @@
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Logger, Ref, Schema, TestClock } from "effect"
-import { unavailability } from "../../src/database/errors.ts"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Logger, Ref, Schema, TestClock } from "effect"
+import { unavailability, unavailabilityAsFailure } from "../../src/database/errors.ts"
 import { BatonApi } from "../../src/http/api.ts"
 import { RETRY_AFTER_SECONDS } from "../../src/http/unavailable.ts"
 import { GroupsLive } from "../../src/server.ts"
@@ -65,6 +65,20 @@ describe("which failures mean the database is unavailable", () => {
   it("a wrong statement, a bug, or nothing at all: not unavailability", () => {
     for (const [name, error] of Object.entries(bugs)) expect([name, unavailability(error)]).toEqual([name, undefined])
   })
+
+  it.effect("a lost connection a transaction turned into a defect (its ROLLBACK failed too) is a failure again, for a retry", () =>
+    Effect.gen(function* () {
+      const lost = yield* Effect.exit(unavailabilityAsFailure(Effect.die(failures.terminated)))
+      expect(Exit.isFailure(lost) && Cause.failureOption(lost.cause)._tag).toBe("Some")
+      let attempts = 0
+      const retried = yield* unavailabilityAsFailure(
+        Effect.suspend(() => (++attempts < 3 ? Effect.die(failures.adminShutdown) : Effect.succeed("written")))
+      ).pipe(Effect.retry({ times: 5 }))
+      expect([retried, attempts]).toEqual(["written", 3])
+      const bug = yield* Effect.exit(unavailabilityAsFailure(Effect.die(bugs.syntax)))
+      expect(Exit.isFailure(bug) && Cause.isDie(bug.cause)).toBe(true)
+    })
+  )
 })
 
 /** Endpoints that fail the way a statement does when the database is away. */
