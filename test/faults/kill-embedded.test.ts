@@ -2,7 +2,7 @@
  * The embedded database (PGlite under BATON_HOME) when the server process is killed with SIGKILL
  * in the middle of writes: the next start recovers it, the server answers, and everything it
  * accepted before the kill is there (objects it answered 201 for, states it answered ACCEPT for),
- * with no half-applied transition. Run only with the embedded test database (the PostgreSQL run has
+ * with no half-applied transition; a second server on the same home is refused while one runs. Run only with the embedded test database (the PostgreSQL run has
  * kill-postgres.test.ts); the home starts from the run's migrated template, so no start migrates.
  */
 import { PGlite } from "@electric-sql/pglite"
@@ -87,6 +87,16 @@ describe.skipIf(onServer())("the embedded database when the server is killed wit
       const second = yield* scopedServer({ home, env })
       for (const id of createdFlows) expect((yield* Effect.promise(() => call(second, "GET", `/flows/${id}`))).status).toBe(200)
       expect(invariantViolations(yield* Effect.promise(() => storedRuns(second, runIds)), accepted)).toEqual([])
+
+      // A second server on the same home is refused while this one runs (the killed one's lock was taken over).
+      const refused = yield* Effect.promise(() => startServerProcess({ home, env, readyWithinMs: 30_000 }).then(
+        async (unexpected) => {
+          await unexpected.kill("SIGKILL")
+          return "started"
+        },
+        (error: Error) => error.message
+      ))
+      expect(refused).toContain(`is in use by process ${second.pid}`)
 
       // It goes on working on the recovered database.
       const again = setStateBurst(second, runIds)
