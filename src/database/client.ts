@@ -5,6 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Redacted, Schema } from "effect"
+import * as net from "node:net"
 import * as path from "node:path"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 
@@ -60,9 +61,58 @@ const connectionFailed = (settings: SettingsValue) => (cause: unknown) =>
     }`
   })
 
+/** The error a guarded socket is destroyed with (its code counts as a lost connection). */
+const silentDatabase = (what: string, ms: number) =>
+  Object.assign(new Error(`The database did not answer ${what} within ${ms / 1000} s`), { code: "ETIMEDOUT" })
+
+/**
+ * The socket of a connection to a PostgreSQL server, destroyed when the server stops answering: when
+ * connecting takes longer than `connectMs`, or when something was sent and nothing came back for
+ * `answerMs`. A server that went away without closing its connections (a network partition, a paused
+ * machine) would otherwise leave a statement waiting forever, and with it the request, the pooled
+ * connection and the pool's other waiters; destroyed, the connection fails at once, the pool drops it,
+ * and the request is answered 503. `answerMs` is longer than the statement timeout, which PostgreSQL
+ * enforces itself while it answers. 0 turns a bound off.
+ *
+ * Only the plain TCP stream is watched: on a TLS connection the timer covers the request for TLS and
+ * nothing after it (TLS then reads and writes the socket's handle directly).
+ */
+export const guardedSocket = (connectMs: number, answerMs: number) => (): net.Socket => {
+  const socket = new net.Socket()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const disarm = () => {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+  }
+  const arm = (ms: number, what: string) => {
+    if (timer !== undefined || ms <= 0 || socket.destroyed) return
+    timer = setTimeout(() => socket.destroy(silentDatabase(what, ms)), ms)
+    timer.unref()
+  }
+  const write = socket.write
+  const watchedWrite = function(this: net.Socket, ...args: Array<unknown>) {
+    arm(answerMs, "a statement")
+    return (write as (...a: Array<unknown>) => boolean).apply(this, args)
+  } as typeof socket.write
+  const connect = socket.connect
+  socket.connect = function(this: net.Socket, ...args: Array<unknown>) {
+    arm(connectMs, "a new connection")
+    const connecting = (connect as (...a: Array<unknown>) => net.Socket).apply(this, args)
+    // connect() puts back the prototype's write (undoing a write-after-end guard): watch it after.
+    this.write = watchedWrite
+    return connecting
+  } as typeof socket.connect
+  socket.on("data", disarm)
+  socket.once("close", disarm)
+  return socket
+}
+
 /** A client of a real PostgreSQL server. */
 export const layerServer = (settings: SettingsValue) => {
   const db = settings.server.database
+  const connectMs = db.connection_timeout * 1000
+  // The statement timeout plus the connection timeout: PostgreSQL ends a slow statement itself first.
+  const answerMs = db.timeout > 0 ? (db.timeout + Math.max(db.connection_timeout, 1)) * 1000 : 0
   return Layer.unwrapEffect(
     Effect.try({
       try: () => serverUrl(db),
@@ -71,6 +121,7 @@ export const layerServer = (settings: SettingsValue) => {
     }).pipe(
       Effect.map((url) =>
         PgClient.layer({
+          stream: guardedSocket(connectMs, answerMs),
           url: Redacted.make(url),
           ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {}),
           ...poolOptions(db, db.sqlalchemy.pool_size + db.sqlalchemy.max_overflow),

@@ -42,13 +42,66 @@ export const SOCKET_FILE = ".s.PGSQL.5432"
  */
 export const SHARED_BUFFERS = "16MB"
 
+/** Whether process `pid` exists (EPERM: it does, as another user's). */
+const processExists = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM"
+  }
+}
+
+/**
+ * Makes `{dataDir}.lock` hold this process's id for the scope. PGlite takes no lock of its own: two
+ * processes opening one data directory would both write it and corrupt it. A lock whose process is
+ * gone (a server killed with SIGKILL) is taken over; one whose process runs is refused.
+ */
+const lockDataDir = (dataDir: string) => {
+  const file = `${dataDir}.lock`
+  return Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          try {
+            fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 })
+            return file
+          } catch (error) {
+            if ((error as { code?: string }).code !== "EEXIST") throw error
+          }
+          const holder = Number.parseInt(fs.readFileSync(file, "utf8").trim(), 10)
+          if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processExists(holder)) {
+            throw new Error(
+              `it is in use by process ${holder} (another Baton server on this home?); stop that first, or, if no Baton runs there, delete ${file}`
+            )
+          }
+          // Left by a process that is gone.
+          fs.rmSync(file, { force: true })
+        }
+        throw new Error(`cannot take ${file}`)
+      },
+      catch: (cause) =>
+        new EmbeddedDatabaseError({ message: `Cannot open the embedded database in ${dataDir}: ${(cause as Error).message}`, cause })
+    }),
+    (file) =>
+      Effect.sync(() => {
+        try {
+          if (fs.readFileSync(file, "utf8").trim() === String(process.pid)) fs.rmSync(file, { force: true })
+        } catch {
+          // Already gone.
+        }
+      })
+  )
+}
+
 /**
  * Opens PGlite and serves it on `{socketDir}/.s.PGSQL.5432`; closing the scope stops the socket and
  * closes PGlite cleanly (an unclosed PGlite keeps the process alive and leaves the data directory
- * to be recovered on the next start).
+ * to be recovered on the next start). A data directory on disk is locked for the scope.
  */
 export const serveEmbedded = (options: EmbeddedOptions) =>
   Effect.gen(function* () {
+    if (options.dataDir !== undefined) yield* lockDataDir(options.dataDir)
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () =>

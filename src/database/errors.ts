@@ -20,3 +20,98 @@ export const inTransaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.
   sql.withTransaction(effect).pipe(
     Effect.catchAll((error) => (error instanceof SqlError ? Effect.die(error) : Effect.fail(error as E)))
   )
+
+/**
+ * Failures that say the database is away or cannot take the statement now, rather than that the
+ * statement is wrong: a client should try again later (503), not report a bug (500).
+ *
+ * - the connection: refused, reset, timed out, a host that does not resolve, the embedded database's
+ *   socket missing; node-postgres's and its pool's own words for a lost connection or an acquire
+ *   timeout; PostgreSQL's connection exceptions (SQLSTATE class 08), admin or crash shutdown
+ *   (57P01, 57P02), "the database system is starting up" (57P03), too many connections (53300);
+ * - the moment: a statement cancelled by statement_timeout (57014), a serialization failure
+ *   (40001), a deadlock (40P01), a lock not available (55P03).
+ */
+export type Unavailability = "unreachable" | "busy"
+
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "EHOSTDOWN",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "ENOTFOUND",
+  "EAI_AGAIN"
+])
+
+const SERVER_AWAY_CODES = new Set(["57P01", "57P02", "57P03", "53300"])
+
+const BUSY_CODES = new Set(["57014", "40001", "40P01", "55P03"])
+
+/** node-postgres (pg, pg-pool) report a lost connection or a pool that gave up with these words and no code. */
+const LOST_CONNECTION = [
+  "Connection terminated",
+  "timeout exceeded when trying to connect",
+  "timeout expired",
+  "is not queryable",
+  "Cannot use a pool after calling end on the pool",
+  "Failed to acquire connection"
+]
+
+const classifyOne = (error: unknown): Unavailability | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const { code, message, syscall } = error as { code?: unknown; message?: unknown; syscall?: unknown }
+  if (typeof code === "string") {
+    if (NETWORK_CODES.has(code)) return "unreachable"
+    // The embedded database's socket file is gone (its server stopped).
+    if (code === "ENOENT" && syscall === "connect") return "unreachable"
+    if (SERVER_AWAY_CODES.has(code) || (code.length === 5 && code.startsWith("08"))) return "unreachable"
+    if (BUSY_CODES.has(code)) return "busy"
+  }
+  if (typeof message === "string" && LOST_CONNECTION.some((words) => message.includes(words))) return "unreachable"
+  return undefined
+}
+
+/**
+ * Whether `error` (a SqlError, a driver error, or anything wrapping one in `cause`) says the
+ * database is unavailable, and how; undefined for every other failure.
+ */
+export const unavailability = (error: unknown): Unavailability | undefined => {
+  let current: unknown = error
+  // A SqlError wraps the driver's error, which may wrap the socket's (pg-pool's timeout does).
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    const found = classifyOne(current)
+    if (found !== undefined) return found
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** One line on why the database is unavailable, for logs: the innermost message, without a trace. */
+export const unavailabilityReason = (error: unknown): string => {
+  const messages: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    const { message, code } = current as { message?: unknown; code?: unknown }
+    if (typeof message === "string" && message !== "") {
+      messages.push(typeof code === "string" && !message.includes(code) ? `${message} (${code})` : message)
+    }
+    current = (current as { cause?: unknown }).cause
+  }
+  return messages.join(": ")
+}
+
+/**
+ * `effect` with the database's unavailability as a failure even where it arrives as a defect: a
+ * transaction whose connection is lost fails its ROLLBACK (or COMMIT) too, which @effect/sql turns
+ * into a defect, so a retry of the transaction would never see it. For idempotent writes that
+ * retry.
+ */
+export const unavailabilityAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.catchAllDefect(effect, (defect) =>
+    unavailability(defect) !== undefined && defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)
+  )

@@ -1,11 +1,14 @@
 /**
  * The event persister: takes the events published on the bus and writes them in batches of
  * `batch_size`, at the latest `flush_interval` after they arrive; a failed write is retried
- * `max_flush_retries` times. What is queued when the server stops is written before it does.
+ * `max_flush_retries` times, `flush_interval` apart (as the reference retries at its next flush), so
+ * a database away for less than that loses no event. What is queued when the server stops is
+ * written before it does (retried 100 ms apart there: shutdown does not wait long).
  * Every 15 minutes it also deletes the events older than server.events.retention_period,
  * `batch_size_delete` at a time.
  */
 import { Chunk, Duration, Effect, Option, Queue, Ref, Schedule } from "effect"
+import { unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
@@ -23,24 +26,30 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     // Subscribed from the start, so no event published before the first flush is missed.
     const { events: queue, ack, start } = yield* bus.consume("event-persister", options.read_batch_size)
 
-    const write = (batch: ReadonlyArray<ReceivedEvent>) =>
-      repo.write(batch).pipe(
-        Effect.retry(Schedule.recurs(options.max_flush_retries)),
+    const retries: Record<"spaced" | "briefly", Schedule.Schedule<unknown>> = {
+      spaced: Schedule.recurs(options.max_flush_retries).pipe(Schedule.intersect(Schedule.spaced(Duration.seconds(options.flush_interval)))),
+      briefly: Schedule.recurs(options.max_flush_retries).pipe(Schedule.intersect(Schedule.spaced("100 millis")))
+    }
+
+    const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>
+      unavailabilityAsFailure(repo.write(batch)).pipe(
+        Effect.retry(retries[retry]),
         Effect.catchAllCause((cause) => Effect.logError(`Dropped ${batch.length} events that could not be written`, cause)),
         Effect.zipRight(ack(batch))
       )
 
     /** Writes everything queued now, a batch at a time; how many events. */
-    const drain = Effect.gen(function* () {
+    const drainWith = (retry: keyof typeof retries) => Effect.gen(function* () {
       yield* start
       let total = 0
       while (true) {
         const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, options.batch_size))
         if (batch.length === 0) return total
-        yield* write(batch)
+        yield* write(batch, retry)
         total += batch.length
       }
     })
+    const drain = drainWith("briefly")
 
     const lastTrim = yield* Ref.make(Number.NEGATIVE_INFINITY)
     const retention = Duration.toMillis(settings.server.events.retention_period)
@@ -70,8 +79,8 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
       if (Option.isNone(first)) return
       const rest = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(0, options.batch_size - 1)))
-      yield* write([first.value, ...rest])
-      yield* drain
+      yield* write([first.value, ...rest], "spaced")
+      yield* drainWith("spaced")
     })
 
     yield* Effect.addFinalizer(() => Effect.asVoid(drain))

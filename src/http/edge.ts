@@ -14,6 +14,7 @@ import { basicAuth } from "./auth.ts"
 import { corsMiddleware } from "./cors.ts"
 import { bodyLimit } from "./limits.ts"
 import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
+import { unavailableAnswerForCause } from "./unavailable.ts"
 
 export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
@@ -76,6 +77,9 @@ export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = 
         if (Option.isSome(ready) && HttpServerResponse.isServerResponse(ready.value)) {
           return Effect.succeed(ready.value)
         }
+        // Outside the Api's own mapping too (a middleware's statement), an unavailable database is a 503.
+        const unavailable = unavailableAnswerForCause(cause)
+        if (Option.isSome(unavailable)) return unavailable.value
         return Effect.as(Effect.logError("Unexpected failure while handling a request", cause), internalError)
       })
     )

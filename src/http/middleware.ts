@@ -23,6 +23,7 @@ import {
   ValidationError,
   type ValidationDetailItem
 } from "./errors.ts"
+import { unavailableAnswer } from "./unavailable.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
 export const VERSION_HEADER = "x-service-api-version"
@@ -223,7 +224,7 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
   const recover = (
     request: HttpServerRequest.HttpServerRequest,
     error: unknown
-  ): Effect.Effect<never, ApiFailure | unknown> => {
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, ApiFailure | unknown> => {
     if (isDecodeError(error)) {
       return Effect.flatMap(explainDecodeFailure(routes, request), (explained) =>
         Option.isSome(explained) ? Effect.fail(explained.value) : Effect.die(error)
@@ -236,12 +237,15 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
         ? Effect.fail(new MethodNotAllowed({ detail: "Method Not Allowed" }))
         : Effect.fail(new NotFound({ detail: "Not Found" }))
     }
+    const unavailable = unavailableAnswer(error)
+    if (Option.isSome(unavailable)) return unavailable.value
     return Effect.fail(error)
   }
 
   /**
    * Malformed JSON is a 422; a write that broke a unique or foreign key constraint (a reference to
-   * nothing, a taken key), wherever it happened, the reference's 409; anything else a logged 500.
+   * nothing, a taken key), wherever it happened, the reference's 409; a statement that failed
+   * because the database is unavailable a 503 with Retry-After; anything else a logged 500.
    */
   const recoverDefect = (defect: unknown): Effect.Effect<HttpServerResponse.HttpServerResponse, ValidationError | Conflict> => {
     if (isJsonDecodeDefect(defect)) {
@@ -252,6 +256,8 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       )
     }
     if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
+    const unavailable = unavailableAnswer(defect)
+    if (Option.isSome(unavailable)) return unavailable.value
     return Effect.as(Effect.logError("Unexpected failure while handling a request", Cause.die(defect)), internalError)
   }
 

@@ -3,7 +3,8 @@
  * iteration (`tick`) at once and then every `interval`, logs a failed iteration and goes on, and is
  * interrupted when the scope closes. Timing comes from Effect's Clock, so TestClock drives it.
  */
-import { Cause, type Duration, Effect, Layer, Schedule } from "effect"
+import { Cause, type Duration, Effect, Layer, Option, Schedule } from "effect"
+import { unavailability, unavailabilityReason } from "../database/errors.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 
 export type ServiceName = keyof SettingsValue["server"]["services"]
@@ -21,9 +22,15 @@ export interface BackgroundService<R = never> {
 
 export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
 
+/** The failure or defect of `cause` that says the database is unavailable, if one does. */
+const unavailableIn = (cause: Cause.Cause<unknown>) =>
+  Option.fromNullable([...Cause.failures(cause), ...Cause.defects(cause)].find((error) => unavailability(error) !== undefined))
+
 /**
  * Runs `service` forever: a failing or dying iteration is logged and the loop goes on. Also for a
- * process's own loops that are not settings-enabled services (e.g. listening for runs due).
+ * process's own loops that are not settings-enabled services (e.g. listening for runs due). An
+ * iteration that failed because the database is unavailable is one warning line (no trace): the next
+ * iteration tries again, and succeeds once the database is back.
  */
 export const loop = <R>(
   service: Pick<BackgroundService<R>, "loop" | "tick"> & { readonly name: string },
@@ -31,11 +38,13 @@ export const loop = <R>(
 ) => {
   const label = service.loop === undefined ? service.name : `${service.name} (${service.loop})`
   return service.tick.pipe(
-    Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.failCause(cause)
+    Effect.catchAllCause((cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+      const unavailable = unavailableIn(cause)
+      return Option.isSome(unavailable)
+        ? Effect.logWarning(`Service ${label}: iteration failed, the database is unavailable: ${unavailabilityReason(unavailable.value)}`)
         : Effect.logError(`Service ${label}: iteration failed`, cause)
-    ),
+    }),
     Effect.repeat(Schedule.spaced(interval)),
     Effect.annotateLogs("service", label),
     Effect.withSpan(`service.${label}`)

@@ -85,8 +85,8 @@ export const server = {
     password: S.secret("PostgreSQL password."),
     echo: S.boolean(false, "Logs every SQL statement."),
     migrate_on_start: S.boolean(true, "Applies pending migrations at start."),
-    timeout: S.number(10, "Statement timeout in seconds.", { min: 0 }),
-    connection_timeout: S.number(5, "Connection timeout in seconds.", { min: 0 })
+    timeout: S.number(10, "Statement timeout in seconds; on PostgreSQL, a connection with no answer for this plus connection_timeout is dropped.", { min: 0 }),
+    connection_timeout: S.number(5, "Seconds a new PostgreSQL connection may take to answer, and GET /ready waits for the database.", { min: 0 })
   },
   deployments: {
     concurrency_slot_wait_seconds: S.number(30, "Seconds a run waits before asking again for a deployment concurrency slot.", { min: 0 })

@@ -3,9 +3,11 @@
  * `"prefect.orchestration": "client"`) are recorded from their `prefect.task-run.*` events, so the
  * server shows them as if they had been orchestrated through the API. Events are written in
  * batches of `batch_size`, at the latest `flush_interval` after they arrive; a failed batch is
- * retried (max 5 times) and then dropped with an error in the log.
+ * retried (max 5 times, `flush_interval` apart, so a database away for a moment loses nothing; at
+ * shutdown 100 ms apart) and then dropped with an error in the log.
  */
 import { Chunk, Duration, Effect, Option, Queue, Schedule } from "effect"
+import { unavailabilityAsFailure } from "../database/errors.ts"
 import { isObject } from "../domain/schemas.ts"
 import { EventBus } from "../events/bus.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
@@ -72,34 +74,40 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
     const options = settings.server.services.task_run_recorder
     const { events: queue, ack, start } = yield* bus.consume("task-run-recorder", options.read_batch_size)
 
-    const record = (events: ReadonlyArray<ReceivedEvent>) => {
+    const retries: Record<"spaced" | "briefly", Schedule.Schedule<unknown>> = {
+      spaced: Schedule.recurs(MAX_RETRIES).pipe(Schedule.intersect(Schedule.spaced(Duration.seconds(options.flush_interval)))),
+      briefly: Schedule.recurs(MAX_RETRIES).pipe(Schedule.intersect(Schedule.spaced("100 millis")))
+    }
+
+    const record = (events: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) => {
       const runs = events.filter(isClientTaskRunEvent).flatMap((e) => taskRunFromEvent(e) ?? [])
       const recorded = runs.length === 0
         ? Effect.void
-        : repo.record(runs).pipe(
-          Effect.retry(Schedule.recurs(MAX_RETRIES)),
+        : unavailabilityAsFailure(repo.record(runs)).pipe(
+          Effect.retry(retries[retry]),
           Effect.catchAllCause((cause) => Effect.logError(`Dropped ${runs.length} task run events that could not be recorded`, cause))
         )
       return Effect.zipRight(recorded, ack(events))
     }
 
     /** Records everything queued now, a batch at a time. */
-    const drain = Effect.gen(function* () {
+    const drainWith = (retry: keyof typeof retries) => Effect.gen(function* () {
       yield* start
       while (true) {
         const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(options.batch_size, 100)))
         if (batch.length === 0) return
-        yield* record(batch)
+        yield* record(batch, retry)
       }
     })
+    const drain = drainWith("briefly")
 
     /** One iteration: waits up to flush_interval for a first event, then records all that is queued. */
     const tick = Effect.gen(function* () {
       yield* start
       const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
       if (Option.isNone(first)) return
-      yield* record([first.value])
-      yield* drain
+      yield* record([first.value], "spaced")
+      yield* drainWith("spaced")
     })
 
     yield* Effect.addFinalizer(() => drain)

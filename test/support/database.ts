@@ -47,6 +47,8 @@ const serverDatabase = (url: string, template: string | undefined) =>
 export interface ScopedDatabase {
   /** A new connection pool to the database (several may be open at once). */
   readonly connect: () => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient>
+  /** The database's connection URL on a PostgreSQL server; undefined for an embedded one. */
+  readonly url: string | undefined
 }
 
 /** A database that lives as long as the scope: migrated from the run's template, or empty. */
@@ -57,7 +59,7 @@ export const scopedDatabase = (options: { readonly migrated: boolean }) =>
       const name = yield* serverDatabase(url, options.migrated ? inject("templateDatabase") : undefined)
       const connect = () =>
         PgClient.layer({ url: Redacted.make(withDatabase(url, name)), maxConnections: 10 }).pipe(Layer.orDie)
-      return { connect } satisfies ScopedDatabase
+      return { connect, url: withDatabase(url, name) } satisfies ScopedDatabase
     }
     const dir = yield* tempDir
     const dump = options.migrated ? new Blob([fs.readFileSync(inject("embeddedDump"))]) : undefined
@@ -66,7 +68,7 @@ export const scopedDatabase = (options: { readonly migrated: boolean }) =>
       PgClient.layer({ host: embedded.socketDir, username: "postgres", database: "postgres", maxConnections: 1 }).pipe(
         Layer.orDie
       )
-    return { connect } satisfies ScopedDatabase
+    return { connect, url: undefined } satisfies ScopedDatabase
   })
 
 const clientFor = (options: { readonly migrated: boolean }) =>

@@ -1,0 +1,201 @@
+/**
+ * The real server as its own process (`node bin/baton.mjs server start`), for tests that kill it:
+ * spawned with the environment given, awaited until GET /ready answers 200, killed with any signal.
+ *
+ * bin/baton.mjs runs the bundle dist/main.js when it is current and the sources through tsx
+ * otherwise, which takes several times longer to start; `ensureBundle` builds the bundle first
+ * (npm run build), once however many test files ask at the same time.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+const BIN = path.join(ROOT, "bin", "baton.mjs")
+const BUNDLE = path.join(ROOT, "dist", "main.js")
+// Outside dist/, which the build empties first.
+const BUILD_LOCK = path.join(os.tmpdir(), `baton-build-lock-${createHash("sha1").update(ROOT).digest("hex").slice(0, 12)}`)
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const newest = (dir: string): number => {
+  let latest = 0
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name)
+    latest = Math.max(latest, entry.isDirectory() ? newest(file) : fs.statSync(file).mtimeMs)
+  }
+  return latest
+}
+
+const mtime = (file: string) => {
+  try {
+    return fs.statSync(file).mtimeMs
+  } catch {
+    return 0
+  }
+}
+
+/** The same test bin/baton.mjs makes before it runs the bundle. */
+const bundleIsCurrent = () => {
+  const built = mtime(BUNDLE)
+  if (built === 0) return false
+  return [
+    newest(path.join(ROOT, "src")),
+    mtime(path.join(ROOT, "scripts", "build.mjs")),
+    mtime(path.join(ROOT, "package.json")),
+    mtime(path.join(ROOT, "package-lock.json")),
+    mtime(path.join(ROOT, "node_modules", ".package-lock.json"))
+  ].every((t) => t < built)
+}
+
+/** Builds dist/ unless it is current; concurrent callers wait for one build. */
+export const ensureBundle = async (): Promise<void> => {
+  const deadline = Date.now() + 120_000
+  while (!bundleIsCurrent()) {
+    let owner = false
+    try {
+      fs.mkdirSync(BUILD_LOCK)
+      owner = true
+    } catch {
+      // Another test file is building: wait for it (a lock older than two minutes is stale).
+      if (Date.now() - mtime(BUILD_LOCK) > 120_000) fs.rmSync(BUILD_LOCK, { recursive: true, force: true })
+    }
+    if (owner) {
+      try {
+        execFileSync(process.execPath, [path.join(ROOT, "scripts", "build.mjs")], { cwd: ROOT, stdio: "ignore" })
+      } finally {
+        fs.rmSync(BUILD_LOCK, { recursive: true, force: true })
+      }
+      return
+    }
+    if (Date.now() > deadline) throw new Error("the bundle was not built in time")
+    await sleep(250)
+  }
+}
+
+/** A TCP port nobody listens on right now. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+export interface ServerProcess {
+  readonly pid: number
+  /** The API's URL, base path included. */
+  readonly api: string
+  /** Everything the process wrote so far (stdout and stderr). */
+  readonly output: () => string
+  /** Sends `signal` and waits for the process to exit. */
+  readonly kill: (signal: NodeJS.Signals) => Promise<void>
+  readonly exited: () => boolean
+}
+
+export interface ServerProcessOptions {
+  /** BATON_HOME (the embedded database lives under it). */
+  readonly home: string
+  /** A PostgreSQL URL; the embedded database when omitted. */
+  readonly databaseUrl?: string
+  /** More BATON_* settings. */
+  readonly env?: Readonly<Record<string, string>>
+  /** Give up waiting for /ready after this many milliseconds. */
+  readonly readyWithinMs?: number
+}
+
+const answers = async (url: string): Promise<number | undefined> => {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) })
+    await response.arrayBuffer()
+    return response.status
+  } catch {
+    return undefined
+  }
+}
+
+/** Starts the server and resolves once GET /ready answers 200 (its database answers). */
+export const startServerProcess = async (options: ServerProcessOptions): Promise<ServerProcess> => {
+  const port = await freePort()
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    BATON_HOME: options.home,
+    BATON_SERVER_API_HOST: "127.0.0.1",
+    BATON_SERVER_API_PORT: String(port),
+    ...(options.databaseUrl !== undefined ? { BATON_SERVER_DATABASE_CONNECTION_URL: options.databaseUrl } : {}),
+    ...options.env
+  }
+  // Nothing of the test run's own settings leaks in unless given.
+  if (options.databaseUrl === undefined) delete env.BATON_SERVER_DATABASE_CONNECTION_URL
+  const child: ChildProcess = spawn(process.execPath, [BIN, "server", "start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  let exitCode: number | null | undefined
+  let exitSignal: NodeJS.Signals | null = null
+  const exit = new Promise<void>((resolve) =>
+    child.once("exit", (code, signal) => {
+      exitCode = code
+      exitSignal = signal
+      resolve()
+    })
+  )
+  const server: ServerProcess = {
+    pid: child.pid!,
+    api: `http://127.0.0.1:${port}/v2/api`,
+    output: () => output,
+    exited: () => exitCode !== undefined,
+    kill: async (signal) => {
+      if (exitCode === undefined) child.kill(signal)
+      await exit
+    }
+  }
+  const deadline = Date.now() + (options.readyWithinMs ?? 60_000)
+  while (true) {
+    if (exitCode !== undefined) {
+      throw new Error(`the server exited (code ${exitCode}, signal ${exitSignal}) before it was ready:\n${output}`)
+    }
+    if ((await answers(`${server.api}/ready`)) === 200) return server
+    if (Date.now() > deadline) {
+      await server.kill("SIGKILL")
+      throw new Error(`the server was not ready in time:\n${output}`)
+    }
+    await sleep(50)
+  }
+}
+
+export interface JsonResponse {
+  readonly status: number
+  readonly body: any
+}
+
+/** One JSON request to a server process; rejects when the connection fails (a killed server). */
+export const call = async (server: ServerProcess, method: string, route: string, body?: unknown): Promise<JsonResponse> => {
+  const response = await fetch(server.api + route, {
+    method,
+    ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {})
+  })
+  const text = await response.text()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = text
+  }
+  return { status: response.status, body: parsed }
+}
+
+/** `call`, expecting `status`. */
+export const ok = async (server: ServerProcess, method: string, route: string, body?: unknown, status = 200): Promise<any> => {
+  const response = await call(server, method, route, body)
+  if (response.status !== status) {
+    throw new Error(`${method} ${route}: expected ${status}, got ${response.status}: ${JSON.stringify(response.body)}`)
+  }
+  return response.body
+}
