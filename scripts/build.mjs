@@ -11,7 +11,7 @@
  * next to its own modules), except a dependency that a bundled package has in a node_modules of its
  * own, whose version the top-level one may not be.
  *
- *   node scripts/build.mjs   (npm run build)
+ *   node scripts/build.mjs [--outdir DIR]   (npm run build)
  */
 import * as esbuild from "esbuild"
 import * as fs from "node:fs"
@@ -19,7 +19,10 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
-const outdir = path.join(root, "dist")
+// `--outdir DIR` builds elsewhere (a directory below the project, so node_modules resolves as from
+// dist/): tests build a private bundle and never replace the one `npm start` runs.
+const outdirArg = process.argv.indexOf("--outdir")
+const outdir = outdirArg === -1 ? path.join(root, "dist") : path.resolve(process.argv[outdirArg + 1])
 const topLevel = fs.realpathSync(path.join(root, "node_modules")) + path.sep
 const bundled = /^(effect|@effect\/[^/]+|fast-check|pure-rand)(\/|$)/
 

@@ -1,10 +1,12 @@
 /**
- * The real server as its own process (`node bin/baton.mjs server start`), for tests that kill it:
- * spawned with the environment given, awaited until GET /ready answers 200, killed with any signal.
+ * The real server as its own process (`node main.js server start`, from a bundle built as
+ * `npm run build` builds dist/), for tests that kill it: spawned with the environment given, awaited
+ * until GET /ready answers 200, killed with any signal.
  *
- * bin/baton.mjs runs the bundle dist/main.js when it is current and the sources through tsx
- * otherwise, which takes several times longer to start; `ensureBundle` builds the bundle first
- * (npm run build), once however many test files ask at the same time.
+ * Started from the sources through tsx, a server takes several times longer to start than from a
+ * bundle. `ensureBundle` builds one (once, however many test files ask at the same time) into
+ * .scratch/test-bundle/, never into dist/: replacing dist/ under a running `baton` or another test
+ * that starts bin/baton.mjs could hand it a half-written bundle.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -15,10 +17,10 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
-const BIN = path.join(ROOT, "bin", "baton.mjs")
-const BUNDLE = path.join(ROOT, "dist", "main.js")
-// Outside dist/, which the build empties first.
-const BUILD_LOCK = path.join(os.tmpdir(), `baton-build-lock-${createHash("sha1").update(ROOT).digest("hex").slice(0, 12)}`)
+const BUNDLE_DIR = path.join(ROOT, ".scratch", "test-bundle")
+const BUNDLE = path.join(BUNDLE_DIR, "main.js")
+// Outside the bundle's directory, which a build replaces.
+const BUILD_LOCK = path.join(os.tmpdir(), `baton-test-bundle-lock-${createHash("sha1").update(ROOT).digest("hex").slice(0, 12)}`)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -39,7 +41,7 @@ const mtime = (file: string) => {
   }
 }
 
-/** The same test bin/baton.mjs makes before it runs the bundle. */
+/** Whether the bundle was built after the last change to src/, the build and the installed packages (bin/baton.mjs's test). */
 const bundleIsCurrent = () => {
   const built = mtime(BUNDLE)
   if (built === 0) return false
@@ -52,27 +54,31 @@ const bundleIsCurrent = () => {
   ].every((t) => t < built)
 }
 
-/** Builds dist/ unless it is current; concurrent callers wait for one build. */
+/** Builds the test bundle unless it is current; concurrent callers wait for one build. */
 export const ensureBundle = async (): Promise<void> => {
-  const deadline = Date.now() + 120_000
+  const deadline = Date.now() + 180_000
   while (!bundleIsCurrent()) {
     let owner = false
     try {
       fs.mkdirSync(BUILD_LOCK)
       owner = true
     } catch {
-      // Another test file is building: wait for it (a lock older than two minutes is stale).
-      if (Date.now() - mtime(BUILD_LOCK) > 120_000) fs.rmSync(BUILD_LOCK, { recursive: true, force: true })
+      // Another test file is building: wait for it (a lock older than three minutes is stale).
+      if (Date.now() - mtime(BUILD_LOCK) > 180_000) fs.rmSync(BUILD_LOCK, { recursive: true, force: true })
     }
     if (owner) {
       try {
-        execFileSync(process.execPath, [path.join(ROOT, "scripts", "build.mjs")], { cwd: ROOT, stdio: "ignore" })
+        // Built beside, then moved into place, so no reader sees half a bundle.
+        const building = `${BUNDLE_DIR}.building-${process.pid}`
+        execFileSync(process.execPath, [path.join(ROOT, "scripts", "build.mjs"), "--outdir", building], { cwd: ROOT, stdio: "ignore" })
+        fs.rmSync(BUNDLE_DIR, { recursive: true, force: true })
+        fs.renameSync(building, BUNDLE_DIR)
       } finally {
         fs.rmSync(BUILD_LOCK, { recursive: true, force: true })
       }
       return
     }
-    if (Date.now() > deadline) throw new Error("the bundle was not built in time")
+    if (Date.now() > deadline) throw new Error("the test bundle was not built in time")
     await sleep(250)
   }
 }
@@ -133,7 +139,7 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
   }
   // Nothing of the test run's own settings leaks in unless given.
   if (options.databaseUrl === undefined) delete env.BATON_SERVER_DATABASE_CONNECTION_URL
-  const child: ChildProcess = spawn(process.execPath, [BIN, "server", "start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  const child: ChildProcess = spawn(process.execPath, [BUNDLE, "server", "start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
