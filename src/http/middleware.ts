@@ -12,7 +12,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Cause, Effect, Either, Option, Schema } from "effect"
-import { isIntegrityViolation } from "../database/errors.ts"
+import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
 import { API_VERSION } from "../version.ts"
 import {
   BadRequest,
@@ -252,6 +252,15 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       )
     }
     if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
+    // A value the database refused (out of its column's range, not representable): the request's
+    // fault, whatever let it through the schemas. The statement changed nothing.
+    if (isDataException(defect)) {
+      const message = databaseMessage(defect)
+      return Effect.zipRight(
+        Effect.logWarning("The database refused a value of a request", Cause.die(defect)),
+        Effect.fail(new ValidationError({ detail: message === undefined ? "Invalid input." : `Invalid input: ${message}` }))
+      )
+    }
     return Effect.as(Effect.logError("Unexpected failure while handling a request", Cause.die(defect)), internalError)
   }
 

@@ -51,6 +51,10 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
           body: { prefix: "answer", limit: 5, exclude_keys: ["answer-1"] }
         })
         expect(excluded.body.map((i: any) => i.key)).toEqual(["answer-2"])
+        // A negative limit is the client's mistake (the database refuses it), not a server error.
+        const negative = yield* request("POST", `/flow_runs/${run.id}/input/filter`, { body: { prefix: "answer", limit: -1 } })
+        expect(negative.status).toBe(422)
+        expect(negative.body.detail).toMatch(/^Invalid input: /)
 
         expect((yield* request("DELETE", `/flow_runs/${run.id}/input/answer-1`)).status).toBe(204)
         const gone = yield* request("GET", `/flow_runs/${run.id}/input/answer-1`)
@@ -114,6 +118,14 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
         })
         expect(bad.status).toBe(422)
         expect(bad.body).toEqual({ detail: "History interval must not be less than 1 second." })
+        // An interval whose first bucket would end past the year 9999 has no date to answer with.
+        for (const path of ["/flow_runs/history", "/task_runs/history"]) {
+          const huge = yield* request("POST", path, {
+            body: { history_start: at(0), history_end: at(1), history_interval_seconds: 3.4e38 }
+          })
+          expect(huge.status).toBe(422)
+          expect(huge.body).toEqual({ detail: "History interval is too large." })
+        }
       })
     )
 

@@ -71,6 +71,17 @@ describe("logs", () => {
       })
     )
 
+    it.effect("refuses a level the column cannot hold with 422, storing none of the batch", () =>
+      Effect.gen(function* () {
+        const run = "33333333-3333-4333-8333-333333333333"
+        const log = (extra: Record<string, unknown>) => ({ name: "n", level: 20, message: "m", timestamp: at(0), flow_run_id: run, ...extra })
+        const level = yield* post([log({}), log({ level: 40_000 })])
+        expect(level.status).toBe(422)
+        expect(level.body).toEqual({ detail: 'Invalid input: value "40000" is out of range for type smallint' })
+        expect(yield* read({ logs: { flow_run_id: { any_: [run] } } })).toEqual([])
+      })
+    )
+
     it.effect("refuses a timestamp outside years 1 to 9999 with 422, and takes the first and last instant there are", () =>
       Effect.gen(function* () {
         const run = "44444444-4444-4444-8444-444444444444"
