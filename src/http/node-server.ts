@@ -4,7 +4,8 @@
  * nothing but the process being alive. Anything the Api would treat differently (a version header
  * to check, a CORS origin to match, request logging at DEBUG) still goes through the Api.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
 import type { SettingsValue } from "../settings/settings.ts"
 import { normalizeBasePath } from "./edge.ts"
 import { VERSION_HEADER } from "./middleware.ts"
@@ -32,11 +33,29 @@ const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
 }
 
 /**
+ * Requests Node refuses before any handler sees them (a request head over its 16 KB limit, a
+ * malformed request line) are answered as Node answers them, with the reference's JSON error body
+ * instead of none.
+ */
+const answerClientError = (error: Error & { code?: string }, socket: Duplex) => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400
+  const body = JSON.stringify({ detail: STATUS_CODES[status] })
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  )
+}
+
+/**
  * A node:http server with the liveness fast path in front of whatever handler is attached later;
  * without it when requests are logged (at DEBUG), so every request still shows in the log.
  */
 export const makeNodeServer = (settings: SettingsValue, options: { readonly logsRequests: boolean }): Server => {
   const server = createServer({ keepAliveTimeout: settings.server.api.keepalive_timeout * 1000 })
+  server.on("clientError", answerClientError)
   const answer = livenessAnswer(settings, options.logsRequests)
   if (answer === undefined) return server
   // The platform attaches its own "request" listener; intercepting the event lets the fast path

@@ -263,6 +263,14 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("answers a request head larger than Node takes with JSON 431", () =>
+      Effect.gen(function* () {
+        const res = yield* request("GET", `/health?q=${"x".repeat(20_000)}`)
+        expect(res.status).toBe(431)
+        expect(res.body).toEqual({ detail: "Request Header Fields Too Large" })
+      })
+    )
+
     it.effect("answers CORS preflights and marks responses with the allowed origin", () =>
       Effect.gen(function* () {
         const preflight = yield* request("OPTIONS", "/health", {
