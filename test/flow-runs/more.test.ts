@@ -23,6 +23,21 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
       })
     )
 
+    it.effect("PATCH labels refuses values that are not scalars, so the run stays readable", () =>
+      Effect.gen(function* () {
+        const run = yield* newRun("labels-scalar", { labels: { a: "1" } })
+        const res = yield* request("PATCH", `/flow_runs/${run.id}/labels`, { body: { b: ["x"], c: { d: 1 } } })
+        expect(res.status).toBe(422)
+        expect(res.body.detail.map((i: any) => i.loc)).toEqual([["body", "b"], ["body", "c"]])
+        const after = yield* request("GET", `/flow_runs/${run.id}`)
+        expect(after.status).toBe(200)
+        expect(after.body.labels).toEqual(run.labels)
+        // A task run inherits its flow run's labels: they must still be labels.
+        const task = yield* request("POST", "/task_runs/", { body: { flow_run_id: run.id, task_key: "t", dynamic_key: "0" } })
+        expect(task.status).toBe(201)
+      })
+    )
+
     it.effect("stores, filters, reads and deletes run inputs", () =>
       Effect.gen(function* () {
         const run = yield* newRun("inputs")
