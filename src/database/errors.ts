@@ -13,6 +13,21 @@ export const isIntegrityViolation = (error: unknown) => {
 }
 
 /**
+ * The statement refused a value it was given (SQLSTATE class 22, "data exception": a number out of
+ * its column's range, a NUL character, a date PostgreSQL cannot represent, an invalid pattern …).
+ */
+export const isDataException = (error: unknown) => {
+  const code = (error as { cause?: { code?: unknown } })?.cause?.code
+  return typeof code === "string" && code.startsWith("22")
+}
+
+/** The message PostgreSQL gave for a failed statement, when there is one. */
+export const databaseMessage = (error: unknown): string | undefined => {
+  const message = (error as { cause?: { message?: unknown } })?.cause?.message
+  return typeof message === "string" ? message : undefined
+}
+
+/**
  * `effect` in one transaction; a failure of the transaction itself (begin, commit) is a defect,
  * as every other statement failure is to the handlers.
  */

@@ -82,12 +82,16 @@ const intervalDates = (schedule: typeof IntervalSchedule.Type, window: DateWindo
   const start = DateTime.fromJSDate(window.start, { zone })
   // Jump close to the start, then step: the jump uses the average interval, the steps the calendar.
   const jumps = Math.floor((start.toMillis() - anchor.toMillis()) / (schedule.interval * 1000))
-  let next: DateTime = jumps > 0 ? anchor.plus({ seconds: schedule.interval * jumps }) : anchor
-  while (next > start) next = next.minus({ days }).minus({ seconds: rest }) as DateTime
-  while (next < start) next = advance(next)
+  // In either direction: a start long before the anchor must not be walked back to one interval at a time.
+  let next: DateTime = jumps !== 0 ? anchor.plus({ seconds: schedule.interval * jumps }) : anchor
+  // A few steps at most after the jump; an interval too small to move a millisecond moves nothing.
+  for (let i = 0; i <= MAX_ITERATIONS && next > start; i++) next = next.minus({ days }).minus({ seconds: rest }) as DateTime
+  for (let i = 0; i <= MAX_ITERATIONS && next < start; i++) next = advance(next)
   const dates: Array<Date> = []
   const n = countOf(window)
   for (let i = 0; i <= MAX_ITERATIONS && dates.length < n; i++) {
+    // Past the last date there is (an interval of millions of years): no more dates.
+    if (!next.isValid) break
     if (window.end && next.toJSDate() > window.end) break
     if (dates.length === 0 || dates[dates.length - 1]!.getTime() !== next.toMillis()) dates.push(next.toJSDate())
     next = advance(next)

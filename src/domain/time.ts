@@ -1,8 +1,27 @@
 /** Timestamps on the wire: ISO 8601 strings, serialised in UTC ("2026-11-22T10:00:00.000Z"). */
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, ParseResult, Schema } from "effect"
 import { DateTime } from "luxon"
 
-export const Timestamp = Schema.Date.annotations({ identifier: "DateTime" })
+/** The first and last instants the reference accepts (Python's datetime: years 1 to 9999). */
+export const EARLIEST = new Date("0001-01-01T00:00:00.000Z")
+export const LATEST = new Date("9999-12-31T23:59:59.999Z")
+
+/**
+ * An ISO 8601 timestamp. A date outside years 1 to 9999 is refused when decoded (the reference
+ * cannot parse one, and such dates overflow the arithmetic and the database columns they feed);
+ * encoding is not checked, so a date the server computed past that range is still answered.
+ */
+export const Timestamp = Schema.transformOrFail(Schema.Date, Schema.DateFromSelf, {
+  strict: true,
+  decode: (date, _, ast) =>
+    date >= EARLIEST && date <= LATEST
+      ? ParseResult.succeed(date)
+      : ParseResult.fail(new ParseResult.Type(ast, date, "Input should be a valid datetime, year is out of range")),
+  encode: ParseResult.succeed
+}).annotations({
+  identifier: "DateTime",
+  arbitrary: () => (fc) => fc.date({ min: EARLIEST, max: LATEST, noInvalidDate: true })
+})
 
 /** The Clock's current time as a Date, to pass into SQL ("now" never comes from the database). */
 export const now: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))

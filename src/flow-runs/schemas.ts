@@ -187,7 +187,11 @@ export const HistoryResponse = Schema.Struct({
 
 export const LatenessBody = Schema.Struct(filterFields)
 
-export const FlowRunLabelsBody = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+/**
+ * PATCH /flow_runs/{id}/labels. The reference takes any JSON values here, but a run whose labels
+ * are not key/value labels (a list, an object) could not be answered any more: refused with 422.
+ */
+export const FlowRunLabelsBody = Labels
 
 export const FlowRunInput = Schema.Struct({
   id: Id,

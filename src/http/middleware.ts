@@ -12,7 +12,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Cause, Effect, Either, Option, Schema } from "effect"
-import { isIntegrityViolation } from "../database/errors.ts"
+import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
 import { API_VERSION } from "../version.ts"
 import {
   BadRequest,
@@ -23,6 +23,7 @@ import {
   ValidationError,
   type ValidationDetailItem
 } from "./errors.ts"
+import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
 import { unavailableAnswer } from "./unavailable.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
@@ -87,7 +88,8 @@ const matchRoute = (routes: ReadonlyArray<Route>, method: string, pathname: stri
 }
 
 const searchParamsRecord = (url: string): Record<string, string | Array<string>> => {
-  const out: Record<string, string | Array<string>> = {}
+  // No prototype: a parameter named "constructor" or "__proto__" is a parameter like any other.
+  const out: Record<string, string | Array<string>> = Object.create(null)
   const q = url.indexOf("?")
   if (q === -1) return out
   for (const [key, value] of new URLSearchParams(url.slice(q + 1))) {
@@ -103,7 +105,7 @@ const normalizeQuery = (
   schema: Schema.Schema.Any
 ): Record<string, unknown> => {
   const ast = schema.ast
-  const out: Record<string, unknown> = {}
+  const out: Record<string, unknown> = Object.create(null)
   for (const [key, value] of Object.entries(params)) {
     out[key] = Array.isArray(value) || !expectsArray(ast, key) ? value : [value]
   }
@@ -205,6 +207,49 @@ const checkVersionHeader = (request: HttpServerRequest.HttpServerRequest) => {
   return Effect.void
 }
 
+const hasBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH"
+
+/**
+ * What the schemas cannot check, checked before the request is decoded: a body nested deeper than
+ * the reference's parser goes is a 400 (its answer); a NUL character or an unpaired surrogate in a
+ * path parameter, a query value or any string or key of the body is a 422 at that place, as
+ * PostgreSQL can store neither. Requests for no known route are left to the router (404/405), and
+ * a path parameter that is not even of its type (an id that is not a UUID) to the route's decoding.
+ */
+const checkInput = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function* () {
+    const match = matchRoute(routes, request.method, pathnameOf(request.url))
+    if (match === undefined) return
+    const { endpoint } = match.route
+    const items: Array<ValidationDetailItem> = []
+    const pathSchema = endpoint.pathSchema
+    if (Option.isSome(pathSchema) && Option.isNone(decodeFailures(pathSchema.value, match.params))) {
+      for (const [name, value] of Object.entries(match.params)) {
+        const msg = unstorable(value)
+        if (msg !== undefined) items.push(unstorableItem(["path", name], value, msg))
+      }
+    }
+    for (const [key, value] of Object.entries(searchParamsRecord(request.url))) {
+      for (const text of Array.isArray(value) ? value : [value]) {
+        const msg = unstorable(text)
+        if (msg !== undefined) items.push(unstorableItem(["query", key], text, msg))
+      }
+    }
+    if (Option.isSome(endpoint.payloadSchema) && hasBody(request.method)) {
+      // The text is read once and kept: the route's own decoding reads the same text.
+      const text = yield* Effect.orElseSucceed(request.text, () => "")
+      if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+        return yield* Effect.fail(new BadRequest({ detail: "There was an error parsing the body" }))
+      }
+      const cleansText = endpoint.payloadSchema.value.ast.annotations[CleansTextAnnotationId] === true
+      if (!cleansText && mayHoldUnstorableText(text)) {
+        const parsed = Either.try(() => JSON.parse(text) as unknown)
+        if (Either.isRight(parsed)) items.push(...unstorableItems(["body"], parsed.right))
+      }
+    }
+    if (items.length > 0) return yield* Effect.fail(new ValidationError({ detail: items }))
+  })
+
 const isJsonDecodeDefect = (defect: unknown): defect is HttpServerError.RequestError =>
   HttpServerError.isServerError(defect) && defect._tag === "RequestError" && defect.reason === "Decode"
 
@@ -258,6 +303,15 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
     if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
     const unavailable = unavailableAnswer(defect)
     if (Option.isSome(unavailable)) return unavailable.value
+    // A value the database refused (out of its column's range, not representable): the request's
+    // fault, whatever let it through the schemas. The statement changed nothing.
+    if (isDataException(defect)) {
+      const message = databaseMessage(defect)
+      return Effect.zipRight(
+        Effect.logWarning("The database refused a value of a request", Cause.die(defect)),
+        Effect.fail(new ValidationError({ detail: message === undefined ? "Invalid input." : `Invalid input: ${message}` }))
+      )
+    }
     return Effect.as(Effect.logError("Unexpected failure while handling a request", Cause.die(defect)), internalError)
   }
 
@@ -266,7 +320,7 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       const request = yield* HttpServerRequest.HttpServerRequest
       yield* checkVersionHeader(request)
       // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
-      return yield* (app as HttpApp.Default<unknown>).pipe(
+      return yield* Effect.zipRight(checkInput(routes, request), app as HttpApp.Default<unknown>).pipe(
         Effect.catchAll((error) => recover(request, error)),
         Effect.catchAllDefect(recoverDefect)
       )

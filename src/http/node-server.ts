@@ -11,7 +11,8 @@
  * flight a new one is answered 503 with Retry-After at once (clients of the reference retry 503).
  */
 import { Schema } from "effect"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
 import type { SettingsValue } from "../settings/settings.ts"
 import { ServiceUnavailable, ServiceUnavailableResponse } from "./errors.ts"
 import { normalizeBasePath } from "./paths.ts"
@@ -92,12 +93,30 @@ export const timeoutOptions = (settings: SettingsValue) => {
 }
 
 /**
+ * Requests Node refuses before any handler sees them (a request head over its 16 KB limit, a
+ * malformed request line) are answered as Node answers them, with the reference's JSON error body
+ * instead of none.
+ */
+const answerClientError = (error: Error & { code?: string }, socket: Duplex) => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400
+  const body = JSON.stringify({ detail: STATUS_CODES[status] })
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  )
+}
+
+/**
  * A node:http server with the liveness fast path and the in-flight bound in front of whatever
  * handler is attached later; the fast path is left out when requests are logged (at DEBUG), so
  * every request still shows in the log.
  */
 export const makeNodeServer = (settings: SettingsValue, options: { readonly logsRequests: boolean }): Server => {
   const server = createServer(timeoutOptions(settings))
+  server.on("clientError", answerClientError)
   const answer = livenessAnswer(settings, options.logsRequests)
   const shed = loadShedder(settings)
   if (answer === undefined && shed === undefined) return server

@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import { decodeStateDetails } from "../domain/fast-decode.ts"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
-import { now } from "../domain/time.ts"
+import { LATEST, now } from "../domain/time.ts"
 import { ValidationError } from "../http/errors.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
@@ -30,6 +30,9 @@ export const historyWindow = (body: {
 }) =>
   body.history_interval_seconds < 1
     ? Effect.fail(new ValidationError({ detail: "History interval must not be less than 1 second." }))
+    // An interval whose first bucket ends past the last date there is has no buckets to answer.
+    : !(body.history_start.getTime() + body.history_interval_seconds * 1000 <= LATEST.getTime())
+    ? Effect.fail(new ValidationError({ detail: "History interval is too large." }))
     : Effect.succeed<HistoryWindow>({
       start: body.history_start,
       end: body.history_end,

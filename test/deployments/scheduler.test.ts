@@ -177,6 +177,18 @@ describe("the scheduler", () => {
         })
         expect(yield* runsOf(flowId)).toHaveLength(12)
         expect((yield* request("POST", "/deployments/00000000-0000-4000-8000-000000000000/schedule", { body: {} })).status).toBe(200)
+        // A window in the year 1, long before the schedule's anchor: answered at once.
+        const early = yield* request("POST", `/deployments/${dep.id}/schedule`, {
+          body: { start_time: "0001-01-01T00:00:00Z", end_time: "0001-01-03T00:00:00Z", min_runs: 1 }
+        })
+        expect(early.status).toBe(200)
+        const runs = yield* runsOf(flowId)
+        expect(runs).toHaveLength(13)
+        expect(runs[0].expected_start_time).toMatch(/^0001-01-0[12]T/)
+        // Before the year 1: the reference cannot read such a date either.
+        const before = yield* request("POST", `/deployments/${dep.id}/schedule`, { body: { start_time: "-000001-01-01T00:00:00Z" } })
+        expect(before.status).toBe(422)
+        expect(before.body.detail[0]).toMatchObject({ loc: ["body", "start_time"], type: "datetime_parsing" })
       })
     )
   })

@@ -40,6 +40,25 @@ describe("schedules", () => {
     expect(nextDates(s, { start: at("2026-01-01T00:00:00Z") })).toHaveLength(1)
   })
 
+  it("interval: a start long before the anchor jumps there instead of stepping back one interval at a time", () => {
+    const s = schedule({ interval: 3600, anchor_date: "2026-01-01T00:00:00Z" })
+    const started = Date.now()
+    expect(iso(nextDates(s, { n: 2, start: at("0001-01-01T00:30:00Z") }))).toEqual([
+      "0001-01-01T01:00:00.000Z",
+      "0001-01-01T02:00:00.000Z"
+    ])
+    // Two billion hours back were once walked one by one.
+    expect(Date.now() - started).toBeLessThan(1_000)
+  })
+
+  it("interval: one too small to move a millisecond, or too large for any date, ends", () => {
+    const tiny = schedule({ interval: 1e-9, anchor_date: "2026-01-01T00:00:00Z" })
+    expect(nextDates(tiny, { n: 5, start: at("2026-01-01T00:00:00.5Z") }).length).toBeLessThanOrEqual(5)
+    const huge = schedule({ interval: 1e300, anchor_date: "2026-01-01T00:00:00Z" })
+    const dates = nextDates(huge, { n: 5, start: at("2026-01-02T00:00:00Z") })
+    expect(dates.every((d) => !Number.isNaN(d.getTime()))).toBe(true)
+  })
+
   it("cron: in its time zone across a DST change, including a date exactly at the start", () => {
     const s = schedule({ cron: "0 9 * * *", timezone: "America/New_York" })
     expect(iso(nextDates(s, { n: 3, start: at("2026-03-07T14:00:00Z") }))).toEqual([

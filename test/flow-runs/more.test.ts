@@ -23,6 +23,21 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
       })
     )
 
+    it.effect("PATCH labels refuses values that are not scalars, so the run stays readable", () =>
+      Effect.gen(function* () {
+        const run = yield* newRun("labels-scalar", { labels: { a: "1" } })
+        const res = yield* request("PATCH", `/flow_runs/${run.id}/labels`, { body: { b: ["x"], c: { d: 1 } } })
+        expect(res.status).toBe(422)
+        expect(res.body.detail.map((i: any) => i.loc)).toEqual([["body", "b"], ["body", "c"]])
+        const after = yield* request("GET", `/flow_runs/${run.id}`)
+        expect(after.status).toBe(200)
+        expect(after.body.labels).toEqual(run.labels)
+        // A task run inherits its flow run's labels: they must still be labels.
+        const task = yield* request("POST", "/task_runs/", { body: { flow_run_id: run.id, task_key: "t", dynamic_key: "0" } })
+        expect(task.status).toBe(201)
+      })
+    )
+
     it.effect("stores, filters, reads and deletes run inputs", () =>
       Effect.gen(function* () {
         const run = yield* newRun("inputs")
@@ -51,6 +66,10 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
           body: { prefix: "answer", limit: 5, exclude_keys: ["answer-1"] }
         })
         expect(excluded.body.map((i: any) => i.key)).toEqual(["answer-2"])
+        // A negative limit is the client's mistake (the database refuses it), not a server error.
+        const negative = yield* request("POST", `/flow_runs/${run.id}/input/filter`, { body: { prefix: "answer", limit: -1 } })
+        expect(negative.status).toBe(422)
+        expect(negative.body.detail).toMatch(/^Invalid input: /)
 
         expect((yield* request("DELETE", `/flow_runs/${run.id}/input/answer-1`)).status).toBe(204)
         const gone = yield* request("GET", `/flow_runs/${run.id}/input/answer-1`)
@@ -114,6 +133,14 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
         })
         expect(bad.status).toBe(422)
         expect(bad.body).toEqual({ detail: "History interval must not be less than 1 second." })
+        // An interval whose first bucket would end past the year 9999 has no date to answer with.
+        for (const path of ["/flow_runs/history", "/task_runs/history"]) {
+          const huge = yield* request("POST", path, {
+            body: { history_start: at(0), history_end: at(1), history_interval_seconds: 3.4e38 }
+          })
+          expect(huge.status).toBe(422)
+          expect(huge.body).toEqual({ detail: "History interval is too large." })
+        }
       })
     )
 

@@ -207,6 +207,70 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("answers a body nested deeper than the reference's parser goes with its 400, and takes one within", () =>
+      Effect.gen(function* () {
+        const nested = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`
+        const deep = yield* request("POST", "/probe/items", { body: `{"name": "a", "paused": true, "note": ${nested(1000)}}` })
+        expect(deep.status).toBe(400)
+        expect(deep.body).toEqual({ detail: "There was an error parsing the body" })
+        // 999 lists inside the body's object: decoded, and the mistake reported with its (deep) input.
+        const within = yield* request("POST", "/probe/items", { body: `{"name": "a", "paused": true, "note": ${nested(999)}}` })
+        expect(within.status).toBe(422)
+        expect(within.body.detail[0]).toMatchObject({ loc: ["body", "note"], type: "string_type" })
+        // And stored and read back as deep as that.
+        const flow = yield* request("POST", "/flows/", { body: { name: "deep-parameters" } })
+        const parameters = `{"p": ${nested(997)}}`
+        const run = yield* request("POST", "/flow_runs/", { body: `{"flow_id": "${flow.body.id}", "parameters": ${parameters}}` })
+        expect(run.status).toBe(201)
+        const read = yield* request("GET", `/flow_runs/${run.body.id}`)
+        expect(JSON.stringify(read.body.parameters)).toBe(parameters.replace(/ /g, ""))
+      })
+    )
+
+    it.effect("refuses NUL characters and unpaired surrogates wherever they are sent, with 422 at their place", () =>
+      Effect.gen(function* () {
+        const body = yield* request("POST", "/probe/items", {
+          body: '{"name": "a\\u0000b", "paused": true, "tags": ["ok", "\\ud800", "\\ud83d\\ude00"], "n\\u0000te": null}'
+        })
+        expect(body.status).toBe(422)
+        expectDetailOnly(body.body)
+        expect(body.body.detail).toEqual([
+          { loc: ["body", "name"], msg: "Input should be a valid string, NUL characters (\\u0000) are not allowed", type: "string_unicode", input: "a\u0000b" },
+          { loc: ["body", "tags", 1], msg: "Input should be a valid string, unpaired surrogates are not allowed", type: "string_unicode", input: "\ud800" },
+          { loc: ["body", "n\u0000te"], msg: "Input should be a valid string, NUL characters (\\u0000) are not allowed", type: "string_unicode", input: "n\u0000te" }
+        ])
+        const path = yield* request("GET", "/variables/name/a%00b")
+        expect(path.status).toBe(422)
+        expect(path.body.detail[0]).toMatchObject({ loc: ["path", "name"], type: "string_unicode", input: "a\u0000b" })
+        const query = yield* request("GET", "/probe/search?limit=1&other=%00")
+        expect(query.status).toBe(422)
+        expect(query.body.detail[0]).toMatchObject({ loc: ["query", "other"], type: "string_unicode" })
+        // An id path segment that is not a UUID stays a 404, NUL or not.
+        expect((yield* request("GET", `/probe/items/${ID}%00`)).status).toBe(404)
+        // A pair of surrogates is one character, and welcome.
+        expect((yield* request("POST", "/probe/items", { body: '{"name": "\\ud83d\\ude00", "paused": true}' })).status).toBe(201)
+      })
+    )
+
+    it.effect("reads query parameters named like an object's own properties as plain parameters", () =>
+      Effect.gen(function* () {
+        const res = yield* request("GET", "/probe/search?limit=2&constructor=x&__proto__=y&toString=z")
+        expect(res.status).toBe(200)
+        expect(res.body).toBe(2)
+        const bad = yield* request("GET", "/probe/search?limit=0&constructor=1")
+        expect(bad.status).toBe(422)
+        expect(bad.body.detail[0]).toMatchObject({ loc: ["query", "limit"] })
+      })
+    )
+
+    it.effect("answers a request head larger than Node takes with JSON 431", () =>
+      Effect.gen(function* () {
+        const res = yield* request("GET", `/health?q=${"x".repeat(20_000)}`)
+        expect(res.status).toBe(431)
+        expect(res.body).toEqual({ detail: "Request Header Fields Too Large" })
+      })
+    )
+
     it.effect("answers CORS preflights and marks responses with the allowed origin", () =>
       Effect.gen(function* () {
         const preflight = yield* request("OPTIONS", "/health", {

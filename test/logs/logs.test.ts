@@ -71,6 +71,37 @@ describe("logs", () => {
       })
     )
 
+    it.effect("refuses a level the column cannot hold with 422, storing none of the batch", () =>
+      Effect.gen(function* () {
+        const run = "33333333-3333-4333-8333-333333333333"
+        const log = (extra: Record<string, unknown>) => ({ name: "n", level: 20, message: "m", timestamp: at(0), flow_run_id: run, ...extra })
+        const level = yield* post([log({}), log({ level: 40_000 })])
+        expect(level.status).toBe(422)
+        expect(level.body).toEqual({ detail: 'Invalid input: value "40000" is out of range for type smallint' })
+        expect(yield* read({ logs: { flow_run_id: { any_: [run] } } })).toEqual([])
+      })
+    )
+
+    it.effect("refuses a timestamp outside years 1 to 9999 with 422, and takes the first and last instant there are", () =>
+      Effect.gen(function* () {
+        const run = "44444444-4444-4444-8444-444444444444"
+        const log = (timestamp: string) => ({ name: "n", level: 20, message: "m", timestamp, flow_run_id: run })
+        for (const timestamp of ["0000-12-31T23:59:59Z", "+010000-01-01T00:00:00Z", "-271821-04-20T00:00:00Z"]) {
+          const date = yield* post([log(at(0)), log(timestamp)])
+          expect(date.status).toBe(422)
+          expect(date.body.detail).toEqual([
+            { loc: ["body", 1, "timestamp"], msg: "Input should be a valid datetime", type: "datetime_parsing", input: timestamp }
+          ])
+        }
+        expect(yield* read({ logs: { flow_run_id: { any_: [run] } } })).toEqual([])
+        expect((yield* post([log("0001-01-01T00:00:00Z"), log("9999-12-31T23:59:59.999Z")])).status).toBe(201)
+        expect((yield* read({ logs: { flow_run_id: { any_: [run] } } })).map((l) => l.timestamp)).toEqual([
+          "0001-01-01T00:00:00.000Z",
+          "9999-12-31T23:59:59.999Z"
+        ])
+      })
+    )
+
     it.effect("downloads a run's logs as CSV, a page at a time, and deleting the run deletes them", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("logged")
