@@ -8,7 +8,8 @@ import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
-import { BadRequest, Conflict, ValidationError } from "../http/errors.ts"
+import { isIntegrityViolation } from "../database/errors.ts"
+import { BadRequest, Conflict, integrityConflict, ValidationError } from "../http/errors.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
@@ -29,6 +30,8 @@ type RunProblem =
   | { readonly kind: "invalid"; readonly message: string }
   | { readonly kind: "no-pool"; readonly queue: string }
   | { readonly kind: "job-variables"; readonly message: string }
+  /** The run names an object that does not exist (a parent task run, say): nothing was written for it. */
+  | { readonly kind: "integrity" }
 
 export const MAX_BULK_RUNS = 100
 
@@ -143,6 +146,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
               detail:
                 `Cannot create flow run in work queue ${problem.queue} because deployment ${id} is not associated with a work pool. Please remove work_pool_name and try again.`
             })
+          case "integrity":
+            return yield* integrityConflict()
         }
       }
       const run = (yield* Effect.orDie(runs.read(outcome.right.id)))!
@@ -161,6 +166,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           return `Cannot create flow run in work queue ${problem.queue} because deployment is not associated with a work pool.`
         case "job-variables":
           return `Error creating flow run: ${problem.message}`
+        case "integrity":
+          return integrityConflict().detail
       }
     }
 
@@ -173,8 +180,12 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       const target = yield* readRunTarget(id)
       const results = []
       for (const body of bodies) {
+        // Each run stands alone: one that cannot be written fails without undoing or stopping the others.
         const outcome = yield* createRun(target, body).pipe(
-          Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail })))
+          Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail }))),
+          Effect.catchAllDefect((defect) =>
+            isIntegrityViolation(defect) ? Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })) : Effect.die(defect)
+          )
         )
         results.push(
           Either.isLeft(outcome)

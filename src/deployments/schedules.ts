@@ -14,7 +14,10 @@ import { Timestamp } from "../domain/time.ts"
 export const MAX_ITERATIONS = 1000
 
 const TimeZone = Schema.String.pipe(
-  Schema.filter((zone) => IANAZone.isValidZone(zone) || `Invalid timezone: '${zone}'`)
+  Schema.filter((zone) => IANAZone.isValidZone(zone) || `Invalid timezone: '${zone}'`, {
+    // Generated values (the fuzz tests) come from real zones: random text is almost never one.
+    arbitrary: () => (fc) => fc.constantFrom("UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe")
+  })
 )
 
 const validCron = (cron: string): string | undefined => {
@@ -45,13 +48,22 @@ export const IntervalSchedule = Schema.Struct({
 }).annotations({ identifier: "IntervalSchedule", parseOptions: { onExcessProperty: "error" } })
 
 export const CronSchedule = Schema.Struct({
-  cron: Schema.String.pipe(Schema.filter((cron) => validCron(cron) ?? true)),
+  cron: Schema.String.pipe(
+    Schema.filter((cron) => validCron(cron) ?? true, {
+      arbitrary: () => (fc) => fc.constantFrom("* * * * *", "0 0 * * *", "*/15 9-17 * * 1-5", "0 12 1 */2 *", "30 2 L * *")
+    })
+  ),
   timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => null }),
   day_or: Schema.optionalWith(Schema.Boolean, { default: () => true })
 }).annotations({ identifier: "CronSchedule", parseOptions: { onExcessProperty: "error" } })
 
 export const RRuleSchedule = Schema.Struct({
-  rrule: Schema.String.pipe(Schema.filter((rule) => validRRule(rule) ?? true)),
+  rrule: Schema.String.pipe(
+    Schema.filter((rule) => validRRule(rule) ?? true, {
+      arbitrary: () => (fc) =>
+        fc.constantFrom("FREQ=DAILY", "FREQ=HOURLY;INTERVAL=6", "DTSTART:20260101T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,FR", "FREQ=MONTHLY;BYMONTHDAY=1;COUNT=12")
+    })
+  ),
   timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => "UTC" })
 }).annotations({ identifier: "RRuleSchedule", parseOptions: { onExcessProperty: "error" } })
 

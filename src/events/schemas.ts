@@ -16,7 +16,14 @@ export const Resource = Labels.pipe(
       ? "Resources must include the prefect.resource.id label"
       : labels[RESOURCE_ID] === ""
       ? "The prefect.resource.id label must be non-empty"
-      : true
+      : true,
+    // Generated values (the fuzz tests) carry the label: random records almost never do.
+    {
+      arbitrary: () => (fc) =>
+        fc
+          .tuple(fc.dictionary(fc.string(), fc.string()), fc.string({ minLength: 1 }))
+          .map(([labels, id]) => ({ ...labels, [RESOURCE_ID]: id }))
+    }
   )
 ).annotations({ identifier: "Resource" })
 export type Resource = typeof Resource.Type
@@ -28,7 +35,13 @@ export const RelatedResource = Resource.pipe(
       ? "Related Resources must include the prefect.resource.role label"
       : labels[RESOURCE_ROLE] === ""
       ? "The prefect.resource.role label must be non-empty"
-      : true
+      : true,
+    {
+      arbitrary: () => (fc) =>
+        fc
+          .tuple(fc.dictionary(fc.string(), fc.string()), fc.string({ minLength: 1 }), fc.string({ minLength: 1 }))
+          .map(([labels, id, role]) => ({ ...labels, [RESOURCE_ID]: id, [RESOURCE_ROLE]: role }))
+    }
   )
 ).annotations({ identifier: "RelatedResource" })
 export type RelatedResource = typeof RelatedResource.Type

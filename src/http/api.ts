@@ -33,6 +33,8 @@ import {
   MethodNotAllowedResponse,
   NotFoundResponse,
   PayloadTooLargeResponse,
+  RequestHeaderFieldsTooLargeResponse,
+  RequestTimeoutResponse,
   ServiceUnavailableResponse,
   UnauthorizedResponse,
   ValidationErrorResponse
@@ -80,6 +82,9 @@ export class BatonApi extends HttpApi.make("baton")
   // Answered in front of the Api (./auth.ts, ./limits.ts); declared so clients and the OpenAPI document know them.
   .addError(UnauthorizedResponse)
   .addError(PayloadTooLargeResponse)
+  // Answered by the HTTP server itself (./node-server.ts): a request too slow to arrive, a head over 16 KB.
+  .addError(RequestTimeoutResponse)
+  .addError(RequestHeaderFieldsTooLargeResponse)
   .annotate(OpenApi.Title, "Baton REST API")
   .annotate(OpenApi.Version, API_VERSION)
 {}

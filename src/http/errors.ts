@@ -45,6 +45,13 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   detail: Schema.String
 }) {}
 
+export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()("RequestTimeout", { detail: Schema.String }) {}
+
+export class RequestHeaderFieldsTooLarge extends Schema.TaggedError<RequestHeaderFieldsTooLarge>()(
+  "RequestHeaderFieldsTooLarge",
+  { detail: Schema.String }
+) {}
+
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   detail: Schema.String
 }) {}
@@ -72,6 +79,8 @@ export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 40
 export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
 export const UnauthorizedResponse = wire(Unauthorized, Schema.String, 401, "Unauthorized")
 export const PayloadTooLargeResponse = wire(PayloadTooLarge, Schema.String, 413, "PayloadTooLarge")
+export const RequestTimeoutResponse = wire(RequestTimeout, Schema.String, 408, "RequestTimeout")
+export const RequestHeaderFieldsTooLargeResponse = wire(RequestHeaderFieldsTooLarge, Schema.String, 431, "RequestHeaderFieldsTooLarge")
 
 /**
  * The answer an error class gives where no Api encodes it (before routing, in front of the Api):

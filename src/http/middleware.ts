@@ -179,8 +179,13 @@ const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerR
       const schema = endpoint.payloadSchema.value
       const hasBody = request.method !== "GET" && request.method !== "HEAD" && request.method !== "DELETE"
       const input = hasBody ? yield* Effect.orElseSucceed(request.json, () => undefined) : normalizeQuery(query, schema)
-      const issue = decodeFailures(schema, input ?? {})
-      if (Option.isSome(issue)) items.push(...detailItems(hasBody ? "body" : "query", issue.value))
+      if (input === null) {
+        // A JSON `null` body is no body, as the reference reads it.
+        items.push({ loc: ["body"], type: "missing", msg: "Field required", input: null })
+      } else {
+        const issue = decodeFailures(schema, input ?? {})
+        if (Option.isSome(issue)) items.push(...detailItems(hasBody ? "body" : "query", issue.value))
+      }
     }
     return items.length === 0 ? Option.none() : Option.some(new ValidationError({ detail: items }))
   })
