@@ -3,6 +3,7 @@
  * deployment's and checked against its schema), the worker's poll for scheduled runs, scheduling a
  * window now, and the legacy work-queue check.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Either } from "effect"
 import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
@@ -37,6 +38,7 @@ export const MAX_BULK_RUNS = 100
 
 export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/DeploymentRuns", {
   effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
     const repo = yield* DeploymentsRepo
     const runs = yield* FlowRunsRepo
     const workQueues = yield* WorkQueuesRepo
@@ -111,7 +113,12 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           })
         )
         return Either.right({ id, created })
-      })
+      }).pipe(
+        // The queue it may create and the run stand or fall together: a run refused by the database
+        // (a reference to nothing) leaves no new queue behind.
+        sql.withTransaction,
+        Effect.catchTag("SqlError", Effect.die)
+      )
 
     const checkSize = (parameters: unknown, loc: ReadonlyArray<string | number>) => {
       const problem = parameterSizeProblem(parameters, settings.server.api.max_parameter_size)

@@ -315,7 +315,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           for (const key of ["concurrency_options", "tags", "pull_steps"] as const) {
             if (body[key] !== undefined) changes[key] = json(body[key])
           }
-          if (body.parameters !== undefined) changes.parameters = json(body.parameters === null ? null : parameters)
+          // null clears the parameters: a deployment always has an object of them.
+          if (body.parameters !== undefined) changes.parameters = json(body.parameters === null ? {} : parameters)
           if (body.parameter_openapi_schema !== undefined) changes.parameter_openapi_schema = json(body.parameter_openapi_schema === null ? null : parameterSchema)
           if (body.global_concurrency_limit_id !== undefined) changes.concurrency_limit_id = body.global_concurrency_limit_id
           if (body.job_variables && Object.keys(body.job_variables).length > 0) changes.job_variables = json(body.job_variables)

@@ -3,6 +3,7 @@
  * same event always falls in the same bucket, at most 1000 of them over the filter's window.
  */
 import { Schema } from "effect"
+import { EARLIEST, LATEST } from "../domain/time.ts"
 
 export const Countable = Schema.Literal("day", "time", "event", "resource").annotations({ identifier: "Countable" })
 export type Countable = typeof Countable.Type
@@ -23,7 +24,14 @@ export const bucketMillis = (unit: TimeUnit, interval: number) => UNIT_SECONDS[u
 /** Why these buckets cannot be counted, or undefined. */
 export const bucketProblem = (since: Date, until: Date, unit: TimeUnit, interval: number): string | undefined => {
   if (interval < 0.01) return "The minimum interval is 0.01"
-  const buckets = Math.ceil((until.getTime() - since.getTime()) / bucketMillis(unit, interval))
+  const size = bucketMillis(unit, interval)
+  // Buckets are aligned on the pivot: the first one starts at or before `since`, and a bucket of
+  // thousands of years would start or end where no timestamp can be written.
+  const firstStart = PIVOT.getTime() + size * Math.floor((since.getTime() - PIVOT.getTime()) / size)
+  if (!(firstStart >= EARLIEST.getTime() && firstStart + size <= LATEST.getTime())) {
+    return "The given interval would create buckets outside the supported range of dates (years 1 to 9999). Please reduce the interval."
+  }
+  const buckets = Math.ceil((until.getTime() - since.getTime()) / size)
   return buckets > MAX_BUCKETS
     ? `The given interval would create ${buckets} buckets, which is too many. Please increase the interval or reduce the time range to produce ${MAX_BUCKETS} buckets or fewer.`
     : undefined

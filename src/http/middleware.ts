@@ -156,7 +156,9 @@ const decodeFailures = (schema: Schema.Schema.Any, input: unknown) =>
 const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
     const match = matchRoute(routes, request.method, pathnameOf(request.url))
-    if (match === undefined) return Option.none<NotFound | ValidationError>()
+    // The router took the path for a route it is not (`/artifacts//latest` read as
+    // `/artifacts/latest`, an id that is not one): nothing is there.
+    if (match === undefined) return Option.some<NotFound | ValidationError>(new NotFound({ detail: "Not Found" }))
     const { endpoint } = match.route
     const items: Array<ValidationDetailItem> = []
     if (Option.isSome(endpoint.pathSchema)) {
