@@ -177,6 +177,32 @@ describe("runs of deployments", () => {
       })
     )
 
+    it.effect("a run the database refuses (an infrastructure document that does not exist) fails alone and leaves no queue behind", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("runs-refused")
+        const dep = yield* makeDeployment({ name: "refused", flow_id: flowId, work_queue_name: "runs-refused-main" })
+        const queues = () =>
+          Effect.map(request("POST", "/work_pools/default-agent-pool/queues/filter", { body: {} }), (res) =>
+            ok(res, 200).map((q: any) => q.name) as Array<string>)
+        const before = yield* queues()
+        const refused = yield* createRun(dep.id, { work_queue_name: "runs-refused-new", infrastructure_document_id: MISSING })
+        expect(refused.status).toBe(409)
+        expect(yield* queues()).toEqual(before)
+        // In a bulk, the others are created and the refused one is reported.
+        const bulk = ok(
+          yield* request("POST", `/deployments/${dep.id}/create_flow_run/bulk`, {
+            body: [{ name: "first" }, { infrastructure_document_id: MISSING, work_queue_name: "runs-refused-new" }, { name: "third" }]
+          }),
+          200
+        )
+        expect(bulk.results.map((r: any) => r.status)).toEqual(["CREATED", "FAILED", "CREATED"])
+        expect(bulk.results[1].error).toMatch(/^Data integrity conflict/)
+        expect(yield* queues()).toEqual(before)
+        const names = ok(yield* request("POST", "/flow_runs/filter", { body: { deployments: { id: { any_: [dep.id] } } } }), 200)
+        expect(names.map((r: any) => r.name).sort()).toEqual(["first", "third"])
+      })
+    )
+
     it.effect("get_scheduled_flow_runs answers due Scheduled runs soonest first and marks the deployments READY; the foreman undoes it", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("runs-poll")

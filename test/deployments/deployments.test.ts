@@ -131,6 +131,12 @@ describe("deployments", () => {
         })
         expect(badJson.status).toBe(400)
         expect(badJson.body.detail).toMatch(/^Error hydrating deployment parameters: Invalid JSON: /)
+        // null clears them: the deployment and its runs still read.
+        expect((yield* request("PATCH", `/deployments/${noSchema.id}`, { body: { parameters: null } })).status).toBe(204)
+        expect((yield* readDeployment(noSchema.id)).parameters).toEqual({})
+        const run = yield* request("POST", `/deployments/${noSchema.id}/create_flow_run`, { body: {} })
+        expect(run.status).toBe(201)
+        expect(run.body.parameters).toEqual({})
       })
     )
 

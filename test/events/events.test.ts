@@ -209,6 +209,10 @@ describe("events", () => {
         expect(tooMany.status).toBe(422)
         expect(tooMany.body.detail).toMatch(/^The given interval would create \d+ buckets, which is too many/)
         expect((yield* request("POST", "/events/count-by/time", { body: { filter, time_interval: 0.001 } })).status).toBe(422)
+        // Buckets so long that they would start or end outside years 1–9999.
+        const huge = yield* request("POST", "/events/count-by/time", { body: { filter, time_unit: "week", time_interval: 2.2e30 } })
+        expect(huge.status).toBe(422)
+        expect(huge.body.detail).toMatch(/outside the supported range of dates/)
         expect((yield* request("POST", "/events/count-by/weeks", { body: { filter } })).status).toBe(422)
       })
     )

@@ -69,6 +69,16 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("answers a JSON null body as a missing one, 422 at body", () =>
+      Effect.gen(function* () {
+        const res = yield* request("POST", "/probe/items", { body: "null" })
+        expect(res.status).toBe(422)
+        expect(res.body.detail).toEqual([{ loc: ["body"], type: "missing", msg: "Field required", input: null }])
+        // Even where every field is optional.
+        expect((yield* request("POST", "/probe/filter", { body: "null" })).status).toBe(422)
+      })
+    )
+
     it.effect("accepts a valid body and fills defaults", () =>
       Effect.gen(function* () {
         const res = yield* request("POST", "/probe/items", { body: { name: "a", paused: true } })
@@ -105,6 +115,10 @@ describe("HTTP conventions", () => {
         const res = yield* request("GET", "/probe/items/not-a-uuid")
         expect(res.status).toBe(404)
         expect(res.body).toEqual({ detail: "Not Found" })
+        // An empty segment the router reads as another route's (`/artifacts//latest` as `/artifacts/latest`).
+        const empty = yield* request("GET", "/artifacts//latest")
+        expect(empty.status).toBe(404)
+        expect(empty.body).toEqual({ detail: "Not Found" })
       })
     )
 
@@ -268,6 +282,9 @@ describe("HTTP conventions", () => {
         const res = yield* request("GET", `/health?q=${"x".repeat(20_000)}`)
         expect(res.status).toBe(431)
         expect(res.body).toEqual({ detail: "Request Header Fields Too Large" })
+        // Declared, as the 408 of a request too slow to arrive, in the OpenAPI document.
+        const doc = yield* request("GET", "/openapi.json")
+        expect(Object.keys(doc.body.paths["/flows/filter"].post.responses)).toEqual(expect.arrayContaining(["408", "413", "422", "431"]))
       })
     )
 
