@@ -6,7 +6,12 @@ import { ObjectName, strictBody } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
 
 const NonNegativeInt = Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
-const NonNegative = Schema.Number.pipe(Schema.greaterThanOrEqualTo(0))
+/**
+ * Slots freed a second. Bounded so that the decay (rate × seconds since the last change) stays a
+ * finite number however long a limit sits unchanged; a billion a second frees any limit at once.
+ */
+export const MAX_SLOT_DECAY_PER_SECOND = 1_000_000_000
+const SlotDecay = Schema.Number.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(MAX_SLOT_DECAY_PER_SECOND))
 const PositiveInt = Schema.Int.pipe(Schema.greaterThan(0))
 
 export const ConcurrencyLimitV2Create = strictBody(
@@ -16,7 +21,7 @@ export const ConcurrencyLimitV2Create = strictBody(
     active: Schema.optionalWith(Schema.Boolean, { default: () => true }),
     active_slots: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
     denied_slots: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
-    slot_decay_per_second: Schema.optionalWith(NonNegative, { default: () => 0 })
+    slot_decay_per_second: Schema.optionalWith(SlotDecay, { default: () => 0 })
   },
   "ConcurrencyLimitV2Create"
 )
@@ -29,7 +34,7 @@ export const ConcurrencyLimitV2Update = strictBody(
     active: Schema.optional(Schema.Boolean),
     active_slots: Schema.optional(NonNegativeInt),
     denied_slots: Schema.optional(NonNegativeInt),
-    slot_decay_per_second: Schema.optional(NonNegative)
+    slot_decay_per_second: Schema.optional(SlotDecay)
   },
   "ConcurrencyLimitV2Update"
 )

@@ -40,13 +40,17 @@ describe("global concurrency limits", () => {
         expect((yield* readLimit("g-limiter")).id).toBe(limit.id)
         expect((yield* request("GET", `/v2/concurrency_limits/${MISSING}`)).body).toEqual({ detail: "Concurrency Limit not found" })
         expect((yield* request("POST", "/v2/concurrency_limits/", { body: { name: "g-limiter", limit: 1 } })).status).toBe(409)
-        for (const body of [{ name: "a/b", limit: 1 }, { name: "x", limit: -1 }, { name: "x", limit: 1, slot_decay_per_second: -1 }, { name: "x", limit: 1, avg_slot_occupancy_seconds: 3 }]) {
+        for (const body of [{ name: "a/b", limit: 1 }, { name: "x", limit: -1 }, { name: "x", limit: 1, slot_decay_per_second: -1 }, { name: "x", limit: 1, slot_decay_per_second: 1e298 }, { name: "x", limit: 1, avg_slot_occupancy_seconds: 3 }]) {
           expect((yield* request("POST", "/v2/concurrency_limits/", { body })).status, JSON.stringify(body)).toBe(422)
         }
         yield* makeLimit({ name: "g-another", limit: 1 })
         const names = ok(yield* request("POST", "/v2/concurrency_limits/filter", { body: {} }), 200).map((l: any) => l.name)
         expect(names).toEqual([...names].sort())
         expect(names).toEqual(expect.arrayContaining(["g-another", "g-limiter"]))
+        // A decay rate whose product with the seconds since the last change could overflow is refused.
+        const fast = yield* request("PATCH", `/v2/concurrency_limits/${limit.id}`, { body: { slot_decay_per_second: 1e298 } })
+        expect(fast.status).toBe(422)
+        expect(fast.body.detail[0]).toMatchObject({ loc: ["body", "slot_decay_per_second"], type: "less_than_equal" })
         expect((yield* request("PATCH", `/v2/concurrency_limits/${limit.id}`, { body: { name: "g-renamed", limit: 5 } })).status).toBe(204)
         expect(yield* readLimit("g-renamed")).toMatchObject({ id: limit.id, limit: 5 })
         expect((yield* request("PATCH", "/v2/concurrency_limits/g-renamed", { body: { name: "g-another" } })).status).toBe(409)
