@@ -10,11 +10,12 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { testServer } from "../support/server.ts"
+import { request, testServer } from "../support/server.ts"
 import { casesOf, changedTables, describeCase, judge, seedTargets, send, tableFingerprints } from "../support/fuzz/harness.ts"
 import { operations } from "../support/fuzz/operations.ts"
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 5)
+/** A few cases per operation in the suite; many under `npm run fuzz`. */
+const RUNS = Number(process.env.FUZZ_RUNS ?? (process.env.npm_lifecycle_event === "fuzz" ? 200 : 5))
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125)
 const ONLY = process.env.FUZZ_OP
 const TRACE = process.env.FUZZ_TRACE !== undefined
@@ -32,6 +33,21 @@ describe("fuzzing every operation", () => {
     it("covers every operation of the Api", () => {
       if (ONLY === undefined) expect(chosen.length).toBeGreaterThanOrEqual(179)
     })
+
+    it.effect("sees a write in the table fingerprints, and no change from a refused request", () =>
+      Effect.gen(function* () {
+        const fingerprint = yield* tableFingerprints
+        const before = yield* fingerprint
+        expect((yield* request("POST", "/flows/", { body: { name: "fuzz-fingerprint" } })).status).toBe(201)
+        const created = yield* fingerprint
+        expect(changedTables(before, created)).toEqual(["flow"])
+        expect((yield* request("PATCH", "/flows/00000000-0000-4000-8000-000000000000", { body: { tags: ["x"] } })).status).toBe(404)
+        expect(changedTables(created, yield* fingerprint)).toEqual([])
+        const flow = (yield* request("POST", "/flows/filter", { body: { flows: { name: { any_: ["fuzz-fingerprint"] } } } })).body[0]
+        expect((yield* request("PATCH", `/flows/${flow.id}`, { body: { tags: ["x"] } })).status).toBe(204)
+        expect(changedTables(created, yield* fingerprint)).toEqual(["flow"])
+      })
+    )
 
     it.effect(`answers ${RUNS} generated requests per operation without a 5xx, an undeclared error or a change by a rejected one`, () =>
       Effect.gen(function* () {
