@@ -1,6 +1,7 @@
 /**
  * Checks on a request's raw input that no schema can make, before it is decoded: JSON nested too
- * deeply to decode, and text that PostgreSQL cannot store (a NUL character, an unpaired UTF-16
+ * deeply to decode, numbers too large to be finite (which JSON.parse reads as Infinity, and JSON
+ * cannot write back), and text that PostgreSQL cannot store (a NUL character, an unpaired UTF-16
  * surrogate) anywhere in the path, the query or the body.
  */
 import type { ValidationDetailItem } from "./errors.ts"
@@ -61,8 +62,30 @@ export const unstorableItem = (loc: ReadonlyArray<string | number>, input: strin
  */
 export const mayHoldUnstorableText = (text: string): boolean => /\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})/.test(text)
 
-/** Every string and key in a parsed JSON `value` that cannot be stored, with where it is. */
-export const unstorableItems = (root: ReadonlyArray<string | number>, value: unknown): Array<ValidationDetailItem> => {
+/**
+ * A JSON text that may hold a number too large for a double (`1e400`, 309 digits or more), which
+ * JSON.parse reads as Infinity: only a literal with an exponent of three digits or a very long run
+ * of digits can be one.
+ */
+export const mayHoldNonFiniteNumber = (text: string): boolean => /[eE]\+?\d{3,}|\d{309}/.test(text)
+
+/** The problem item for a number too large to be finite at `loc`. */
+const nonFiniteItem = (loc: ReadonlyArray<string | number>): ValidationDetailItem => ({
+  loc,
+  msg: "Input should be a finite number",
+  type: "finite_number",
+  input: null
+})
+
+/**
+ * Every string and key in a parsed JSON `value` that cannot be stored (unless `strings` is false:
+ * the handler cleans them), and every number that is not finite, with where it is.
+ */
+export const unstorableItems = (
+  root: ReadonlyArray<string | number>,
+  value: unknown,
+  options: { readonly strings: boolean } = { strings: true }
+): Array<ValidationDetailItem> => {
   const items: Array<ValidationDetailItem> = []
   // Iterative (so that no nesting the depth limit lets through can overflow the stack here), in
   // document order: a key is checked where its value is.
@@ -70,13 +93,15 @@ export const unstorableItems = (root: ReadonlyArray<string | number>, value: unk
   while (stack.length > 0) {
     const [loc, v] = stack.pop()!
     const key = loc[loc.length - 1]
-    if (loc.length > root.length && typeof key === "string") {
+    if (options.strings && loc.length > root.length && typeof key === "string") {
       const msg = unstorable(key)
       if (msg !== undefined) items.push(unstorableItem(loc, key, msg))
     }
     if (typeof v === "string") {
-      const msg = unstorable(v)
+      const msg = options.strings ? unstorable(v) : undefined
       if (msg !== undefined) items.push(unstorableItem(loc, v, msg))
+    } else if (typeof v === "number") {
+      if (!Number.isFinite(v)) items.push(nonFiniteItem(loc))
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push([[...loc, i], v[i]])
     } else if (v !== null && typeof v === "object") {

@@ -23,7 +23,7 @@ import {
   ValidationError,
   type ValidationDetailItem
 } from "./errors.ts"
-import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
+import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
 import { unavailableAnswer } from "./unavailable.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
@@ -249,9 +249,10 @@ const checkInput = (routes: ReadonlyArray<Route>, request: HttpServerRequest.Htt
         return yield* Effect.fail(new BadRequest({ detail: "There was an error parsing the body" }))
       }
       const cleansText = endpoint.payloadSchema.value.ast.annotations[CleansTextAnnotationId] === true
-      if (!cleansText && mayHoldUnstorableText(text)) {
+      const strings = !cleansText && mayHoldUnstorableText(text)
+      if (strings || mayHoldNonFiniteNumber(text)) {
         const parsed = Either.try(() => JSON.parse(text) as unknown)
-        if (Either.isRight(parsed)) items.push(...unstorableItems(["body"], parsed.right))
+        if (Either.isRight(parsed)) items.push(...unstorableItems(["body"], parsed.right, { strings }))
       }
     }
     if (items.length > 0) return yield* Effect.fail(new ValidationError({ detail: items }))

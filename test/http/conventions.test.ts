@@ -266,6 +266,21 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("refuses numbers too large to be finite wherever they are sent, with 422 finite_number at their place", () =>
+      Effect.gen(function* () {
+        const variable = yield* request("POST", "/variables/", { body: '{"name": "huge", "value": {"list": [1, -1e400]}}' })
+        expect(variable.status).toBe(422)
+        expect(variable.body.detail).toEqual([
+          { loc: ["body", "value", "list", 1], msg: "Input should be a finite number", type: "finite_number", input: null }
+        ])
+        const digits = yield* request("POST", "/flows/filter", { body: `{"limit": ${"9".repeat(400)}}` })
+        expect(digits.status).toBe(422)
+        expect(digits.body.detail[0]).toMatchObject({ loc: ["body", "limit"], type: "finite_number" })
+        // Large but finite numbers, and exponents inside strings, are values like any other.
+        expect((yield* request("POST", "/variables/", { body: '{"name": "big", "value": [1e300, "1e400"]}' })).status).toBe(201)
+      })
+    )
+
     it.effect("reads query parameters named like an object's own properties as plain parameters", () =>
       Effect.gen(function* () {
         const res = yield* request("GET", "/probe/search?limit=2&constructor=x&__proto__=y&toString=z")
