@@ -266,12 +266,25 @@ export type Action = typeof ActionSchema.Type
 // ----------------------------------------------------------------------------------------------
 // Automations
 
+/**
+ * How deep compound and sequence triggers may be nested. Real automations nest two or three deep;
+ * a limit keeps the work a trigger costs (checking it, answering it) small whatever is sent.
+ */
+export const MAX_TRIGGER_DEPTH = 10
+
+const triggerDepth = (trigger: Trigger): number =>
+  trigger.type === "event" ? 1 : 1 + Math.max(0, ...trigger.triggers.map(triggerDepth))
+
 const automationFields = {
   name: Schema.String,
   description: Schema.optionalWith(Schema.String, { default: () => "" }),
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  trigger: TriggerSchema,
+  trigger: TriggerSchema.pipe(
+    Schema.filter((trigger) =>
+      triggerDepth(trigger) <= MAX_TRIGGER_DEPTH || `Triggers may be nested at most ${MAX_TRIGGER_DEPTH} deep`
+    )
+  ),
   actions: Schema.Array(ActionSchema),
   actions_on_trigger: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] }),
   actions_on_resolve: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] })

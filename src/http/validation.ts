@@ -13,8 +13,18 @@ type Item = ValidationDetailItem
 const item = (loc: Loc, type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): Item =>
   ctx === undefined ? { loc, type, msg, input } : { loc, type, msg, input, ctx }
 
-export const detailItems = (location: Location, issue: ParseResult.ParseIssue): ReadonlyArray<Item> =>
-  collect([location], issue, undefined)
+export const detailItems = (location: Location, issue: ParseResult.ParseIssue): ReadonlyArray<Item> => {
+  try {
+    return collect([location], issue, undefined)
+  } catch (error) {
+    // The problems of a value nested hundreds of levels deep (compound triggers inside each other)
+    // are too deep to walk: one problem for the whole value.
+    if (error instanceof RangeError) {
+      return [{ loc: [location], type: "recursion_loop", msg: "Recursion error - the value is nested too deeply to validate" }]
+    }
+    throw error
+  }
+}
 
 /** JSON that does not parse: the reference reports it at the body's position 0. */
 export const invalidJsonItem = (message: string): Item =>

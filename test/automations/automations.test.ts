@@ -114,8 +114,22 @@ describe("automations", () => {
         expect(loop[0].msg).toContain("infinite loop")
         const extra = yield* problem({ ...automation("bad"), colour: "blue" })
         expect(extra).toEqual([expect.objectContaining({ loc: ["body", "colour"], type: "extra_forbidden" })])
+
+        // Compound triggers nest at most 10 deep; nested hundreds deep, even a wrong one is one problem.
+        const nested = (depth: number, within: boolean) => {
+          let trigger: Record<string, unknown> = { type: "event", posture: "Reactive", expect: ["x"] }
+          for (let i = 1; i < depth; i++) trigger = { type: "compound", require: "all", triggers: [trigger], ...(within ? { within: null } : {}) }
+          return trigger
+        }
+        ok(yield* request("POST", "/automations/", { body: automation("deep-enough", { trigger: nested(10, true) }) }), 201)
+        expect(yield* problem(automation("bad", { trigger: nested(11, true) }))).toEqual([
+          expect.objectContaining({ loc: ["body", "trigger"], msg: "Value error, Triggers may be nested at most 10 deep" })
+        ])
+        expect(yield* problem(automation("bad", { trigger: nested(480, false) }))).toEqual([
+          { loc: ["body"], type: "recursion_loop", msg: "Recursion error - the value is nested too deeply to validate" }
+        ])
         const count = yield* request("POST", "/automations/count")
-        expect(ok(count, 200)).toBe(1)
+        expect(ok(count, 200)).toBe(2)
       }))
 
     it.effect("PUT replaces the automation exactly (defaults for what is left out), PATCH switches it, DELETE removes it", () =>
