@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { LockedResponse } from "../http/errors.ts"
 import {
   ConcurrencyLimit,
   ConcurrencyLimitCreate,
@@ -46,6 +47,7 @@ export class ConcurrencyLimitsV2Api extends HttpApiGroup.make("concurrencyLimits
   .add(HttpApiEndpoint.patch("update", "/:id_or_name").setPath(IdOrName).setPayload(ConcurrencyLimitV2Update).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id_or_name").setPath(IdOrName).addSuccess(Schema.Void))
   .prefix("/v2/concurrency_limits")
+  .addError(LockedResponse)
 {}
 
 /** Tag concurrency limits, kept as the global limits named `tag:<tag>`. */
@@ -61,4 +63,5 @@ export class ConcurrencyLimitsApi extends HttpApiGroup.make("concurrencyLimits")
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(ConcurrencyLimit))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Null))
   .prefix("/concurrency_limits")
+  .addError(LockedResponse)
 {}

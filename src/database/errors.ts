@@ -12,17 +12,22 @@ export const isIntegrityViolation = (error: unknown) => {
   return code === "23505" || code === "23503"
 }
 
+const codeOf = (error: unknown) => (error as { cause?: { code?: unknown } })?.cause?.code
+
 /**
- * The statement refused a value it was given (SQLSTATE class 22, "data exception": a number out of
- * its column's range, a NUL character, a date PostgreSQL cannot represent, an invalid pattern …).
+ * The statement refused a value it was given: SQLSTATE class 22, "data exception" (a number out of
+ * its column's range, a NUL character, a date PostgreSQL cannot represent, an invalid pattern …), or
+ * 54000, a value too large for its index (a name of hundreds of kilobytes).
  */
 export const isDataException = (error: unknown) => {
-  const code = (error as { cause?: { code?: unknown } })?.cause?.code
-  return typeof code === "string" && code.startsWith("22")
+  const code = codeOf(error)
+  return typeof code === "string" && (code.startsWith("22") || code === "54000")
 }
 
-/** The message PostgreSQL gave for a failed statement, when there is one. */
+/** The message PostgreSQL gave for a refused value, when there is one worth showing a client. */
 export const databaseMessage = (error: unknown): string | undefined => {
+  // Its own words name the index; the client needs only to know which kind of problem it was.
+  if (codeOf(error) === "54000") return "a value is too large to be stored"
   const message = (error as { cause?: { message?: unknown } })?.cause?.message
   return typeof message === "string" ? message : undefined
 }

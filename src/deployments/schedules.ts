@@ -167,21 +167,77 @@ const rruleDates = (schedule: typeof RRuleSchedule.Type, window: DateWindow): Ar
   const text = hasStart
     ? schedule.rrule
     : `DTSTART:20200101T000000Z\n${/^\s*(RRULE|EXRULE|RDATE|EXDATE)/i.test(schedule.rrule) ? schedule.rrule : `RRULE:${schedule.rrule}`}`
-  const set = rrulestr(text, { forceset: true })
-  let cursor = floating(DateTime.fromJSDate(window.start, { zone }))
-  let inclusive = true
+  const from = floating(DateTime.fromJSDate(window.start, { zone }))
+  const set = rebased(rrulestr(text, { forceset: true }) as InstanceType<typeof RRuleSet>, from)
   const dates: Array<Date> = []
   const n = countOf(window)
-  while (dates.length < n) {
-    const next = set.after(cursor, inclusive)
-    if (next === null) break
+  let steps = 0
+  // One walk over the rule's dates in order (rrule walks from DTSTART whatever is asked).
+  set.all((next) => {
+    if (++steps > MAX_RRULE_STEPS) return false
+    if (next < from) return true
     const actual = fromFloating(next)
-    if (window.end && actual > window.end) break
+    if (window.end && actual > window.end) return false
     dates.push(actual)
-    cursor = next
-    inclusive = false
-  }
+    return dates.length < n
+  })
   return dates
+}
+
+/**
+ * The most dates of a rule walked to find a window's dates. A rule that cannot be moved closer to
+ * the window (below) and starts hundreds of thousands of its periods before it yields none.
+ */
+const MAX_RRULE_STEPS = 200_000
+
+const { RRule, RRuleSet } = rrule
+
+/** Lengths of the fixed periods (rrule's frequencies SECONDLY … WEEKLY), in milliseconds. */
+const FIXED_PERIOD_MS: Partial<Record<number, number>> = {
+  [RRule.WEEKLY]: 7 * 86_400_000,
+  [RRule.DAILY]: 86_400_000,
+  [RRule.HOURLY]: 3_600_000,
+  [RRule.MINUTELY]: 60_000,
+  [RRule.SECONDLY]: 1000
+}
+
+/**
+ * The set with each rule's DTSTART moved forward by whole periods to just before `from`, which
+ * leaves the dates it yields from there unchanged (rules walk in floating time, without DST), so a
+ * window years after DTSTART is not walked to one date at a time. Rules counted from their start
+ * (COUNT), and sets with exclusion rules, are left as they are.
+ */
+const rebased = (set: InstanceType<typeof RRuleSet>, from: Date): InstanceType<typeof RRuleSet> => {
+  if (set.exrules().length > 0) return set
+  const rules = set.rrules() as Array<InstanceType<typeof RRule>>
+  const moved = rules.map((rule) => {
+    const options = rule.options
+    const start = options.dtstart
+    if (options.count !== null || start === null || start >= from) return rule
+    const interval = options.interval || 1
+    let dtstart: Date | undefined
+    const period = FIXED_PERIOD_MS[options.freq]
+    if (period !== undefined) {
+      const periods = Math.floor((from.getTime() - start.getTime()) / (period * interval)) - 1
+      if (periods > 0) dtstart = new Date(start.getTime() + periods * period * interval)
+    } else if (start.getUTCDate() <= 28 && !(start.getUTCMonth() === 1 && start.getUTCDate() === 29)) {
+      // Months and years by the calendar; a start on the 29th–31st would be clamped in short months.
+      const months = (from.getUTCFullYear() - start.getUTCFullYear()) * 12 + from.getUTCMonth() - start.getUTCMonth()
+      const unit = options.freq === RRule.YEARLY ? 12 * interval : interval
+      const steps = Math.floor(months / unit) - 1
+      if (steps > 0) {
+        dtstart = new Date(start.getTime())
+        dtstart.setUTCMonth(dtstart.getUTCMonth() + steps * unit)
+      }
+    }
+    return dtstart === undefined ? rule : new RRule({ ...rule.origOptions, dtstart })
+  })
+  if (moved.every((rule, i) => rule === rules[i])) return set
+  const copy = new RRuleSet()
+  for (const rule of moved) copy.rrule(rule)
+  for (const date of set.rdates()) copy.rdate(date)
+  for (const date of set.exdates()) copy.exdate(date)
+  return copy
 }
 
 /** The next dates of `schedule` from `window.start`, sorted. */

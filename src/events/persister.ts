@@ -7,8 +7,8 @@
  * Every 15 minutes it also deletes the events older than server.events.retention_period,
  * `batch_size_delete` at a time.
  */
-import { Chunk, Duration, Effect, Option, Queue, Ref, Schedule } from "effect"
-import { unavailabilityAsFailure } from "../database/errors.ts"
+import { Cause, Chunk, Duration, Effect, Option, Queue, Ref, Schedule } from "effect"
+import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
@@ -31,12 +31,21 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       briefly: Schedule.recurs(options.max_flush_retries).pipe(Schedule.intersect(Schedule.spaced("100 millis")))
     }
 
-    const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>
+    const store = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries): Effect.Effect<void> =>
       unavailabilityAsFailure(repo.write(batch)).pipe(
-        Effect.retry(retries[retry]),
-        Effect.catchAllCause((cause) => Effect.logError(`Dropped ${batch.length} events that could not be written`, cause)),
-        Effect.zipRight(ack(batch))
+        // A refused value is refused again: only other failures are worth another try.
+        Effect.retry({ schedule: retries[retry], while: (error) => !isDataException(error) }),
+        Effect.catchAllCause((cause) =>
+          // One event the database refuses (a resource id too large for its index) must not take
+          // the rest of its batch with it: each is written alone, and only the refused one dropped.
+          batch.length > 1 && isDataException(Cause.squash(cause))
+            ? Effect.forEach(batch, (event) => store([event], retry), { discard: true })
+            : Effect.logError(`Dropped ${batch.length} events that could not be written`, cause)
+        )
       )
+
+    const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>
+      Effect.zipRight(store(batch, retry), ack(batch))
 
     /** Writes everything queued now, a batch at a time; how many events. */
     const drainWith = (retry: keyof typeof retries) => Effect.gen(function* () {

@@ -52,6 +52,9 @@ export class RequestHeaderFieldsTooLarge extends Schema.TaggedError<RequestHeade
   { detail: Schema.String }
 ) {}
 
+/** A concurrency limit is full (answered with Retry-After by the handlers that take slots). */
+export class Locked extends Schema.TaggedError<Locked>()("Locked", { detail: Schema.String }) {}
+
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   detail: Schema.String
 }) {}
@@ -79,6 +82,7 @@ export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 40
 export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
 export const UnauthorizedResponse = wire(Unauthorized, Schema.String, 401, "Unauthorized")
 export const PayloadTooLargeResponse = wire(PayloadTooLarge, Schema.String, 413, "PayloadTooLarge")
+export const LockedResponse = wire(Locked, Schema.String, 423, "Locked")
 export const RequestTimeoutResponse = wire(RequestTimeout, Schema.String, 408, "RequestTimeout")
 export const RequestHeaderFieldsTooLargeResponse = wire(RequestHeaderFieldsTooLarge, Schema.String, 431, "RequestHeaderFieldsTooLarge")
 

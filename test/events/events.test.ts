@@ -94,6 +94,17 @@ describe("events", () => {
       })
     )
 
+    it.effect("keeps the rest of a batch when the database refuses one event of it (a resource id too large to index)", () =>
+      Effect.gen(function* () {
+        // Random text does not compress: 3000 bytes are more than an index row holds.
+        const huge = Buffer.from(Array.from({ length: 2250 }, () => Math.floor(Math.random() * 256))).toString("base64")
+        const refused = yield* makeEvent("refusal.huge", 5, { resource: { "prefect.resource.id": huge } })
+        expect((yield* post([yield* makeEvent("refusal.before", 6), refused, yield* makeEvent("refusal.after", 4)])).status).toBe(204)
+        yield* persist
+        expect(yield* names({ event: { prefix: ["refusal."] } })).toEqual(["refusal.after", "refusal.before"])
+      })
+    )
+
     it.effect("stores each event once, and reads them newest first (or oldest), a page at a time", () =>
       Effect.gen(function* () {
         const events = [yield* makeEvent("page.one", 30), yield* makeEvent("page.two", 20), yield* makeEvent("page.three", 10)]
