@@ -281,6 +281,17 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("answers a value too large for the database's index with 422, storing nothing", () =>
+      Effect.gen(function* () {
+        // Random text does not compress: 6000 bytes are more than an index row holds.
+        const name = Buffer.from(Array.from({ length: 4500 }, () => Math.floor(Math.random() * 256))).toString("base64url")
+        const res = yield* request("POST", "/work_pools/", { body: { name, type: "process" } })
+        expect(res.status).toBe(422)
+        expect(res.body).toEqual({ detail: "Invalid input: a value is too large to be stored" })
+        expect((yield* request("POST", "/work_pools/filter", { body: { work_pools: { name: { any_: [name] } } } })).body).toEqual([])
+      })
+    )
+
     it.effect("reads query parameters named like an object's own properties as plain parameters", () =>
       Effect.gen(function* () {
         const res = yield* request("GET", "/probe/search?limit=2&constructor=x&__proto__=y&toString=z")
