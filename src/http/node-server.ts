@@ -54,15 +54,17 @@ const loadShedder = (settings: SettingsValue) => {
     )
   )
   const anyOrigin = settings.server.api.cors_allowed_origins.trim() === "*"
+  const headers = {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(body)),
+    "retry-after": String(RETRY_AFTER_SECONDS),
+    ...(anyOrigin ? { "access-control-allow-origin": "*" } : {})
+  }
   let inFlight = 0
-  return (response: ServerResponse): boolean => {
+  /** A request: refused (true, answered) or counted until its response closes. */
+  const request = (response: ServerResponse): boolean => {
     if (inFlight >= limit) {
-      response.writeHead(503, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
-        "retry-after": String(RETRY_AFTER_SECONDS),
-        ...(anyOrigin ? { "access-control-allow-origin": "*" } : {})
-      })
+      response.writeHead(503, headers)
       response.end(body)
       return true
     }
@@ -71,6 +73,18 @@ const loadShedder = (settings: SettingsValue) => {
     response.once("close", () => inFlight--)
     return false
   }
+  /** A websocket handshake: refused with the same 503, or counted for as long as its connection is open. */
+  const upgrade = (socket: Duplex): boolean => {
+    if (inFlight >= limit) {
+      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\n${head}connection: close\r\n\r\n${body}`)
+      return true
+    }
+    inFlight++
+    socket.once("close", () => inFlight--)
+    return false
+  }
+  return { request, upgrade }
 }
 
 const millis = (seconds: number) => Math.round(seconds * 1000)
@@ -127,8 +141,10 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
     if (event === "request") {
       const response = args[1] as ServerResponse
       if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
-      if (shed !== undefined && shed(response)) return true
+      if (shed !== undefined && shed.request(response)) return true
     }
+    // An open websocket holds memory as a request does: it counts against the same bound.
+    if (event === "upgrade" && shed !== undefined && shed.upgrade(args[1] as Duplex)) return true
     return emit(event, ...args)
   }) as Server["emit"]
   return server

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { rawRequest } from "../support/raw-http.ts"
 import { request, testServer } from "../support/server.ts"
+import { connect, opened } from "../support/websocket.ts"
 
 const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
@@ -26,6 +27,33 @@ describe("requests in flight (server.api.max_concurrent_requests)", () => {
         yield* realSleep(200)
         const results = yield* Effect.all([1, 2].map(() => request("POST", "/flows/filter", { body: {} })), { concurrency: 2 })
         expect(results.map((r) => r.status)).toEqual([200, 200])
+      })
+    )
+
+    it.effect("counts open websockets against the same bound, for as long as they are open", () =>
+      Effect.gen(function* () {
+        const open = () =>
+          Effect.gen(function* () {
+            const socket = opened(yield* connect("/events/out"))
+            socket.send({ type: "auth", token: null })
+            expect(yield* Effect.promise(() => socket.next())).toEqual({ type: "auth_success" })
+            // Subscribed: the socket stays open until the client closes it.
+            socket.send({ type: "filter", filter: { event: { prefix: ["nothing."] } } })
+            return socket
+          })
+        const first = yield* open()
+        const second = yield* open()
+        expect(yield* connect("/events/out")).toEqual({ refused: 503 })
+        expect((yield* request("POST", "/flows/filter", { body: {} })).status).toBe(503)
+        first.close()
+        yield* Effect.promise(() => first.closed)
+        yield* realSleep(200)
+        const third = yield* open()
+        second.close()
+        third.close()
+        yield* Effect.promise(() => Promise.all([second.closed, third.closed]))
+        yield* realSleep(200)
+        expect((yield* request("POST", "/flows/filter", { body: {} })).status).toBe(200)
       })
     )
   })
