@@ -12,6 +12,7 @@ import { StateType } from "../domain/states.ts"
 import { validateTemplate } from "../domain/templates.ts"
 import { Timestamp } from "../domain/time.ts"
 import { ResourceSpecification } from "../events/filter.ts"
+import { type Precheck, PrecheckAnnotationId } from "../http/input-checks.ts"
 
 // ----------------------------------------------------------------------------------------------
 // Triggers
@@ -275,6 +276,27 @@ export const MAX_TRIGGER_DEPTH = 10
 const triggerDepth = (trigger: Trigger): number =>
   trigger.type === "event" ? 1 : 1 + Math.max(0, ...trigger.triggers.map(triggerDepth))
 
+const tooDeep = `Triggers may be nested at most ${MAX_TRIGGER_DEPTH} deep`
+
+/**
+ * The same limit on a body as sent, before it is decoded: decoding a trigger costs time growing
+ * faster than its depth, so a body nested hundreds deep is refused without it.
+ */
+const precheckTriggerDepth: Precheck = (body) => {
+  const root = (body as { trigger?: unknown } | null)?.trigger
+  const stack: Array<readonly [unknown, number]> = [[root, 1]]
+  while (stack.length > 0) {
+    const [trigger, depth] = stack.pop()!
+    const children = (trigger as { triggers?: unknown } | null)?.triggers
+    if (!Array.isArray(children)) continue
+    if (depth + 1 > MAX_TRIGGER_DEPTH) {
+      return [{ loc: ["body", "trigger"], msg: `Value error, ${tooDeep}`, type: "value_error" }]
+    }
+    for (const child of children) stack.push([child, depth + 1])
+  }
+  return []
+}
+
 const automationFields = {
   name: Schema.String,
   description: Schema.optionalWith(Schema.String, { default: () => "" }),
@@ -282,7 +304,7 @@ const automationFields = {
   tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   trigger: TriggerSchema.pipe(
     Schema.filter((trigger) =>
-      triggerDepth(trigger) <= MAX_TRIGGER_DEPTH || `Triggers may be nested at most ${MAX_TRIGGER_DEPTH} deep`
+      triggerDepth(trigger) <= MAX_TRIGGER_DEPTH || tooDeep
     )
   ),
   actions: Schema.Array(ActionSchema),
@@ -331,7 +353,7 @@ export const runDeploymentLoop = (automation: {
 const AutomationCore = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
   strictBody(fields, identifier).pipe(
     Schema.filter((automation) => runDeploymentLoop(automation as any) ?? true)
-  )
+  ).annotations({ [PrecheckAnnotationId]: precheckTriggerDepth })
 
 export const AutomationCreate = AutomationCore(
   { ...automationFields, owner_resource: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }) },

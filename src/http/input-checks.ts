@@ -38,6 +38,14 @@ export const nestsDeeperThan = (text: string, max: number): boolean => {
  */
 export const CleansTextAnnotationId: unique symbol = Symbol.for("baton/http/CleansText")
 
+/**
+ * On a payload schema: a check of the parsed body made before it is decoded, for input whose
+ * decoding alone would cost far more than its size suggests (triggers nested hundreds deep). It
+ * returns the problems, if any, as 422 detail items.
+ */
+export const PrecheckAnnotationId: unique symbol = Symbol.for("baton/http/Precheck")
+export type Precheck = (body: unknown) => ReadonlyArray<ValidationDetailItem>
+
 /** Why `text` cannot be stored, if it cannot: a NUL character or an unpaired surrogate. */
 export const unstorable = (text: string): string | undefined => {
   if (text.includes("\u0000")) return "Input should be a valid string, NUL characters (\\u0000) are not allowed"

@@ -23,7 +23,7 @@ import {
   ValidationError,
   type ValidationDetailItem
 } from "./errors.ts"
-import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
+import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, type Precheck, PrecheckAnnotationId, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
 import { unavailableAnswer } from "./unavailable.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
@@ -248,11 +248,16 @@ const checkInput = (routes: ReadonlyArray<Route>, request: HttpServerRequest.Htt
       if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
         return yield* Effect.fail(new BadRequest({ detail: "There was an error parsing the body" }))
       }
-      const cleansText = endpoint.payloadSchema.value.ast.annotations[CleansTextAnnotationId] === true
+      const annotations = endpoint.payloadSchema.value.ast.annotations
+      const cleansText = annotations[CleansTextAnnotationId] === true
+      const precheck = annotations[PrecheckAnnotationId] as Precheck | undefined
       const strings = !cleansText && mayHoldUnstorableText(text)
-      if (strings || mayHoldNonFiniteNumber(text)) {
+      if (strings || mayHoldNonFiniteNumber(text) || precheck !== undefined) {
         const parsed = Either.try(() => JSON.parse(text) as unknown)
-        if (Either.isRight(parsed)) items.push(...unstorableItems(["body"], parsed.right, { strings }))
+        if (Either.isRight(parsed)) {
+          items.push(...unstorableItems(["body"], parsed.right, { strings }))
+          if (precheck !== undefined) items.push(...precheck(parsed.right))
+        }
       }
     }
     if (items.length > 0) return yield* Effect.fail(new ValidationError({ detail: items }))
