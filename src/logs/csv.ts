@@ -14,8 +14,16 @@ export const csvRows = (logs: ReadonlyArray<Log>) =>
     )
     .join("")
 
+/**
+ * The most characters of a run's name put in the file name: a name of many kilobytes would make a
+ * header larger than clients read (16 KB for most), and no file system takes such a name anyway.
+ */
+const MAX_NAME_IN_FILE_NAME = 200
+
 /** `<name>-logs.csv` percent-encoded as RFC 5987 asks (everything but letters, digits and `_.-~`). */
 export const contentDisposition = (runName: string) => {
-  const encoded = encodeURIComponent(`${runName}-logs.csv`).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  // Whole characters only: a surrogate pair is not split.
+  const name = Array.from(runName).slice(0, MAX_NAME_IN_FILE_NAME).join("")
+  const encoded = encodeURIComponent(`${name}-logs.csv`).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
   return `attachment; filename="flow-run-logs.csv"; filename*=UTF-8''${encoded}`
 }

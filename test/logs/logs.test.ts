@@ -129,6 +129,13 @@ describe("logs", () => {
         expect(rows).toHaveLength(1 + 1005)
         expect(new Set(rows).size).toBe(rows.length)
         expect((yield* request("GET", `/flow_runs/${MISSING}/logs/download`)).body).toEqual({ detail: "Flow run not found" })
+        // A name of many kilobytes goes into the file name cut to 200 characters, so clients can read the header.
+        expect((yield* request("PATCH", `/flow_runs/${run.id}`, { body: { name: "🚀".repeat(20_000) } })).status).toBe(204)
+        const long = yield* request("GET", `/flow_runs/${run.id}/logs/download`)
+        expect(long.status).toBe(200)
+        expect(long.headers.get("content-disposition")).toBe(
+          `attachment; filename="flow-run-logs.csv"; filename*=UTF-8''${"%F0%9F%9A%80".repeat(200)}-logs.csv`
+        )
 
         expect((yield* request("DELETE", `/flow_runs/${run.id}`)).status).toBe(204)
         expect(yield* read({ logs: { flow_run_id: { any_: [run.id] } } })).toEqual([])
