@@ -218,10 +218,28 @@ export const send = (fuzzCase: FuzzCase) =>
     })
   )
 
-/** What is wrong with an answer, if anything: a 5xx, an undeclared status, or a body not of its declared shape. */
+/**
+ * What is wrong with an answer, if anything: a 5xx, an undeclared error status, or a body (of a
+ * success or an error) not of its declared shape.
+ */
 export const judge = (fuzzCase: FuzzCase, answer: Answer): string | undefined => {
   if (answer.status >= 500) return `answered ${answer.status}`
-  if (answer.status < 400) return undefined
+  if (answer.status < 400) {
+    // The body of a success is of the declared shape. Its status may be 200 or 201 whichever is
+    // declared: creates answer 201 when they created and 200 when the object was there, as the
+    // reference does under a document that declares one of the two.
+    const declared = fuzzCase.operation.successes
+    const schema = declared.get(answer.status) ?? (answer.status <= 201 ? [...declared.values()][0] : undefined)
+    if (schema === undefined || answer.text === "") return undefined
+    let body: unknown
+    try {
+      body = JSON.parse(answer.text)
+    } catch {
+      return undefined
+    }
+    const decoded = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>)(body)
+    return Either.isLeft(decoded) ? `answered ${answer.status} with a body not of its declared shape: ${String(decoded.left).slice(0, 300)}` : undefined
+  }
   const schema = fuzzCase.operation.errors.get(answer.status)
   if (schema === undefined) return `answered ${answer.status}, which the operation does not declare`
   let body: unknown

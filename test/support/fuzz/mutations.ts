@@ -213,8 +213,8 @@ export const hostileSegment = (random: Random): string =>
     "%zz",
     "%00",
     "%ED%A0%80",
-    "%2F",
-    "%2e%2e"
+    // (Not `%2e%2e`: URL parsing on the client turns it into `..` and the path into another route's.)
+    "%2F"
   ])
 
 export type Query = ReadonlyArray<readonly [string, string]>

@@ -20,6 +20,8 @@ export interface FuzzOperation {
   readonly payloadSchema: Schema.Schema.Any | undefined
   /** The body schema of each error status the operation declares (its own and the Api's). */
   readonly errors: ReadonlyMap<number, Schema.Schema.Any>
+  /** The body schema of each success status it declares (none for an empty body). */
+  readonly successes: ReadonlyMap<number, Schema.Schema.Any | undefined>
 }
 
 const schemaOf = (option: Option.Option<unknown>) => Option.getOrUndefined(option) as Schema.Schema.Any | undefined
@@ -28,7 +30,7 @@ export const operations: ReadonlyArray<FuzzOperation> = (() => {
   const found: Array<FuzzOperation> = []
   HttpApi.reflect(BatonApi, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint, errors, group }) => {
+    onEndpoint: ({ endpoint, errors, group, successes }) => {
       const errorSchemas = new Map<number, Schema.Schema.Any>()
       for (const [status, error] of errors) {
         if (Option.isSome(error.ast)) errorSchemas.set(status, Schema.make(error.ast.value))
@@ -43,7 +45,8 @@ export const operations: ReadonlyArray<FuzzOperation> = (() => {
         querySchema: schemaOf(endpoint.urlParamsSchema),
         // A GET's payload is read from the query string.
         payloadSchema: schemaOf(endpoint.payloadSchema),
-        errors: errorSchemas
+        errors: errorSchemas,
+        successes: new Map([...successes].map(([status, success]) => [status, Option.isSome(success.ast) ? Schema.make(success.ast.value) : undefined]))
       })
     }
   })
