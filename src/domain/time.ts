@@ -6,6 +6,9 @@ import { DateTime } from "luxon"
 export const EARLIEST = new Date("0001-01-01T00:00:00.000Z")
 export const LATEST = new Date("9999-12-31T23:59:59.999Z")
 
+/** The instant `millis`, or the last one a timestamp can hold if it is later (a bucket past year 9999). */
+export const notAfterLatest = (millis: number) => new Date(Math.min(millis, LATEST.getTime()))
+
 /**
  * An ISO 8601 timestamp. A date outside years 1 to 9999 is refused when decoded (the reference
  * cannot parse one, and such dates overflow the arithmetic and the database columns they feed);

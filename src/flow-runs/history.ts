@@ -17,7 +17,8 @@ import type { Statement } from "@effect/sql"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { StateType } from "../domain/states.ts"
-import type { HistoryWindow } from "../orchestration/repo.ts"
+import { LATEST } from "../domain/time.ts"
+import { historyBuckets, type HistoryWindow } from "../orchestration/repo.ts"
 
 /** The rollup's slot: flow_run_rollup_slot (migration 0018). */
 const SLOT_MS = 900_000
@@ -262,22 +263,18 @@ export const withoutJit = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, 
     Effect.zipRight(sql`SELECT set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`, effect)
   )
 
-/** The window's buckets, as the plain history computes them: at most 500 from `start`. */
-const bucketsOf = (options: HistoryWindow) => {
-  const span = (options.end.getTime() - options.start.getTime()) / 1000
-  const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
-  const until = new Date(options.start.getTime() + buckets * options.intervalSeconds * 1000)
-  return { buckets, until }
-}
-
-/** The history of the runs the filter picks; undefined when the interval is not whole seconds. */
+/**
+ * The history of the runs the filter picks; undefined when the interval is not whole seconds or
+ * the buckets reach past the year 9999.
+ */
 export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: RollupFilter, at: Date) =>
   Effect.gen(function* () {
     if (!Number.isInteger(options.intervalSeconds) || options.intervalSeconds < 1) return undefined
-    const { buckets, until } = bucketsOf(options)
+    const { buckets, until, intervalStart, intervalEnd } = historyBuckets(options)
     const startMs = options.start.getTime()
     const intervalMs = options.intervalSeconds * 1000
-    if (!Number.isSafeInteger(startMs + buckets * intervalMs)) return undefined
+    // Buckets past the year 9999 (which end at its last instant) are left to the plain history.
+    if (!Number.isSafeInteger(startMs + buckets * intervalMs) || startMs + buckets * intervalMs > LATEST.getTime()) return undefined
     if (buckets === 0) return [] as Array<HistoryRow>
     const plan = rollupPlan({
       start: startMs,
@@ -320,8 +317,8 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
       byBucket.set(i, states)
     }
     return Array.from({ length: buckets }, (_, i): HistoryRow => ({
-      interval_start: new Date(options.start.getTime() + i * options.intervalSeconds * 1000),
-      interval_end: new Date(options.start.getTime() + (i + 1) * options.intervalSeconds * 1000),
+      interval_start: intervalStart(i),
+      interval_end: intervalEnd(i),
       states: byBucket.get(i) ?? []
     }))
   })

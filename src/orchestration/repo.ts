@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import { decodeStateDetails } from "../domain/fast-decode.ts"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
-import { LATEST, now } from "../domain/time.ts"
+import { LATEST, notAfterLatest, now } from "../domain/time.ts"
 import { ValidationError } from "../http/errors.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
@@ -38,6 +38,18 @@ export const historyWindow = (body: {
       end: body.history_end,
       intervalSeconds: body.history_interval_seconds
     })
+
+/**
+ * The buckets of a history window: at most 500 from `start`, each `intervalSeconds` long, the runs
+ * counted being those expected to start before `until`. A bucket past the year 9999 ends at the
+ * last instant there is.
+ */
+export const historyBuckets = (options: HistoryWindow) => {
+  const span = (options.end.getTime() - options.start.getTime()) / 1000
+  const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
+  const boundary = (i: number) => notAfterLatest(options.start.getTime() + i * options.intervalSeconds * 1000)
+  return { buckets, until: boundary(buckets), intervalStart: boundary, intervalEnd: (i: number) => boundary(i + 1) }
+}
 
 /** The columns every run table has for its state, and its current state joined as JSON. */
 export interface RunStateRow extends Omit<RunClock, "resuming"> {
@@ -342,9 +354,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     ) {
       const table = tables[kind].run
       const at = yield* now
-      const span = (options.end.getTime() - options.start.getTime()) / 1000
-      const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
-      const until = new Date(options.start.getTime() + buckets * options.intervalSeconds * 1000)
+      const { buckets, until, intervalStart, intervalEnd } = historyBuckets(options)
       const rows = yield* sql<{
         bucket: number
         state_type: StateType
@@ -366,8 +376,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         GROUP BY 1, 2, 3
       `
       return Array.from({ length: buckets }, (_, i) => ({
-        interval_start: new Date(options.start.getTime() + i * options.intervalSeconds * 1000),
-        interval_end: new Date(options.start.getTime() + (i + 1) * options.intervalSeconds * 1000),
+        interval_start: intervalStart(i),
+        interval_end: intervalEnd(i),
         states: rows
           .filter((r) => r.bucket === i)
           .map((r) => ({

@@ -140,6 +140,13 @@ describe("flow run labels, inputs, lateness, history and bulk state", () => {
           })
           expect(huge.status).toBe(422)
           expect(huge.body).toEqual({ detail: "History interval is too large." })
+          // A last bucket that would end past it ends at the last instant there is.
+          const untilTheEnd = yield* request("POST", path, {
+            body: { history_start: at(0), history_end: "9999-12-31T23:59:59.999Z", history_interval_seconds: 2 ** 31 }
+          })
+          expect(untilTheEnd.status).toBe(200)
+          expect(untilTheEnd.body.at(-1).interval_end).toBe("9999-12-31T23:59:59.999Z")
+          expect(untilTheEnd.body.at(-2).interval_end).toBe(new Date(Date.parse(at(0)) + (untilTheEnd.body.length - 1) * 2 ** 31 * 1000).toISOString())
         }
       })
     )
