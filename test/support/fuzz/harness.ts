@@ -1,6 +1,6 @@
 /**
  * The fuzz harness: objects to aim path parameters at, the cases of one operation, sending one case
- * and judging the answer (no 5xx, a declared error status with its declared body, and nothing stored
+ * and judging the answer (no 5xx, declared statuses with their declared bodies, and nothing stored
  * changed by a rejected request).
  */
 import { SqlClient } from "@effect/sql"
