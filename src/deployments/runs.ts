@@ -31,7 +31,7 @@ type RunProblem =
   | { readonly kind: "invalid"; readonly message: string }
   | { readonly kind: "no-pool"; readonly queue: string }
   | { readonly kind: "job-variables"; readonly message: string }
-  /** The run names an object that does not exist (a parent task run, say): nothing was written for it. */
+  /** The run names an object that does not exist (an infrastructure document, say): nothing was written for it. */
   | { readonly kind: "integrity" }
 
 export const MAX_BULK_RUNS = 100
