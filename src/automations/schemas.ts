@@ -273,29 +273,29 @@ export type Action = typeof ActionSchema.Type
  */
 export const MAX_TRIGGER_DEPTH = 10
 
-const triggerDepth = (trigger: Trigger): number =>
-  trigger.type === "event" ? 1 : 1 + Math.max(0, ...trigger.triggers.map(triggerDepth))
-
 const tooDeep = `Triggers may be nested at most ${MAX_TRIGGER_DEPTH} deep`
 
-/**
- * The same limit on a body as sent, before it is decoded: decoding a trigger costs time growing
- * faster than its depth, so a body nested hundreds deep is refused without it.
- */
-const precheckTriggerDepth: Precheck = (body) => {
-  const root = (body as { trigger?: unknown } | null)?.trigger
+/** Whether a trigger, decoded or as sent, nests `triggers` deeper than the limit (walked without recursion). */
+const nestedTooDeep = (root: unknown): boolean => {
   const stack: Array<readonly [unknown, number]> = [[root, 1]]
   while (stack.length > 0) {
     const [trigger, depth] = stack.pop()!
     const children = (trigger as { triggers?: unknown } | null)?.triggers
     if (!Array.isArray(children)) continue
-    if (depth + 1 > MAX_TRIGGER_DEPTH) {
-      return [{ loc: ["body", "trigger"], msg: `Value error, ${tooDeep}`, type: "value_error" }]
-    }
+    if (depth + 1 > MAX_TRIGGER_DEPTH) return true
     for (const child of children) stack.push([child, depth + 1])
   }
-  return []
+  return false
 }
+
+/**
+ * The same limit on a body as sent, before it is decoded: decoding a trigger costs time growing
+ * faster than its depth, so a body nested hundreds deep is refused without it.
+ */
+const precheckTriggerDepth: Precheck = (body) =>
+  nestedTooDeep((body as { trigger?: unknown } | null)?.trigger)
+    ? [{ loc: ["body", "trigger"], msg: `Value error, ${tooDeep}`, type: "value_error" }]
+    : []
 
 const automationFields = {
   name: Schema.String,
@@ -303,9 +303,7 @@ const automationFields = {
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   trigger: TriggerSchema.pipe(
-    Schema.filter((trigger) =>
-      triggerDepth(trigger) <= MAX_TRIGGER_DEPTH || tooDeep
-    )
+    Schema.filter((trigger) => !nestedTooDeep(trigger) || tooDeep)
   ),
   actions: Schema.Array(ActionSchema),
   actions_on_trigger: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] }),

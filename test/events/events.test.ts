@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { randomBytes } from "node:crypto"
 import { Clock, Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
 import { relatedResources } from "../../src/events/run-events.ts"
@@ -97,7 +98,7 @@ describe("events", () => {
     it.effect("keeps the rest of a batch when the database refuses one event of it (a resource id too large to index)", () =>
       Effect.gen(function* () {
         // Random text does not compress: 3000 bytes are more than an index row holds.
-        const huge = Buffer.from(Array.from({ length: 2250 }, () => Math.floor(Math.random() * 256))).toString("base64")
+        const huge = randomBytes(2250).toString("base64")
         const refused = yield* makeEvent("refusal.huge", 5, { resource: { "prefect.resource.id": huge } })
         expect((yield* post([yield* makeEvent("refusal.before", 6), refused, yield* makeEvent("refusal.after", 4)])).status).toBe(204)
         yield* persist

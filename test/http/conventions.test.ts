@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { API_VERSION } from "../../src/version.ts"
 import { request, testServer } from "../support/server.ts"
@@ -284,7 +285,7 @@ describe("HTTP conventions", () => {
     it.effect("answers a value too large for the database's index with 422, storing nothing", () =>
       Effect.gen(function* () {
         // Random text does not compress: 6000 bytes are more than an index row holds.
-        const name = Buffer.from(Array.from({ length: 4500 }, () => Math.floor(Math.random() * 256))).toString("base64url")
+        const name = randomBytes(4500).toString("base64url")
         const res = yield* request("POST", "/work_pools/", { body: { name, type: "process" } })
         expect(res.status).toBe(422)
         expect(res.body).toEqual({ detail: "Invalid input: a value is too large to be stored" })
