@@ -33,7 +33,7 @@ import { WorkPools } from "../work-pools/pools.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { allEvents, allFirings, eventJson, type TriggeredAction } from "./firing.ts"
-import { type ActionFailed, actionFailed, callWebhook, notify, type OutboundResponse } from "./outbound.ts"
+import { type ActionFailed, actionFailed, callWebhook, notify, type OutboundLimits, type OutboundResponse } from "./outbound.ts"
 import { Automation, type Action } from "./schemas.ts"
 import { Automations } from "./service.ts"
 import { templateFilters } from "./template-filters.ts"
@@ -111,6 +111,12 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
     const api = settings.server.api
     const host = api.host === "0.0.0.0" || api.host === "::" ? "127.0.0.1" : api.host
     const filters = templateFilters(`http://${host}:${api.port}${settings.server.ui.serve_base.replace(/\/?$/, "/")}`)
+    const eventSettings = settings.server.events
+    const limits: OutboundLimits = {
+      connectMs: eventSettings.action_connect_timeout_seconds * 1000,
+      totalMs: eventSettings.action_timeout_seconds * 1000,
+      maxTotalMs: eventSettings.action_max_timeout_seconds * 1000
+    }
 
     const enqueue = (actions: ReadonlyArray<TriggeredAction>) => Effect.asVoid(Queue.offerAll(queue, actions))
 
@@ -364,7 +370,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
             const document = yield* blockDocument(ta, action.block_document_id, related, details)
             if (document.block_type?.slug !== "webhook") return yield* actionFailed("The referenced block was not a webhook block")
             const [payload] = yield* render([action.payload], ta, details)
-            yield* Effect.flatMap(callWebhook(document.data, payload!), keepResponse(details))
+            yield* Effect.flatMap(callWebhook(document.data, payload!, limits), keepResponse(details))
           })
         case "send-notification":
           return Effect.gen(function* () {
@@ -373,7 +379,13 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
               return yield* actionFailed("The referenced block was not a notification block")
             }
             const [subject, body] = yield* render([action.subject, action.body], ta, details)
-            const response = yield* notify(document.block_type?.slug ?? "", document.data, subject!, body!)
+            const response = yield* notify(document.block_type?.slug ?? "", document.data, subject!, body!, limits).pipe(
+              Effect.catchTag("CallFailed", (failed) => {
+                // As the reference: the reason stays "Notification failed", what happened is the log.
+                details.notification_log = failed.description
+                return Effect.fail(actionFailed("Notification failed"))
+              })
+            )
             if (response.status_code >= 300) {
               details.notification_log = response.response_body
               return yield* actionFailed("Notification failed")

@@ -124,7 +124,22 @@ export const server = {
       "memory",
       "Implementation of the causal ordering of events: memory keeps it in the server process; redis shares it between replicas."
     ),
-    maximum_event_name_length: S.integer(1024, "Longest event name, in characters.", { min: 1 })
+    maximum_event_name_length: S.integer(1024, "Longest event name, in characters.", { min: 1 }),
+    action_connect_timeout_seconds: S.number(
+      5,
+      "Seconds the request of a call-webhook or send-notification automation action may take to connect (name lookup, TCP and TLS).",
+      { min: 0.1 }
+    ),
+    action_timeout_seconds: S.number(
+      10,
+      "Seconds the request of a call-webhook or send-notification automation action may take in all, from connecting to the end of the part of the answer it reads.",
+      { min: 0.1 }
+    ),
+    action_max_timeout_seconds: S.number(
+      30,
+      "Longest total time a notification block's own timeout (a custom webhook's timeout field) may give its request.",
+      { min: 0.1 }
+    )
   },
   flow_run_graph: {
     max_nodes: S.integer(10000, "Most nodes of a flow run graph.", { min: 1 }),
