@@ -40,6 +40,11 @@ export interface PrefectSocket {
   readonly close: (code: number, reason: string) => Effect.Effect<void>
   /** Completes when the client goes away. */
   readonly closed: Effect.Effect<void>
+  /**
+   * From now on messages are dropped as they come: for a session that reads no more, so that what
+   * the client still sends never stops the socket from being read (and its pongs and close heard).
+   */
+  readonly discardIncoming: Effect.Effect<void>
 }
 
 interface Sending {
@@ -142,6 +147,7 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
     // Messages wait here for the session; past INBOX_SIZE the guard stops reading from the client.
     const inbox: Array<unknown> = []
     let ended = false
+    let discarding = false
     let waiting: ((message: Option.Option<unknown>) => void) | undefined
     const deliver = (message: Option.Option<unknown>) => {
       const waiter = waiting
@@ -152,6 +158,7 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
     const reader = yield* raw
       .runRaw(
         (data) => {
+          if (discarding) return
           const message = parse(typeof data === "string" ? data : decoder.decode(data))
           if (waiting !== undefined) return deliver(Option.some(message))
           inbox.push(message)
@@ -197,5 +204,10 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
         }
         if (!guard.closing) yield* Effect.ignore(write(JSON.stringify(message)))
       })
-    return { next, send, close, closed: Fiber.await(reader).pipe(Effect.asVoid) }
+    const discardIncoming = Effect.sync(() => {
+      discarding = true
+      inbox.length = 0
+      guard.resumeReading()
+    })
+    return { next, send, close, closed: Fiber.await(reader).pipe(Effect.asVoid), discardIncoming }
   })

@@ -266,6 +266,33 @@ describe("slow websocket readers (server.api.websockets.max_buffered_bytes)", ()
   })
 })
 
+describe("reading websocket messages no further ahead than the server handles them", () => {
+  layer(testServer(), { timeout: 60_000 })((it) => {
+    it.effect("takes a burst of events over /events/in in order, none lost, while the socket pauses and resumes", () =>
+      Effect.gen(function* () {
+        const out = yield* authenticated("/events/out")
+        out.send({ type: "filter", filter: { event: { prefix: ["burst."] } }, backfill: false })
+        yield* realSleep(200)
+        const inbound = yield* authenticated("/events/in")
+        const count = 200
+        for (let i = 0; i < count; i++) {
+          inbound.send({
+            id: crypto.randomUUID(),
+            occurred: new Date().toISOString(),
+            event: `burst.${i}`,
+            resource: { "prefect.resource.id": "burst.thing" }
+          })
+        }
+        for (let i = 0; i < count; i++) {
+          expect((yield* Effect.promise(() => out.next())).event.event).toBe(`burst.${i}`)
+        }
+        yield* closeAll([out, inbound])
+        yield* stillServes
+      })
+    )
+  })
+})
+
 describe("websocket origins with CSRF protection on", () => {
   const overrides = {
     "server.api.csrf_protection_enabled": true,
@@ -305,8 +332,11 @@ describe("websocket pings (server.api.websockets.ping_interval)", () => {
         const mute = opened(yield* connect("/logs/out", ["prefect"], {}, { autoPong: false }))
         mute.send({ type: "auth", token: null })
         expect(yield* Effect.promise(() => mute.next())).toEqual({ type: "auth_success" })
-        // Subscribed, and quiet from now on.
+        // Subscribed; what the client sends after its filter is read and dropped, so it never
+        // stops the server from hearing the client (or not hearing it).
         for (const socket of [live, mute]) socket.send({ type: "filter", filter: {} })
+        yield* realSleep(100)
+        for (let i = 0; i < 40; i++) mute.send({ type: "noise", i })
         let pings = 0
         mute.raw.on("ping", () => pings++)
         const started = Date.now()
