@@ -28,8 +28,9 @@ export const WEBSOCKET_PATHS: ReadonlySet<string> = new Set(["/events/in", "/eve
 /** Close code of a handshake or a first message the protocol does not allow. */
 export const PROTOCOL_ERROR = 1002
 
-/** Messages received and not yet taken by the session beyond which reading from the client pauses. */
+/** Messages, and bytes of them, received and not yet taken by the session beyond which reading from the client pauses. */
 const INBOX_SIZE = 16
+const INBOX_BYTES = 1024 * 1024
 
 /** An accepted socket: JSON messages in, text frames out, and a way to close it with a reason. */
 export interface PrefectSocket {
@@ -144,8 +145,11 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
         return undefined
       }
     }
-    // Messages wait here for the session; past INBOX_SIZE the guard stops reading from the client.
-    const inbox: Array<unknown> = []
+    // Messages wait here for the session; past INBOX_SIZE or INBOX_BYTES the guard stops reading
+    // from the client until the session has taken some.
+    const inbox: Array<{ readonly message: unknown; readonly bytes: number }> = []
+    let inboxBytes = 0
+    const full = () => inbox.length >= INBOX_SIZE || inboxBytes >= INBOX_BYTES
     let ended = false
     let discarding = false
     let waiting: ((message: Option.Option<unknown>) => void) | undefined
@@ -161,8 +165,10 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
           if (discarding) return
           const message = parse(typeof data === "string" ? data : decoder.decode(data))
           if (waiting !== undefined) return deliver(Option.some(message))
-          inbox.push(message)
-          if (inbox.length >= INBOX_SIZE) guard.pauseReading()
+          const bytes = typeof data === "string" ? data.length : data.byteLength
+          inbox.push({ message, bytes })
+          inboxBytes += bytes
+          if (full()) guard.pauseReading()
         },
         { onOpen: Effect.zipRight(Effect.sync(() => guard.upgraded()), Deferred.succeed(opened, undefined)) }
       )
@@ -178,8 +184,9 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
     yield* Effect.raceFirst(Deferred.await(opened), Fiber.await(reader))
     const next = Effect.async<Option.Option<unknown>>((resume) => {
       if (inbox.length > 0) {
-        const message = inbox.shift()
-        if (inbox.length < INBOX_SIZE) guard.resumeReading()
+        const { bytes, message } = inbox.shift()!
+        inboxBytes -= bytes
+        if (!full()) guard.resumeReading()
         return resume(Effect.succeed(Option.some(message)))
       }
       if (ended) return resume(Effect.succeed(Option.none()))
@@ -207,6 +214,7 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
     const discardIncoming = Effect.sync(() => {
       discarding = true
       inbox.length = 0
+      inboxBytes = 0
       guard.resumeReading()
     })
     return { next, send, close, closed: Fiber.await(reader).pipe(Effect.asVoid), discardIncoming }
