@@ -81,6 +81,7 @@ const PING_FRAME = Buffer.from([0x89, 0x00])
 /**
  * Follows the client's frames across chunks by their headers (RFC 6455 §5.2) and reports a data
  * message whose declared length goes over the limit, as soon as the header that says so arrives.
+ * The platform's websocket server negotiates no compression, so a frame's length is its payload's.
  */
 class FrameMeter {
   private readonly header = Buffer.alloc(14)
