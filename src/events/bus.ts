@@ -2,7 +2,8 @@
  * The event bus (server.events.messaging_broker). Received events are published once each (an id
  * seen recently is dropped: server.events.messaging_cache) and reach
  *
- * - every live subscriber (`subscribe`: the websocket streams), and
+ * - every live subscriber (`subscribe`: the websocket streams), each at most SUBSCRIPTION_BACKLOG
+ *   events behind, and
  * - each consumer group (`consume`: the persister, the triggers service, the task run recorder)
  *   once, which acknowledges what it has handled.
  *
@@ -23,6 +24,12 @@ const RECENT_IDS = 10_000
 /** How long a message read but not acknowledged stays with its reader before another claims it. */
 const CLAIM_IDLE_MS = 60_000
 const SEEN_TTL_SECONDS = 3600
+/**
+ * Events a live subscriber (a websocket) may fall behind by before the oldest are dropped for it,
+ * as the reference's subscription backlog: a slow reader costs at most this many, not the server
+ * its memory.
+ */
+export const SUBSCRIPTION_BACKLOG = 256
 
 /**
  * What a consumer group reads: the events, and how to acknowledge the ones it has handled. With the
@@ -49,6 +56,7 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
     // A subscriber that falls further behind than this loses the oldest events, not the server its memory.
     const capacity = settings.server.services.event_persister.queue_max_size
     const hub = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(capacity), PubSub.shutdown)
+    const live = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), PubSub.shutdown)
     const recent = new Set<string>()
     const rememberLocally = (id: string) => {
       if (recent.has(id)) return false
@@ -76,7 +84,7 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
     const publish = (batch: ReadonlyArray<ReceivedEvent>) =>
       Effect.flatMap(fresh(batch), (unseen) => {
         if (unseen.length === 0) return Effect.void
-        if (broker === "memory") return Effect.asVoid(PubSub.publishAll(hub, unseen))
+        if (broker === "memory") return Effect.asVoid(Effect.zip(PubSub.publishAll(hub, unseen), PubSub.publishAll(live, unseen)))
         return Effect.promise(async () => {
           const pipeline = redis!.pipeline()
           for (const event of unseen) pipeline.xadd(stream, "MAXLEN", "~", capacity, "*", "event", encodeEvent(event))
@@ -108,11 +116,11 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         Effect.forever
       )
 
-    /** Every event published from now on, for the scope's life. */
+    /** Every event published from now on, for the scope's life (at most SUBSCRIPTION_BACKLOG behind). */
     const subscribe: Effect.Effect<Queue.Dequeue<ReceivedEvent>, never, Scope.Scope> = broker === "memory"
-      ? PubSub.subscribe(hub)
+      ? PubSub.subscribe(live)
       : Effect.gen(function* () {
-        const queue = yield* Effect.acquireRelease(Queue.sliding<ReceivedEvent>(capacity), Queue.shutdown)
+        const queue = yield* Effect.acquireRelease(Queue.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), Queue.shutdown)
         const reader = yield* connect()
         // From the stream's current end, fixed now: what is published after subscribing is seen.
         const newest = yield* Effect.promise(() => reader.xrevrange(stream, "+", "-", "COUNT", 1).catch(() => []))

@@ -63,6 +63,7 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
           if (message?.type !== "filter") return yield* socket.close(PROTOCOL_ERROR, "Expected 'filter' message")
           const decoded = decodeFilter(message.filter ?? {})
           if (Either.isLeft(decoded)) return yield* socket.close(PROTOCOL_ERROR, `Invalid filter: ${describe(decoded.left.issue)}`)
+          yield* socket.discardIncoming
           const at = yield* now
           const resolved = resolveFilter(decoded.right, at)
           // Never further back than the backfill window; live events are not bounded by `until`.

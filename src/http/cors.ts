@@ -32,6 +32,14 @@ const addVary = (headers: Record<string, string>, value: string) => {
   headers["vary"] = existing === undefined || existing === "" ? value : `${existing}, ${value}`
 }
 
+/** Whether server.api.cors_allowed_origins allows `origin` ("*" allows every one). */
+export const corsAllowsOrigin = (api: SettingsValue["server"]["api"]): ((origin: string) => boolean) => {
+  const origins = list(api.cors_allowed_origins)
+  const allowAll = origins.includes("*")
+  const originSet = new Set(origins)
+  return (origin) => allowAll || originSet.has(origin)
+}
+
 export const corsMiddleware = (api: SettingsValue["server"]["api"]) => {
   const origins = list(api.cors_allowed_origins)
   const methodList = list(api.cors_allowed_methods)
@@ -42,7 +50,7 @@ export const corsMiddleware = (api: SettingsValue["server"]["api"]) => {
   const allowedHeaders = [...new Set([...SAFELISTED_HEADERS, ...headerList])].sort()
   const allowedHeadersLower = new Set(allowedHeaders.map((h) => h.toLowerCase()))
   const originSet = new Set(origins)
-  const isAllowedOrigin = (origin: string) => allowAllOrigins || originSet.has(origin)
+  const isAllowedOrigin = corsAllowsOrigin(api)
 
   const preflightBase: Record<string, string> = {
     "access-control-allow-methods": methods.join(", "),

@@ -9,6 +9,7 @@
  * connection closes: slow clients cannot pin connections), an idle keep-alive connection closes
  * after server.api.keepalive_timeout, and beyond server.api.max_concurrent_requests requests in
  * flight a new one is answered 503 with Retry-After at once (clients of the reference retry 503).
+ * Websockets have bounds of their own (server.api.websockets): they never count as requests.
  */
 import { Schema } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
@@ -17,6 +18,7 @@ import type { SettingsValue } from "../settings/settings.ts"
 import { ServiceUnavailable, ServiceUnavailableResponse } from "./errors.ts"
 import { normalizeBasePath } from "./paths.ts"
 import { VERSION_HEADER } from "./middleware.ts"
+import { SocketGuard, socketLimits } from "./websocket-guard.ts"
 
 const HEALTH_BODY = "true"
 
@@ -44,15 +46,9 @@ const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
   }
 }
 
-/** Counts requests in flight and answers 503 beyond `limit` (0: no limit). */
-const loadShedder = (settings: SettingsValue) => {
-  const limit = settings.server.api.max_concurrent_requests
-  if (limit === 0) return undefined
-  const body = JSON.stringify(
-    Schema.encodeSync(ServiceUnavailableResponse)(
-      new ServiceUnavailable({ detail: "The server is handling as many requests as it allows; retry later." })
-    )
-  )
+/** A 503 with Retry-After and the reference's JSON body, for a client refused for load. */
+const unavailable = (settings: SettingsValue, detail: string) => {
+  const body = JSON.stringify(Schema.encodeSync(ServiceUnavailableResponse)(new ServiceUnavailable({ detail })))
   const anyOrigin = settings.server.api.cors_allowed_origins.trim() === "*"
   const headers = {
     "content-type": "application/json",
@@ -60,12 +56,27 @@ const loadShedder = (settings: SettingsValue) => {
     "retry-after": String(RETRY_AFTER_SECONDS),
     ...(anyOrigin ? { "access-control-allow-origin": "*" } : {})
   }
+  return { body, headers }
+}
+
+/** Answers a handshake with the 503 on its raw socket (the HTTP server has let go of it). */
+const refuseUpgrade = (socket: Duplex, answer: ReturnType<typeof unavailable>): true => {
+  const head = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+  socket.end(`HTTP/1.1 503 Service Unavailable\r\n${head}connection: close\r\n\r\n${answer.body}`)
+  return true
+}
+
+/** Counts requests in flight and answers 503 beyond `limit` (0: no limit). */
+const loadShedder = (settings: SettingsValue) => {
+  const limit = settings.server.api.max_concurrent_requests
+  if (limit === 0) return undefined
+  const answer = unavailable(settings, "The server is handling as many requests as it allows; retry later.")
   let inFlight = 0
   /** A request: refused (true, answered) or counted until its response closes. */
-  const request = (response: ServerResponse): boolean => {
+  return (response: ServerResponse): boolean => {
     if (inFlight >= limit) {
-      response.writeHead(503, headers)
-      response.end(body)
+      response.writeHead(503, answer.headers)
+      response.end(answer.body)
       return true
     }
     inFlight++
@@ -73,18 +84,39 @@ const loadShedder = (settings: SettingsValue) => {
     response.once("close", () => inFlight--)
     return false
   }
-  /** A websocket handshake: refused with the same 503, or counted for as long as its connection is open. */
-  const upgrade = (socket: Duplex): boolean => {
-    if (inFlight >= limit) {
-      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\n${head}connection: close\r\n\r\n${body}`)
-      return true
+}
+
+/**
+ * Websocket handshakes, counted apart from requests so that open websockets never take the slots of
+ * plain requests: at most server.api.websockets.max_open open at once, of which at most
+ * max_unauthenticated not authenticated yet; beyond either, the handshake is answered 503. Each
+ * admitted socket is put under its guard (./websocket-guard.ts) before anything reads from it.
+ */
+const websocketAdmission = (settings: SettingsValue) => {
+  const { max_open, max_unauthenticated } = settings.server.api.websockets
+  const limits = socketLimits(settings)
+  const tooMany = unavailable(settings, "The server has as many websockets open as it allows; retry later.")
+  const tooManyWaiting = unavailable(settings, "The server has as many websockets waiting to authenticate as it allows; retry later.")
+  let open = 0
+  let waiting = 0
+  /** A handshake: refused (true, answered) or counted for as long as its connection is open. */
+  return (socket: Duplex): boolean => {
+    if (max_open > 0 && open >= max_open) return refuseUpgrade(socket, tooMany)
+    if (max_unauthenticated > 0 && waiting >= max_unauthenticated) return refuseUpgrade(socket, tooManyWaiting)
+    open++
+    waiting++
+    let authenticating = true
+    const settle = () => {
+      if (authenticating) waiting--
+      authenticating = false
     }
-    inFlight++
-    socket.once("close", () => inFlight--)
+    SocketGuard.attach(socket, limits, settle)
+    socket.once("close", () => {
+      open--
+      settle()
+    })
     return false
   }
-  return { request, upgrade }
 }
 
 const millis = (seconds: number) => Math.round(seconds * 1000)
@@ -124,27 +156,26 @@ const answerClientError = (error: Error & { code?: string }, socket: Duplex) => 
 }
 
 /**
- * A node:http server with the liveness fast path and the in-flight bound in front of whatever
- * handler is attached later; the fast path is left out when requests are logged (at DEBUG), so
- * every request still shows in the log.
+ * A node:http server with the liveness fast path, the in-flight bound and the websocket bounds in
+ * front of whatever handler is attached later; the fast path is left out when requests are logged
+ * (at DEBUG), so every request still shows in the log.
  */
 export const makeNodeServer = (settings: SettingsValue, options: { readonly logsRequests: boolean }): Server => {
   const server = createServer(timeoutOptions(settings))
   server.on("clientError", answerClientError)
   const answer = livenessAnswer(settings, options.logsRequests)
   const shed = loadShedder(settings)
-  if (answer === undefined && shed === undefined) return server
-  // The platform attaches its own "request" listener; intercepting the event lets the fast path
-  // answer first and keeps every other request on the platform's handler untouched.
+  const admit = websocketAdmission(settings)
+  // The platform attaches its own "request" and "upgrade" listeners; intercepting the events lets
+  // the fast path and the bounds answer first and keeps everything else on the platform's handlers.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
   server.emit = ((event: string | symbol, ...args: Array<unknown>) => {
     if (event === "request") {
       const response = args[1] as ServerResponse
       if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
-      if (shed !== undefined && shed.request(response)) return true
+      if (shed !== undefined && shed(response)) return true
     }
-    // An open websocket holds memory as a request does: it counts against the same bound.
-    if (event === "upgrade" && shed !== undefined && shed.upgrade(args[1] as Duplex)) return true
+    if (event === "upgrade" && admit(args[1] as Duplex)) return true
     return emit(event, ...args)
   }) as Server["emit"]
   return server

@@ -31,6 +31,7 @@ export const LogsOutLive = HttpApiBuilder.Router.use((router) =>
           if (Either.isLeft(filter)) {
             return yield* socket.close(PROTOCOL_ERROR, `Invalid filter: ${ParseResult.TreeFormatter.formatIssueSync(filter.left.issue)}`)
           }
+          yield* socket.discardIncoming
           const subscription = yield* stream.subscribe
           while (true) {
             const log = yield* Queue.take(subscription)

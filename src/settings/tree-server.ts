@@ -47,9 +47,41 @@ export const server = {
     ),
     max_concurrent_requests: S.integer(
       1024,
-      "Requests handled at once; beyond that the server answers 503 with Retry-After (0: no limit).",
+      "Requests handled at once; beyond that the server answers 503 with Retry-After (0: no limit). Open websockets are counted apart (websockets.max_open).",
       { min: 0 }
-    )
+    ),
+    websockets: {
+      max_open: S.integer(
+        1024,
+        "Websockets open at once (/events/in, /events/out, /logs/out); beyond that a handshake is answered 503 with Retry-After (0: no limit).",
+        { min: 0 }
+      ),
+      max_unauthenticated: S.integer(
+        64,
+        "Websockets open at once that have not authenticated yet (in their handshake or before their first message is accepted); beyond that a handshake is answered 503 with Retry-After (0: no limit).",
+        { min: 0 }
+      ),
+      auth_timeout: S.number(
+        5,
+        "Seconds a websocket has, from its handshake, to authenticate with its first message; then it is closed with 1008 (0: no limit).",
+        { min: 0 }
+      ),
+      max_buffered_bytes: S.integer(
+        4194304,
+        "Bytes the server holds for a websocket client that reads slower than it is sent to; past that, sending waits for the client (0: no limit).",
+        { min: 0 }
+      ),
+      send_timeout: S.number(
+        10,
+        "Seconds a websocket client may leave more than max_buffered_bytes unread; then it is closed with 1008.",
+        { min: 0 }
+      ),
+      ping_interval: S.number(
+        20,
+        "Seconds between the pings the server sends on an open websocket; a client that sends nothing, not even the pong, until the next ping is disconnected (0: no pings).",
+        { min: 0 }
+      )
+    }
   },
   concurrency: {
     lease_storage: S.string("memory", "Implementation that stores concurrency leases; memory keeps them in the server process."),

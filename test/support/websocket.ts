@@ -10,15 +10,22 @@ export interface TestSocket {
   /** Resolves with the close code and reason once the socket closes. */
   readonly closed: Promise<{ code: number; reason: string }>
   readonly close: () => void
+  /** The client itself (to pause reading, send raw frames …). */
+  readonly raw: WebSocket
 }
 
-/** Opens a websocket to `path` below the API base; fails with the HTTP status when the server refuses it. */
-export const connect = (path: string, protocols: Array<string> = ["prefect"], headers: Record<string, string> = {}) =>
+/** Opens a websocket to `path` below the API base; the HTTP status when the server refuses it (0: no answer). */
+export const connect = (
+  path: string,
+  protocols: Array<string> = ["prefect"],
+  headers: Record<string, string> = {},
+  options: WebSocket.ClientOptions = {}
+) =>
   Effect.flatMap(apiUrl, (base) =>
     Effect.promise(
       () =>
         new Promise<TestSocket | { refused: number }>((resolve) => {
-          const socket = new WebSocket(base.replace(/^http/, "ws") + path, protocols, { headers })
+          const socket = new WebSocket(base.replace(/^http/, "ws") + path, protocols, { ...options, headers })
           const inbox: Array<any> = []
           const waiting: Array<(message: any) => void> = []
           socket.on("message", (data) => {
@@ -31,7 +38,8 @@ export const connect = (path: string, protocols: Array<string> = ["prefect"], he
             socket.on("close", (code, reason) => done({ code, reason: reason.toString() }))
           )
           socket.on("unexpected-response", (_request, response) => resolve({ refused: response.statusCode ?? 0 }))
-          socket.on("error", () => {})
+          // A handshake the server drops without an answer (a promise resolves only once).
+          socket.on("error", () => resolve({ refused: 0 }))
           socket.on("open", () =>
             resolve({
               send: (message) => socket.send(typeof message === "string" ? message : JSON.stringify(message)),
@@ -46,7 +54,8 @@ export const connect = (path: string, protocols: Array<string> = ["prefect"], he
                     })
                   }),
               closed,
-              close: () => socket.close()
+              close: () => socket.close(),
+              raw: socket
             })
           )
         })
