@@ -6,7 +6,8 @@
  * its interpreter renders it within budgets (template-runtime.ts).
  *
  * The reference's sandbox limits are kept: at most 10 `for` loops, nested at most 2 deep, checked
- * whenever a template is checked or rendered, and `range()` of at most 100 items. On top, since
+ * whenever a template is checked or rendered, and `range()` of at most 100 items (refused when it
+ * is called, and already when the template is checked if its arguments are literals). On top, since
  * Node has one thread for every request, a render is bounded in steps, in the size of its output and
  * of every value it makes, in what it makes in all, and in time.
  */
@@ -27,15 +28,40 @@ export const TEMPLATE_LIMITS: TemplateLimits = {
   steps: 500_000,
   size: 1_000_000,
   allocation: 20_000_000,
-  nesting: 400,
+  nesting: 500,
   depth: 200,
   milliseconds: 500
 }
 
-/** The number of `for` loops and the deepest nesting of loops in a parsed template (walked without recursion: templates may nest deeply). */
-const loops = (program: Program): { count: number; depth: number } => {
-  let count = 0
+/** A literal integer argument (`5`, `-5`), or undefined. */
+const literalInteger = (node: any): number | undefined => {
+  if (node?.type === "IntegerLiteral") return node.value as number
+  if (node?.type === "UnaryExpression" && (node.operator?.value === "-" || node.operator?.value === "+")) {
+    const inner = literalInteger(node.argument)
+    return inner === undefined ? undefined : node.operator.value === "-" ? -inner : inner
+  }
+  return undefined
+}
+
+/** Items of a `range(…)` call whose arguments are all literal integers; undefined otherwise. */
+const literalRangeLength = (node: any): number | undefined => {
+  if (node?.type !== "CallExpression" || node.callee?.type !== "Identifier" || node.callee.value !== "range") return undefined
+  const args = (node.args as Array<unknown>).map(literalInteger)
+  if (args.length < 1 || args.length > 3 || args.some((arg) => arg === undefined)) return undefined
+  const [start, stop, step] = args.length === 1 ? [0, args[0]!, 1] : [args[0]!, args[1]!, args[2] ?? 1]
+  if (step === 0) return undefined
+  return step > 0 ? Math.max(0, Math.ceil((stop - start) / step)) : Math.max(0, Math.ceil((start - stop) / -step))
+}
+
+/**
+ * What the limits checked before rendering look at in a parsed template: its `for` loops, their
+ * deepest nesting, and the largest `range()` of literal arguments (walked without recursion:
+ * templates may nest deeply).
+ */
+const inspect = (program: Program): { loops: number; depth: number; range: number } => {
+  let loops = 0
   let depth = 0
+  let range = 0
   const pending: Array<readonly [unknown, number]> = [[program, 0]]
   while (pending.length > 0) {
     const [node, outer] = pending.pop()!
@@ -50,27 +76,32 @@ const loops = (program: Program): { count: number; depth: number } => {
     if (typeof node !== "object" || node === null) continue
     const inner = (node as { type?: unknown }).type === "For" ? outer + 1 : outer
     if (inner > outer) {
-      count++
+      loops++
       depth = Math.max(depth, inner)
     }
+    range = Math.max(range, literalRangeLength(node) ?? 0)
     for (const value of Object.values(node)) if (typeof value === "object" && value !== null) pending.push([value, inner])
   }
-  return { count, depth }
+  return { loops, depth, range }
 }
 
 /** The parsed template, or why it is refused: it does not parse, or it has too many loops. */
 const compile = (source: string): Either.Either<Program, TemplateProblem> => {
   const parsed = parseTemplate(source)
   if ("problem" in parsed) return Either.left(parsed.problem)
-  const { count, depth } = loops(parsed.program)
-  if (count > MAX_TEMPLATE_LOOPS) {
-    return Either.left({ line: 0, message: `Contains ${count} for loops. Templates can contain no more than ${MAX_TEMPLATE_LOOPS} for loops.` })
+  const { loops, depth, range } = inspect(parsed.program)
+  if (loops > MAX_TEMPLATE_LOOPS) {
+    return Either.left({ line: 0, message: `Contains ${loops} for loops. Templates can contain no more than ${MAX_TEMPLATE_LOOPS} for loops.` })
   }
   if (depth > MAX_TEMPLATE_LOOP_DEPTH) {
     return Either.left({
       line: 0,
       message: `Contains nested for loops at a depth of ${depth}. Templates can nest for loops no more than ${MAX_TEMPLATE_LOOP_DEPTH} loops deep.`
     })
+  }
+  // Refused when it renders anyway; when its arguments are written out, it can be refused now.
+  if (range > TEMPLATE_LIMITS.range) {
+    return Either.left({ line: 0, message: `Range too big. The sandbox blocks ranges larger than MAX_TEMPLATE_RANGE=${TEMPLATE_LIMITS.range}.` })
   }
   return Either.right(parsed.program)
 }
