@@ -239,14 +239,19 @@ class BoundedInterpreter extends EngineInterpreter {
     if (!namespace) this.count(value)
   }
 
+  /** Refuses to go on once the budget's steps or time are spent. */
+  checkTime() {
+    if (performance.now() - this.budget.started > this.limits.milliseconds) {
+      this.over(`Template rendering took more than ${grouped(this.limits.milliseconds)} ms (${PER_BUDGET}).`)
+    }
+  }
+
   override evaluate(node: Node | undefined, environment: Environment): Value {
     if (node?.type === EVALUATED) return node.value as Value
     const steps = ++this.budget.steps
     if (steps > this.limits.steps) this.over(`Template rendering took more than ${grouped(this.limits.steps)} steps (${PER_BUDGET}).`)
     // Wall time as a backstop only: steps bound the work, except steps over large values handed in.
-    if ((steps & 255) === 0 && performance.now() - this.budget.started > this.limits.milliseconds) {
-      this.over(`Template rendering took more than ${grouped(this.limits.milliseconds)} ms (${PER_BUDGET}).`)
-    }
+    if ((steps & 255) === 0) this.checkTime()
     if (this.nesting >= this.limits.nesting) {
       this.over(`Template nests expressions or macro calls more than ${grouped(this.limits.nesting)} deep.`)
     }
@@ -419,6 +424,8 @@ export const renderProgram = (
     Object.entries(filters).map(([name, filter]) => [name, scratch.set(name, (value: unknown) => filter(plainValue(value))) as unknown as Value])
   )
   const interpreter = new BoundedInterpreter(environment, budget, filterValues)
+  // A budget an earlier template of the request spent leaves none for this one.
+  interpreter.checkTime()
   for (const [name, value] of Object.entries(context)) interpreter.adopt(environment.set(name, value) as unknown as Value)
   for (const value of environment.variables.values()) interpreter.adopt(value as unknown as Value)
   return (interpreter.evaluate(program as unknown as Node, environment) as Value).value as string

@@ -62,7 +62,7 @@ describe("validateTemplate", () => {
     const offsets = tokenOffsets(source, tokens)
     const raw = (type: string, value: string) =>
       ({ Text: value, StringLiteral: "'", OpenExpression: "{{", OpenStatement: "{%", CloseExpression: "-}}", CloseStatement: "%}", Comment: "{#" })[type] ?? value
-    tokens.forEach((token, i) => {
+    tokens.forEach((token: { type: string; value: string }, i: number) => {
       const expected = raw(token.type, token.value)
       const at = source.slice(offsets[i])
       expect(at.startsWith(expected) || (token.type === "CloseExpression" && at.startsWith("}}")), `${token.type} ${token.value}`).toBe(true)
