@@ -41,6 +41,8 @@ export class TemplateBudget {
   steps = 0
   allocated = 0
   readonly started = performance.now()
+  /** Time spent handing values to templates (their size is not the templates' doing), not counted. */
+  excluded = 0
   constructor(readonly limits: TemplateLimits) {}
 }
 
@@ -57,6 +59,7 @@ type Node = { readonly type: string; readonly [field: string]: any }
 /** The engine's interpreter, with the methods it calls on itself (private in its declarations) visible to a subclass. */
 interface InterpreterMethods {
   evaluate(node: Node | undefined, environment: Environment): Value
+  evaluateBinaryExpression(node: Node, environment: Environment): Value
   applyFilter(operand: Value, filter: Node, environment: Environment): Value
   evaluateMemberExpression(node: Node, environment: Environment): Value
   evaluateArguments(args: ReadonlyArray<Node>, environment: Environment): [Array<Value>, Map<string, Value>]
@@ -166,7 +169,7 @@ const replacedLength = (text: string, old: string, replacement: string, count: n
   text.length + occurrences(text, old, count === undefined || count < 0 ? Infinity : count) * (replacement.length - old.length)
 
 /** The items `range()` would give, counted from its arguments as the reference does. */
-const rangeLength = (start: number, stop: number, step: number) =>
+export const rangeLength = (start: number, stop: number, step: number) =>
   step > 0 ? Math.max(0, Math.ceil((stop - start) / step)) : Math.max(0, Math.ceil((start - stop) / -step))
 
 // ----------------------------------------------------------------------------------------------
@@ -239,9 +242,30 @@ class BoundedInterpreter extends EngineInterpreter {
     if (!namespace) this.count(value)
   }
 
+  /**
+   * Charges a step that walks a large value (a filter over a list, a membership test) with steps in
+   * proportion, one per 64 items or 1,024 characters: a value handed in may be large.
+   */
+  private charge(value: Value) {
+    const items = Array.isArray(value.value) ? value.value.length : value.value instanceof Map ? value.value.size : typeof value.value === "string" ? value.value.length >> 4 : 0
+    if (items < 64) return
+    this.budget.steps += items >> 6
+    if (this.budget.steps > this.limits.steps) this.over(`Template rendering took more than ${grouped(this.limits.steps)} steps (${PER_BUDGET}).`)
+    this.checkTime()
+  }
+
+  override evaluateBinaryExpression(node: Node, environment: Environment): Value {
+    const operator = node.operator.value as string
+    if (operator === "and" || operator === "or") return super.evaluateBinaryExpression(node, environment)
+    const left = this.evaluate(node.left, environment)
+    const right = this.evaluate(node.right, environment)
+    if (operator === "in" || operator === "not in") this.charge(right)
+    return super.evaluateBinaryExpression({ ...node, left: evaluated(left), right: evaluated(right) }, environment)
+  }
+
   /** Refuses to go on once the budget's steps or time are spent. */
   checkTime() {
-    if (performance.now() - this.budget.started > this.limits.milliseconds) {
+    if (performance.now() - this.budget.started - this.budget.excluded > this.limits.milliseconds) {
       this.over(`Template rendering took more than ${grouped(this.limits.milliseconds)} ms (${PER_BUDGET}).`)
     }
   }
@@ -251,7 +275,7 @@ class BoundedInterpreter extends EngineInterpreter {
     const steps = ++this.budget.steps
     if (steps > this.limits.steps) this.over(`Template rendering took more than ${grouped(this.limits.steps)} steps (${PER_BUDGET}).`)
     // Wall time as a backstop only: steps bound the work, except steps over large values handed in.
-    if ((steps & 255) === 0) this.checkTime()
+    if ((steps & 15) === 0) this.checkTime()
     if (this.nesting >= this.limits.nesting) {
       this.over(`Template nests expressions or macro calls more than ${grouped(this.limits.nesting)} deep.`)
     }
@@ -282,6 +306,7 @@ class BoundedInterpreter extends EngineInterpreter {
   }
 
   override applyFilter(operand: Value, filter: Node, environment: Environment): Value {
+    this.charge(operand)
     if (filter.type === "Identifier") {
       const own = this.filters.get(filter.value)
       if (own !== undefined) return (own.value as (args: Array<Value>, environment: Environment) => Value)([operand], environment)
@@ -426,7 +451,9 @@ export const renderProgram = (
   const interpreter = new BoundedInterpreter(environment, budget, filterValues)
   // A budget an earlier template of the request spent leaves none for this one.
   interpreter.checkTime()
+  const handing = performance.now()
   for (const [name, value] of Object.entries(context)) interpreter.adopt(environment.set(name, value) as unknown as Value)
   for (const value of environment.variables.values()) interpreter.adopt(value as unknown as Value)
+  budget.excluded += performance.now() - handing
   return (interpreter.evaluate(program as unknown as Node, environment) as Value).value as string
 }

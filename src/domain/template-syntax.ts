@@ -171,7 +171,8 @@ const parseUntil = (tokens: ReadonlyArray<Token>, count: number): { readonly err
   }
 }
 
-const messageOf = (error: unknown) => (error instanceof RangeError ? "Template is nested too deeply" : String((error as Error)?.message ?? error))
+const messageOf = (error: unknown) =>
+  error instanceof RangeError && /call stack/i.test(error.message) ? "Template is nested too deeply" : String((error as Error)?.message ?? error)
 
 /** The blocks still open after the tokens (`if`, `for` …), innermost last. */
 const openBlocks = (tokens: ReadonlyArray<Token>): Array<string> => {

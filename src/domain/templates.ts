@@ -12,7 +12,7 @@
  * of every value it makes, in what it makes in all, and in time.
  */
 import { Either } from "effect"
-import { renderProgram, TemplateBudget, type TemplateFilter, type TemplateLimits } from "./template-runtime.ts"
+import { rangeLength, renderProgram, TemplateBudget, type TemplateFilter, type TemplateLimits } from "./template-runtime.ts"
 import { type Program, parseTemplate, type TemplateProblem } from "./template-syntax.ts"
 
 export type { TemplateFilter, TemplateLimits, TemplateProblem }
@@ -49,8 +49,7 @@ const literalRangeLength = (node: any): number | undefined => {
   const args = (node.args as Array<unknown>).map(literalInteger)
   if (args.length < 1 || args.length > 3 || args.some((arg) => arg === undefined)) return undefined
   const [start, stop, step] = args.length === 1 ? [0, args[0]!, 1] : [args[0]!, args[1]!, args[2] ?? 1]
-  if (step === 0) return undefined
-  return step > 0 ? Math.max(0, Math.ceil((stop - start) / step)) : Math.max(0, Math.ceil((start - stop) / -step))
+  return step === 0 ? undefined : rangeLength(start, stop, step)
 }
 
 /**
