@@ -11,6 +11,24 @@
  */
 import { Environment, Interpreter } from "@huggingface/jinja"
 import type { Program } from "./template-syntax.ts"
+import {
+  ArrayValue,
+  children,
+  FunctionValue,
+  IntegerValue,
+  integer,
+  isContainer,
+  measureAny,
+  occurrences,
+  replacedLength,
+  rangeLength,
+  string,
+  StringValue,
+  TemplateLimitError,
+  type Value
+} from "./template-values.ts"
+
+export { rangeLength, TemplateLimitError }
 
 /** The limits a render keeps within. */
 export interface TemplateLimits {
@@ -30,9 +48,6 @@ export interface TemplateLimits {
   readonly milliseconds: number
 }
 
-/** A render that went over one of its limits. */
-export class TemplateLimitError extends Error {}
-
 /**
  * What the renders of one request or one automation action may spend in all (steps, values made,
  * time): a request may carry many templates, and each is rendered on the one thread.
@@ -44,14 +59,6 @@ export class TemplateBudget {
   /** Time spent handing values to templates (their size is not the templates' doing), not counted. */
   excluded = 0
   constructor(readonly limits: TemplateLimits) {}
-}
-
-/** A value of the engine (its classes are not exported; `type` tells them apart). */
-interface Value {
-  readonly type: string
-  readonly value: any
-  readonly builtins: ReadonlyMap<string, Value>
-  toString(): string
 }
 
 type Node = { readonly type: string; readonly [field: string]: any }
@@ -66,111 +73,12 @@ interface InterpreterMethods {
 }
 const EngineInterpreter = Interpreter as unknown as new (environment: Environment) => InterpreterMethods
 
-// The engine's value classes, taken from values it makes.
-const probe = new Environment()
-const classOf = (sample: unknown) => probe.set(`sample${probe.variables.size}`, sample).constructor as new (value?: unknown) => Value
-const StringValue = classOf("")
-const IntegerValue = classOf(1)
-const ArrayValue = classOf([])
-const FunctionValue = classOf(() => null)
-
 /** An argument already evaluated, passed back to the engine as a node. */
 const EVALUATED = "BatonEvaluated"
 const evaluated = (value: Value): Node => ({ type: EVALUATED, value })
 
 const grouped = (n: number) => n.toLocaleString("en-US")
 const PER_BUDGET = "the limit of the templates of one request or automation action"
-/** The values inside a list, dict or namespace. */
-const children = (value: Value): Iterable<Value> =>
-  value.value instanceof Map ? (value.value as Map<string, Value>).values() : Array.isArray(value.value) ? (value.value as Array<Value>) : []
-
-const isContainer = (value: Value) =>
-  value.type === "ArrayValue" || value.type === "TupleValue" || value.type === "ObjectValue" || value.type === "KeywordArgumentsValue"
-
-// ----------------------------------------------------------------------------------------------
-// Measuring values
-
-interface Measure {
-  /** Characters of the value written out as JSON, about (every item and key counted with its punctuation). */
-  readonly weight: number
-  /** Levels of lists and dicts. */
-  readonly depth: number
-  /** Items, entries and scalars in it. */
-  readonly nodes: number
-}
-
-/** Lists and dicts never change once made (only namespaces do), so their measure is kept. */
-const measures = new WeakMap<object, Measure>()
-
-const NAMESPACE_INSIDE = "A namespace cannot be put inside a list, a dict or a namespace in templates."
-
-const measure = (value: Value): Measure => {
-  switch (value.type) {
-    case "StringValue":
-      return { weight: value.value.length + 2, depth: 0, nodes: 1 }
-    case "NamespaceValue":
-      throw new TemplateLimitError(NAMESPACE_INSIDE)
-    case "FunctionValue":
-      return { weight: 8, depth: 0, nodes: 1 }
-  }
-  if (!isContainer(value)) return { weight: String(value.value).length + 2, depth: 0, nodes: 1 }
-  const known = measures.get(value)
-  if (known !== undefined) return known
-  const result = value.value instanceof Map ? measureEntries(value.value) : measureItems(value.value)
-  measures.set(value, result)
-  return result
-}
-
-const measureItems = (items: ReadonlyArray<Value>): Measure => {
-  let weight = 2
-  let depth = 0
-  let nodes = 1
-  for (const item of items) {
-    const inner = measure(item)
-    weight += inner.weight + 2
-    depth = Math.max(depth, inner.depth)
-    nodes += inner.nodes
-  }
-  return { weight, depth: depth + 1, nodes }
-}
-
-const measureEntries = (entries: ReadonlyMap<string, Value>): Measure => {
-  let weight = 2
-  let depth = 0
-  let nodes = 1
-  for (const [key, item] of entries) {
-    const inner = measure(item)
-    weight += key.length + 4 + inner.weight
-    depth = Math.max(depth, inner.depth)
-    nodes += inner.nodes
-  }
-  return { weight, depth: depth + 1, nodes }
-}
-
-/** A namespace's measure is never kept (its entries change); it may not hold another namespace. */
-const measureAny = (value: Value) => (value.type === "NamespaceValue" ? measureEntries(value.value) : measure(value))
-
-// ----------------------------------------------------------------------------------------------
-// Sizes of outputs, known before they are made
-
-/** How often `part` occurs in `text` (without overlaps), counting at most `most`. */
-const occurrences = (text: string, part: string, most = Infinity): number => {
-  if (part === "") return Math.min(text.length + 1, most)
-  let count = 0
-  for (let at = text.indexOf(part); at >= 0 && count < most; at = text.indexOf(part, at + part.length)) count++
-  return count
-}
-
-const integer = (value: Value | undefined) => (value?.type === "IntegerValue" ? (value.value as number) : undefined)
-const string = (value: Value | undefined) => (value?.type === "StringValue" ? (value.value as string) : undefined)
-
-/** The length of `text` with `old` replaced by `replacement` (`count` times at most; all when null or negative). */
-const replacedLength = (text: string, old: string, replacement: string, count: number | undefined) =>
-  text.length + occurrences(text, old, count === undefined || count < 0 ? Infinity : count) * (replacement.length - old.length)
-
-/** The items `range()` would give, counted from its arguments as the reference does. */
-export const rangeLength = (start: number, stop: number, step: number) =>
-  step > 0 ? Math.max(0, Math.ceil((stop - start) / step)) : Math.max(0, Math.ceil((start - stop) / -step))
 
 // ----------------------------------------------------------------------------------------------
 // The interpreter
