@@ -20,7 +20,7 @@ import { newId } from "../domain/ids.ts"
 import { hydrate, referencedVariables } from "../domain/parameters.ts"
 import { isObject } from "../domain/schemas.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
-import { renderTemplate } from "../domain/templates.ts"
+import { renderTemplate, templateBudget } from "../domain/templates.ts"
 import { now } from "../domain/time.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
 import { Events } from "../events/service.ts"
@@ -181,8 +181,10 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
     const render = (templates: ReadonlyArray<string>, ta: TriggeredAction, details: Record<string, unknown>) =>
       Effect.flatMap(templateContext(templates, ta), (context) => {
         const rendered: Array<string> = []
+        // The action's templates share one budget (steps, values made, time).
+        const budget = templateBudget()
         for (const template of templates) {
-          const result = renderTemplate(template, context, filters)
+          const result = renderTemplate(template, context, filters, budget)
           if (Either.isLeft(result)) {
             details.template_error = result.left
             details.template_source = template

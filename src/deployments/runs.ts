@@ -15,6 +15,7 @@ import { checkJobVariables, describeFailure } from "../work-pools/job-variables.
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
 import { Settings } from "../settings/settings.ts"
+import { type TemplateBudget, templateBudget } from "../domain/templates.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
 import { DeploymentsRepo } from "./repo.ts"
@@ -55,14 +56,18 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       Effect.flatMap(Effect.orDie(repo.readWithJobTemplate(id)), (found) =>
         found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found))
 
-    /** Creates one run of the deployment; a problem with its parameters or queue is returned, not raised. */
+    /**
+     * Creates one run of the deployment; a problem with its parameters or queue is returned, not
+     * raised. Its parameters' templates spend from `budget` (the request's).
+     */
     const createRun = (
       { deployment, jobTemplate }: { readonly deployment: Deployment; readonly jobTemplate: Record<string, unknown> | undefined },
       body: DeploymentFlowRunCreate,
-      createdBy: FlowRun["created_by"] = null
+      createdBy: FlowRun["created_by"] = null,
+      budget: TemplateBudget = templateBudget()
     ) =>
       Effect.gen(function* () {
-        const hydrated = yield* hydration.hydrate({ ...deployment.parameters, ...body.parameters })
+        const hydrated = yield* hydration.hydrate({ ...deployment.parameters, ...body.parameters }, budget)
         if (Either.isLeft(hydrated)) return Either.left<RunProblem>({ kind: "hydration", message: hydrated.left })
         const parameters = hydrated.right
         if (body.enforce_parameter_schema ?? deployment.enforce_parameter_schema) {
@@ -186,9 +191,11 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       for (const [i, body] of bodies.entries()) yield* checkSize(body.parameters, [i, "parameters"])
       const target = yield* readRunTarget(id)
       const results = []
+      // The runs' templates share one budget: one request renders them all on the one thread.
+      const budget = templateBudget()
       for (const body of bodies) {
         // Each run stands alone: one that cannot be written fails without undoing or stopping the others.
-        const outcome = yield* createRun(target, body).pipe(
+        const outcome = yield* createRun(target, body, null, budget).pipe(
           Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail }))),
           Effect.catchAllDefect((defect) =>
             isIntegrityViolation(defect) ? Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })) : Effect.die(defect)

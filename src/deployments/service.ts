@@ -14,7 +14,7 @@ import { Hydration } from "../variables/hydration.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
-import { parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
+import { parameterSchemaProblem, parameterSizeProblem, templateProblem } from "../domain/parameters.ts"
 import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
 import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
 import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"
@@ -119,6 +119,9 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const create = Effect.fn("Deployments.create")(function* (body: DeploymentCreate) {
       const has = (key: keyof DeploymentCreate) => body[key] !== undefined
       if (body.parameters !== undefined) yield* checkParameterSize(body.parameters)
+      // Templates are stored unrendered (each run renders them): refused now when they could never render.
+      const invalidTemplate = templateProblem(body.parameters)
+      if (invalidTemplate !== undefined) return yield* valueError(["parameters", ...invalidTemplate.path], invalidTemplate.message)
       yield* checkLimitsExclusive(body)
       yield* checkScheduleLimits(body.schedules ?? [], ["schedules"])
       const parameterSchema = has("parameter_openapi_schema") ? normaliseParameterSchema(body.parameter_openapi_schema!) : undefined

@@ -6,7 +6,7 @@
 import { Effect, Either } from "effect"
 import { ValidationError } from "../http/errors.ts"
 import { checkParameters, describeFailure } from "./json-schema.ts"
-import { renderTemplate, type TemplateFilter, validateTemplate } from "./templates.ts"
+import { renderTemplate, type TemplateBudget, templateBudget, type TemplateFilter, validateTemplate } from "./templates.ts"
 import { isObject } from "./schemas.ts"
 
 type Json = unknown
@@ -73,6 +73,8 @@ export interface HydrationContext {
   readonly jinja?: Record<string, unknown>
   /** Filters `jinja` values may use beyond the engine's own. */
   readonly filters?: Readonly<Record<string, TemplateFilter>>
+  /** What rendering the `jinja` values may spend in all (one request's or action's); a fresh one per hydration when not given. */
+  readonly budget?: TemplateBudget
   /**
    * Keep problems as placeholders in place instead of failing on the first, and leave templates
    * unrendered (only checked): values hydrated to be checked, not used.
@@ -122,7 +124,7 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
         const invalid = validateTemplate(String(template))
         return invalid === undefined ? placeholder(null) : placeholder(`Invalid jinja: ${invalid.message}`)
       }
-      const rendered = renderTemplate(String(template), ctx.jinja ?? {}, ctx.filters ?? {})
+      const rendered = renderTemplate(String(template), ctx.jinja ?? {}, ctx.filters ?? {}, ctx.budget)
       if (Either.isLeft(rendered)) return problem(`Invalid jinja: ${rendered.left}`, ctx)
       return rendered.right
     }
@@ -142,7 +144,7 @@ const hydrateValue = (value: Json, ctx: HydrationContext): Json | typeof REMOVE 
 /** Parameters with every `__prefect_kind` value replaced by what it stands for; the first problem otherwise. */
 export const hydrate = (parameters: Record<string, Json>, ctx: HydrationContext): Either.Either<Record<string, Json>, string> => {
   try {
-    const out = hydrateValue(parameters, ctx)
+    const out = hydrateValue(parameters, ctx.budget === undefined ? { ...ctx, budget: templateBudget() } : ctx)
     return Either.right(out === REMOVE || !isObject(out) ? {} : out)
   } catch (error) {
     if (error instanceof HydrationError) return Either.left(error.message)
@@ -158,6 +160,44 @@ export const hydrate = (parameters: Record<string, Json>, ctx: HydrationContext)
 export const hydrateKeepingProblems = (value: Record<string, Json>, ctx: Omit<HydrationContext, "keepProblems">): Json => {
   const out = hydrateValue(value, { ...ctx, keepProblems: true })
   return out === REMOVE ? {} : out
+}
+
+/**
+ * The first `jinja` value whose template is refused (it does not parse, or breaks the loop limits),
+ * with its place in the value: the check made when parameters are stored, before they are ever
+ * rendered. Only the templates hydration would render are looked at.
+ */
+export const templateProblem = (
+  value: Json,
+  path: ReadonlyArray<string | number> = []
+): { readonly path: ReadonlyArray<string | number>; readonly message: string } | undefined => {
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = templateProblem(item, [...path, i])
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  if (!isObject(value)) return undefined
+  if (!("__prefect_kind" in value)) {
+    for (const [key, item] of Object.entries(value)) {
+      const found = templateProblem(item, [...path, key])
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  switch (value.__prefect_kind) {
+    case "none":
+    case "json":
+      return templateProblem(value.value, [...path, "value"])
+    case "jinja": {
+      if (typeof value.template !== "string") return templateProblem(value.template, [...path, "template"])
+      const problem = validateTemplate(value.template)
+      return problem === undefined ? undefined : { path: [...path, "template"], message: `Invalid jinja: ${problem.message}` }
+    }
+    default:
+      return undefined
+  }
 }
 
 /** The workspace variables a value refers to. */

@@ -1,125 +1,141 @@
 /**
- * Templates users write (parameter values, later automation actions) in Jinja syntax. They are
- * rendered by @huggingface/jinja, an interpreter over its own values: a template can read the
- * context it is given and nothing of the server (no constructors, no prototypes, no host functions).
- * Checking a template's syntax uses nunjucks' parser, which says on which line a problem is (the
- * template is only parsed, never run by it).
+ * Templates users write (parameter values, automation actions) in Jinja syntax, with one engine:
+ * @huggingface/jinja, an interpreter over its own values (a template can read the context it is given
+ * and nothing of the server: no constructors, no prototypes, no host functions). Its tokenizer and
+ * parser check a template's syntax (template-syntax.ts, which also finds the line of a problem) and
+ * its interpreter renders it within budgets (template-runtime.ts).
+ *
+ * The reference's sandbox limits are kept: at most 10 `for` loops, nested at most 2 deep, checked
+ * whenever a template is checked or rendered, and `range()` of at most 100 items (refused when it
+ * is called, and already when the template is checked if its arguments are literals). On top, since
+ * Node has one thread for every request, a render is bounded in steps, in the size of its output and
+ * of every value it makes, in what it makes in all, and in time.
  */
-import { Template } from "@huggingface/jinja"
 import { Either } from "effect"
-import nunjucks from "nunjucks"
+import { rangeLength, renderProgram, TemplateBudget, type TemplateFilter, type TemplateLimits } from "./template-runtime.ts"
+import { type Program, parseTemplate, type TemplateProblem } from "./template-syntax.ts"
 
-/** A filter templates may apply (`{{ value | name }}`), on top of the engine's own. */
-export type TemplateFilter = (value: unknown) => unknown
+export type { TemplateFilter, TemplateLimits, TemplateProblem }
+export { TemplateBudget }
+export { MAX_WHITESPACE_WORK } from "./template-syntax.ts"
 
-/** A runtime value of the engine as plain JSON-like data. */
-const plainValue = (value: unknown): unknown => {
-  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [k, plainValue((v as { value: unknown }).value)]))
-  if (Array.isArray(value)) return value.map((v) => plainValue((v as { value: unknown }).value))
-  return value
+export const MAX_TEMPLATE_LOOPS = 10
+export const MAX_TEMPLATE_LOOP_DEPTH = 2
+
+/** The limits of every render (see TemplateLimits). */
+export const TEMPLATE_LIMITS: TemplateLimits = {
+  range: 100,
+  steps: 500_000,
+  size: 1_000_000,
+  allocation: 20_000_000,
+  nesting: 500,
+  depth: 200,
+  milliseconds: 500
 }
 
-/** Turns `operand | name` for the given filters into calls of context functions (the engine has no filter registry). */
-const callFilters = (node: unknown, names: ReadonlySet<string>): void => {
-  if (typeof node !== "object" || node === null) return
-  const n = node as Record<string, any>
-  if (n.type === "FilterExpression" && n.filter?.type === "Identifier" && names.has(n.filter.value)) {
-    const name = n.filter.value as string
-    n.type = "CallExpression"
-    n.callee = { type: "Identifier", value: `__filter_${name}` }
-    n.args = [n.operand]
+/** A literal integer argument (`5`, `-5`), or undefined. */
+const literalInteger = (node: any): number | undefined => {
+  if (node?.type === "IntegerLiteral") return node.value as number
+  if (node?.type === "UnaryExpression" && (node.operator?.value === "-" || node.operator?.value === "+")) {
+    const inner = literalInteger(node.argument)
+    return inner === undefined ? undefined : node.operator.value === "-" ? -inner : inner
   }
-  for (const value of Object.values(n)) {
-    if (Array.isArray(value)) value.forEach((v) => callFilters(v, names))
-    else callFilters(value, names)
-  }
+  return undefined
 }
 
-/** The rendered text, or why the template could not be parsed or rendered. */
-export const renderTemplate = (
-  source: string,
-  context: Record<string, unknown> = {},
-  filters: Readonly<Record<string, TemplateFilter>> = {}
-): Either.Either<string, string> => {
-  try {
-    const template = new Template(source)
-    const names = new Set(Object.keys(filters))
-    const functions: Record<string, unknown> = {}
-    if (names.size > 0) {
-      callFilters(template.parsed, names)
-      for (const [name, filter] of Object.entries(filters)) functions[`__filter_${name}`] = (value: unknown) => filter(plainValue(value))
-    }
-    return Either.right(template.render({ ...context, ...functions }))
-  } catch (error) {
-    return Either.left((error as Error).message)
-  }
+/** Items of a `range(…)` call whose arguments are all literal integers; undefined otherwise. */
+const literalRangeLength = (node: any): number | undefined => {
+  if (node?.type !== "CallExpression" || node.callee?.type !== "Identifier" || node.callee.value !== "range") return undefined
+  const args = (node.args as Array<unknown>).map(literalInteger)
+  if (args.length < 1 || args.length > 3 || args.some((arg) => arg === undefined)) return undefined
+  const [start, stop, step] = args.length === 1 ? [0, args[0]!, 1] : [args[0]!, args[1]!, args[2] ?? 1]
+  return step === 0 ? undefined : rangeLength(start, stop, step)
 }
 
-/** Why a template is refused: the line (1-based; 0 for limits on the whole template) and a message. */
-export interface TemplateProblem {
-  readonly line: number
-  readonly message: string
-}
-
-const MAX_LOOPS = 10
-const MAX_LOOP_DEPTH = 2
-
-interface TemplateNode {
-  readonly typename: string
-  readonly fields: ReadonlyArray<string>
-  readonly children?: ReadonlyArray<TemplateNode>
-  readonly [field: string]: unknown
-}
-
-const isNode = (value: unknown): value is TemplateNode =>
-  typeof value === "object" && value !== null && typeof (value as { typename?: unknown }).typename === "string"
-
-/** nunjucks' parser, which its type declarations leave out. */
-const parser = (nunjucks as unknown as { parser: { parse: (source: string, extensions: ReadonlyArray<unknown>, options: object) => unknown } })
-  .parser
-
-const LOOPS = new Set(["For", "AsyncEach", "AsyncAll"])
-
-/** The number of loops and the deepest nesting of loops in a parsed template. */
-const loops = (node: TemplateNode): { count: number; depth: number } => {
-  const children: Array<TemplateNode> = []
-  for (const field of new Set([...node.fields, "children"])) {
-    const value = node[field]
-    if (isNode(value)) children.push(value)
-    else if (Array.isArray(value)) children.push(...value.filter(isNode))
-  }
-  let count = 0
+/**
+ * What the limits checked before rendering look at in a parsed template: its `for` loops, their
+ * deepest nesting, and the largest `range()` of literal arguments (walked without recursion:
+ * templates may nest deeply).
+ */
+const inspect = (program: Program): { loops: number; depth: number; range: number } => {
+  let loops = 0
   let depth = 0
-  for (const child of children) {
-    const inner = loops(child)
-    count += inner.count
-    depth = Math.max(depth, inner.depth)
+  let range = 0
+  const pending: Array<readonly [unknown, number]> = [[program, 0]]
+  while (pending.length > 0) {
+    const [node, outer] = pending.pop()!
+    if (Array.isArray(node)) {
+      for (const item of node) pending.push([item, outer])
+      continue
+    }
+    if (node instanceof Map) {
+      for (const [key, value] of node) pending.push([key, outer], [value, outer])
+      continue
+    }
+    if (typeof node !== "object" || node === null) continue
+    const inner = (node as { type?: unknown }).type === "For" ? outer + 1 : outer
+    if (inner > outer) {
+      loops++
+      depth = Math.max(depth, inner)
+    }
+    range = Math.max(range, literalRangeLength(node) ?? 0)
+    for (const value of Object.values(node)) if (typeof value === "object" && value !== null) pending.push([value, inner])
   }
-  return LOOPS.has(node.typename) ? { count: count + 1, depth: depth + 1 } : { count, depth }
+  return { loops, depth, range }
+}
+
+/** The parsed template, or why it is refused: it does not parse, or it has too many loops. */
+const compile = (source: string): Either.Either<Program, TemplateProblem> => {
+  const parsed = parseTemplate(source)
+  if ("problem" in parsed) return Either.left(parsed.problem)
+  const { loops, depth, range } = inspect(parsed.program)
+  if (loops > MAX_TEMPLATE_LOOPS) {
+    return Either.left({ line: 0, message: `Contains ${loops} for loops. Templates can contain no more than ${MAX_TEMPLATE_LOOPS} for loops.` })
+  }
+  if (depth > MAX_TEMPLATE_LOOP_DEPTH) {
+    return Either.left({
+      line: 0,
+      message: `Contains nested for loops at a depth of ${depth}. Templates can nest for loops no more than ${MAX_TEMPLATE_LOOP_DEPTH} loops deep.`
+    })
+  }
+  // Refused when it renders anyway; when its arguments are written out, it can be refused now.
+  if (range > TEMPLATE_LIMITS.range) {
+    return Either.left({ line: 0, message: `Range too big. The sandbox blocks ranges larger than MAX_TEMPLATE_RANGE=${TEMPLATE_LIMITS.range}.` })
+  }
+  return Either.right(parsed.program)
 }
 
 /**
  * Checks that a template parses (undefined names and filters are fine: they are known only when it
- * renders) and that it keeps within the loop limits: at most 10 loops, nested at most 2 deep.
+ * renders) and keeps within the loop limits. Undefined when it does.
  */
-export const validateTemplate = (source: string): TemplateProblem | undefined => {
-  let root: TemplateNode
+export const validateTemplate = (source: string): TemplateProblem | undefined =>
+  Either.match(compile(source), { onLeft: (problem) => problem, onRight: () => undefined })
+
+const messageOf = (error: unknown) =>
+  error instanceof RangeError && /call stack/i.test(error.message)
+    ? "Template nests too deeply to render."
+    : String((error as Error)?.message ?? error)
+
+/** A budget for the templates of one request or automation action (TEMPLATE_LIMITS unless a test narrows them). */
+export const templateBudget = (limits: TemplateLimits = TEMPLATE_LIMITS) => new TemplateBudget(limits)
+
+/**
+ * The rendered text, or why the template could not be checked or rendered. Each template is checked
+ * before it renders; the render spends from `budget`, shared by the templates of one request or
+ * action (a fresh one when none is given).
+ */
+export const renderTemplate = (
+  source: string,
+  context: Record<string, unknown> = {},
+  filters: Readonly<Record<string, TemplateFilter>> = {},
+  budget: TemplateBudget = templateBudget()
+): Either.Either<string, string> => {
+  const compiled = compile(source)
+  if (Either.isLeft(compiled)) return Either.left(compiled.left.message)
   try {
-    root = parser.parse(source, [], {}) as TemplateNode
+    return Either.right(renderProgram(compiled.right, context, filters, budget))
   } catch (error) {
-    const { lineno, message } = error as { lineno?: number; message?: string }
-    const text = String(message ?? error).replace(/^\(unknown path\)\s*(\[Line \d+, Column \d+\]\s*)?/, "").trim()
-    return { line: lineno ?? source.split("\n").length, message: text }
+    return Either.left(messageOf(error))
   }
-  const { count, depth } = loops(root)
-  if (count > MAX_LOOPS) {
-    return { line: 0, message: `Contains ${count} for loops. Templates can contain no more than ${MAX_LOOPS} for loops.` }
-  }
-  if (depth > MAX_LOOP_DEPTH) {
-    return {
-      line: 0,
-      message: `Contains nested for loops at a depth of ${depth}. Templates can nest for loops no more than ${MAX_LOOP_DEPTH} loops deep.`
-    }
-  }
-  return undefined
 }
