@@ -250,12 +250,34 @@ const isJson = (value: string) => {
   }
 }
 
-/** Fills `{{key}}` placeholders in every nested string from `values`. */
-const fill = (value: unknown, values: Record<string, string>): unknown => {
-  if (typeof value === "string") return value.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (match, key: string) => values[key] ?? match)
-  if (Array.isArray(value)) return value.map((v) => fill(v, values))
-  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v, values)]))
-  return value
+/** Characters a custom webhook's filled URL, headers and body may come to in all. */
+export const FILLED_REQUEST_CHARACTERS = 4 * 1024 * 1024
+
+class FilledTooLarge extends Error {}
+
+/**
+ * A filler of `{{key}}` placeholders in every nested string from `values`, within one budget of
+ * FILLED_REQUEST_CHARACTERS: a block with many `{{body}}` placeholders would otherwise multiply the
+ * (already bounded) body into a request of gigabytes. Past the budget it throws FilledTooLarge.
+ */
+const filler = (values: Record<string, string>) => {
+  let made = 0
+  const fill = (value: unknown): unknown => {
+    if (typeof value === "string") {
+      made += value.length
+      if (made > FILLED_REQUEST_CHARACTERS) throw new FilledTooLarge()
+      return value.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (match, key: string) => {
+        const filled = values[key] ?? match
+        made += filled.length - match.length
+        if (made > FILLED_REQUEST_CHARACTERS) throw new FilledTooLarge()
+        return filled
+      })
+    }
+    if (Array.isArray(value)) return value.map(fill)
+    if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v)]))
+    return value
+  }
+  return fill
 }
 
 /**
@@ -286,34 +308,44 @@ export const notify = (
         content: `${subject}\n${body}`
       })
     case "custom-webhook": {
-      const values = { subject, body, name: text(data.name), ...stringRecord(data.secrets) }
-      const query = new URLSearchParams(stringRecord(fill(data.params ?? {}, values)))
-      const url = `${String(fill(text(data.url), values))}${[...query].length > 0 ? `?${query}` : ""}`
-      const headers = stringRecord(fill(data.headers ?? {}, values))
-      const json = data.json_data ?? null
-      const form = data.form_data ?? null
-      const requestBody =
-        json !== null
-          ? JSON.stringify(fill(json, values))
-          : typeof form === "string"
-          ? String(fill(form, values))
-          : isObject(form)
-          ? new URLSearchParams(stringRecord(fill(form, values))).toString()
-          : undefined
-      if (json !== null) headers["content-type"] ??= "application/json"
-      else if (isObject(form)) headers["content-type"] ??= "application/x-www-form-urlencoded"
-      return send(
-        {
-          url,
-          method: text(data.method) || "POST",
-          headers,
-          ...(requestBody !== undefined ? { body: requestBody } : {}),
-          ...(typeof data.timeout === "number" ? { timeoutSeconds: data.timeout } : {})
-        },
-        limits
-      )
+      const call = customWebhookCall(data, subject, body)
+      return call === undefined
+        ? Effect.fail(actionFailed(`The custom webhook's request would be larger than ${FILLED_REQUEST_CHARACTERS} characters`))
+        : send(call, limits)
     }
     default:
       return Effect.fail(actionFailed(`Notifications through ${blockType} blocks are not supported by this server`))
+  }
+}
+
+/** A custom webhook block's request, its placeholders filled; undefined when it would be too large. */
+const customWebhookCall = (data: Record<string, unknown>, subject: string, body: string): OutgoingCall | undefined => {
+  const fill = filler({ subject, body, name: text(data.name), ...stringRecord(data.secrets) })
+  try {
+    const query = new URLSearchParams(stringRecord(fill(data.params ?? {})))
+    const url = `${String(fill(text(data.url)))}${[...query].length > 0 ? `?${query}` : ""}`
+    const headers = stringRecord(fill(data.headers ?? {}))
+    const json = data.json_data ?? null
+    const form = data.form_data ?? null
+    const requestBody =
+      json !== null
+        ? JSON.stringify(fill(json))
+        : typeof form === "string"
+        ? String(fill(form))
+        : isObject(form)
+        ? new URLSearchParams(stringRecord(fill(form))).toString()
+        : undefined
+    if (json !== null) headers["content-type"] ??= "application/json"
+    else if (isObject(form)) headers["content-type"] ??= "application/x-www-form-urlencoded"
+    return {
+      url,
+      method: text(data.method) || "POST",
+      headers,
+      ...(requestBody !== undefined ? { body: requestBody } : {}),
+      ...(typeof data.timeout === "number" ? { timeoutSeconds: data.timeout } : {})
+    }
+  } catch (error) {
+    if (error instanceof FilledTooLarge) return undefined
+    throw error
   }
 }

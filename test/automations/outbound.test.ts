@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Logger, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
-import { RESPONSE_BODY_CHARACTERS } from "../../src/automations/outbound.ts"
+import { FILLED_REQUEST_CHARACTERS, RESPONSE_BODY_CHARACTERS } from "../../src/automations/outbound.ts"
 import { runServices } from "../../src/services/runner.ts"
 import { services } from "../../src/services/registry.ts"
 import { anAutomation, blockDocument, eventsOfAutomation, outcome, perform } from "../support/actions.ts"
@@ -171,6 +171,27 @@ describe("outgoing requests of automation actions", () => {
           yield* eventually(Effect.sync(() => expect(huge.sent.bytes).toBeLessThan(32 * 1024 * 1024)))
           expect(peak.arrayBuffers - before.arrayBuffers).toBeLessThan(32 * 1024 * 1024)
           expect(peak.rss - before.rss).toBeLessThan(100 * 1024 * 1024)
+          yield* stillServing
+        })
+      ))
+
+    it.effect("a custom webhook whose placeholders would multiply the body past the bound fails before anything is sent", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const automation = yield* anAutomation("multiplied")
+          const echo = yield* echoingServer()
+          // 1000 placeholders of a 10,000-character body would make a 10 MB request.
+          const many = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, "{{body}}"]))
+          const block = yield* blockDocument("custom-webhook", "multiplying", { name: "m", url: `${echo.url}/notify`, json_data: many })
+          const sent = yield* timed(Effect.map(perform(automation.id, { type: "send-notification", block_document_id: block.id, body: "b".repeat(10_000) }), outcome))
+          expect(sent.result.event).toBe("prefect.automation.action.failed")
+          expect(sent.result.payload.reason).toBe(`The custom webhook's request would be larger than ${FILLED_REQUEST_CHARACTERS} characters`)
+          expect(sent.seconds).toBeLessThan(1)
+          expect(echo.requests).toHaveLength(0)
+          // Within the bound the same block is sent.
+          const small = yield* Effect.map(perform(automation.id, { type: "send-notification", block_document_id: block.id, body: "short" }), outcome)
+          expect(small.event, JSON.stringify(small.payload)).toBe("prefect.automation.action.executed")
+          expect(echo.requests.map((r) => r.url)).toEqual(["/notify"])
           yield* stillServing
         })
       ))
