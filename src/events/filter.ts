@@ -1,23 +1,42 @@
 /**
  * EventFilter: which events a query, a count or a live stream wants. Every criterion must hold.
- * Label values are globs (`*`, `?`), negated with a leading `!`. Compiled to SQL over `events` and
- * `event_resources`, and matched in memory for live streams.
+ * Label values are patterns (glob.ts: `*`, `?`, a leading `!` negates). Compiled to SQL over `events`
+ * and `event_resources`, and matched in memory for live streams, both through glob.ts.
  */
 import type { Statement } from "@effect/sql"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 import { strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { parseTextQuery } from "../domain/text-search.ts"
 import { Timestamp } from "../domain/time.ts"
+import { exactValue, globMatches, likePattern, MAX_SINGLE_WILDCARDS, parseGlob, singleWildcards } from "./glob.ts"
 import { type ReceivedEvent, type Resource, resourceId, resourceRole } from "./schemas.ts"
 
 const strings = Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
 
-/** Labels and the values (globs, `!` negates) each must match. */
+/**
+ * A label pattern (glob.ts), refused with 422 when it holds more `?` than matching can afford.
+ * Checked on decode only (a stored automation reads back whatever it holds); the decoded side is
+ * declared rather than `Schema.String` so that the 422 gives this reason, not "a valid string".
+ */
+export const LabelPattern = Schema.transformOrFail(
+  Schema.String,
+  Schema.declare((value): value is string => typeof value === "string", { identifier: "LabelPattern" }),
+  {
+    strict: true,
+    decode: (pattern, _, ast) =>
+      singleWildcards(pattern) <= MAX_SINGLE_WILDCARDS
+        ? ParseResult.succeed(pattern)
+        : ParseResult.fail(new ParseResult.Type(ast, pattern, `A pattern may hold at most ${MAX_SINGLE_WILDCARDS} '?' wildcards`)),
+    encode: ParseResult.succeed
+  }
+)
+
+/** Labels and the values (patterns, `!` negates) each must match. */
 export const ResourceSpecification = Schema.Record({
   key: Schema.String,
-  value: Schema.Union(Schema.String, Schema.Array(Schema.String))
+  value: Schema.Union(LabelPattern, Schema.Array(LabelPattern))
 }).annotations({ identifier: "ResourceSpecification" })
 export type ResourceSpecification = typeof ResourceSpecification.Type
 
@@ -99,16 +118,8 @@ const specEntries = (spec: ResourceSpecification): ReadonlyArray<[string, Readon
 // ----------------------------------------------------------------------------------------------
 // In memory
 
-const globToRegExp = (glob: string) =>
-  new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s")
-
-/** Whether `value` matches `expected` (a glob; a leading `!` negates); a missing label matches nothing. */
-export const labelMatches = (expected: string, value: string | undefined): boolean => {
-  if (value === undefined) return false
-  const negated = expected.startsWith("!")
-  const matched = globToRegExp(negated ? expected.slice(1) : expected).test(value)
-  return negated ? !matched : matched
-}
+/** Whether `value` matches `expected` (a pattern; a leading `!` negates); a missing label matches nothing. */
+export const labelMatches = globMatches
 
 /** Whether the resource has every label of the specification, each matching one of its values. */
 export const resourceMatches = (spec: ResourceSpecification, resource: Resource): boolean =>
@@ -166,13 +177,14 @@ export const eventMatches = (filter: ResolvedEventFilter, event: ReceivedEvent):
 
 type Fragment = Statement.Fragment
 
-/** A glob as a LIKE pattern (with `\` escaping LIKE's own wildcards); `!` makes it NOT LIKE. */
+/**
+ * A pattern as LIKE (glob.ts escapes LIKE's own wildcards with `\`); `!` makes it NOT LIKE, which a
+ * missing label (NULL) fails too, as in memory.
+ */
 const like = (sql: SqlClient, column: Fragment, expected: string): Fragment => {
-  const negated = expected.startsWith("!")
-  const pattern = (negated ? expected.slice(1) : expected).replace(/[\\%_*?]/g, (c) =>
-    c === "*" ? "%" : c === "?" ? "_" : `\\${c}`
-  )
-  return negated ? sql`NOT (${column} LIKE ${pattern} ESCAPE '\\')` : sql`${column} LIKE ${pattern} ESCAPE '\\'`
+  const glob = parseGlob(expected)
+  const pattern = likePattern(glob)
+  return glob.negated ? sql`NOT (${column} LIKE ${pattern} ESCAPE '\\')` : sql`${column} LIKE ${pattern} ESCAPE '\\'`
 }
 
 /** Conditions on one event_resources row `r` for a label specification. */
@@ -185,8 +197,9 @@ const labelConditions = (sql: SqlClient, spec: ResourceSpecification): Array<Fra
         : label === "prefect.resource.role"
         ? sql`r.resource_role`
         : sql`(r.resource ->> ${label})`
-    return label === "prefect.resource.role" && !values.some((v) => /[*?!]/.test(v))
-      ? sql`r.resource_role = ANY(${values}::text[])`
+    const exact = values.map((v) => exactValue(parseGlob(v)))
+    return label === "prefect.resource.role" && exact.every((v) => v !== undefined)
+      ? sql`r.resource_role = ANY(${exact}::text[])`
       : sql.or(values.map((value) => like(sql, column, value)))
   })
 
