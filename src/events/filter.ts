@@ -112,6 +112,8 @@ export const resolveFilter = (filter: EventFilter | null | undefined, now: Date)
 const asList = <A>(value: A | ReadonlyArray<A> | null | undefined): ReadonlyArray<A> =>
   value === null || value === undefined ? [] : Array.isArray(value) ? (value as ReadonlyArray<A>) : [value as A]
 
+const ROLE = "prefect.resource.role"
+
 const specEntries = (spec: ResourceSpecification): ReadonlyArray<[string, ReadonlyArray<string>]> =>
   Object.entries(spec).map(([label, value]) => [label, typeof value === "string" ? [value] : value])
 
@@ -124,6 +126,16 @@ export const labelMatches = globMatches
 /** Whether the resource has every label of the specification, each matching one of its values. */
 export const resourceMatches = (spec: ResourceSpecification, resource: Resource): boolean =>
   specEntries(spec).every(([label, values]) => values.some((expected) => labelMatches(expected, resource[label])))
+
+/**
+ * The event's own resource as filters see it: without a role, as it is stored (its role column is
+ * empty), so that a role pattern never matches it, in memory as in SQL.
+ */
+const primary = (resource: Resource): Resource => {
+  if (!(ROLE in resource)) return resource
+  const { [ROLE]: _role, ...rest } = resource
+  return rest
+}
 
 const resourceCriteriaMatch = (criteria: EventAnyResourceFilter, resource: Resource) =>
   (!criteria.id || criteria.id.includes(resourceId(resource))) &&
@@ -154,12 +166,12 @@ export const eventMatches = (filter: ResolvedEventFilter, event: ReceivedEvent):
     if (names.name && !names.name.includes(event.event)) return false
     if (names.exclude_name && names.exclude_name.includes(event.event)) return false
   }
-  if (filter.resource && !resourceCriteriaMatch(filter.resource, event.resource)) return false
+  if (filter.resource && !resourceCriteriaMatch(filter.resource, primary(event.resource))) return false
   for (const related of asList(filter.related)) {
     if (!event.related.some((r) => relatedMatches(related, r))) return false
   }
   for (const any of asList(filter.any_resource)) {
-    if (![event.resource, ...event.related].some((r) => resourceCriteriaMatch(any, r))) return false
+    if (![primary(event.resource), ...event.related].some((r) => resourceCriteriaMatch(any, r))) return false
   }
   if (filter.id?.id && !filter.id.id.includes(event.id)) return false
   if (filter.text && filter.text.query.trim() !== "") {
@@ -195,11 +207,12 @@ const labelConditions = (sql: SqlClient, spec: ResourceSpecification): Array<Fra
       label === "prefect.resource.id"
         ? sql`r.resource_id`
         : label === "prefect.resource.role"
-        ? sql`r.resource_role`
+        ? sql`NULLIF(r.resource_role, '')`
         : sql`(r.resource ->> ${label})`
     const exact = values.map((v) => exactValue(parseGlob(v)))
+    // Only related resources have a role, never an empty one.
     return label === "prefect.resource.role" && exact.every((v) => v !== undefined)
-      ? sql`r.resource_role = ANY(${exact}::text[])`
+      ? sql`r.resource_role = ANY(${exact.filter((v) => v !== "")}::text[])`
       : sql.or(values.map((value) => like(sql, column, value)))
   })
 
@@ -228,9 +241,7 @@ export const compileEventFilter = (sql: SqlClient, filter: ResolvedEventFilter):
     if (resource.id) where.push(sql`events.resource_id = ANY(${resource.id}::text[])`)
     if (resource.id_prefix) where.push(sql.or(resource.id_prefix.map((p) => sql`starts_with(events.resource_id, ${p})`)))
     if (resource.labels) {
-      const spec = { ...resource.labels }
-      delete spec["prefect.resource.role"]
-      where.push(hasResource(sql, filter, [sql`r.resource_role = ''`, ...labelConditions(sql, spec)]))
+      where.push(hasResource(sql, filter, [sql`r.resource_role = ''`, ...labelConditions(sql, resource.labels)]))
     }
   }
   for (const related of asList(filter.related)) {

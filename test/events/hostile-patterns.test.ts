@@ -5,7 +5,10 @@
  * the triggers service running, /events/filter on the database, and /events/out live filters.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Layer, TestClock } from "effect"
+import { Clock, Effect, Layer, Schema, TestClock } from "effect"
+import { EventFilter, eventMatches, resolveFilter } from "../../src/events/filter.ts"
+import { EventPersister } from "../../src/events/persister.ts"
+import { ReceivedEvent } from "../../src/events/schemas.ts"
 import { runServices } from "../../src/services/runner.ts"
 import { services } from "../../src/services/registry.ts"
 import { ok } from "../support/api.ts"
@@ -152,6 +155,62 @@ describe("hostile label patterns", () => {
         expect(JSON.stringify(trigger.body.detail)).toContain("at most 16 '?' wildcards")
         // Sixteen are fine.
         expect((yield* request("POST", "/events/filter", { body: { filter: { resource: { labels: { "prefect.resource.id": tooMany.slice(0, -1) } } } } })).status).toBe(200)
+      }))
+
+    it.effect("a query and a live stream agree on what every pattern matches, roles and LIKE's own wildcards included", () =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 25, 9, 0, 0))
+        const at = (n: number) => Effect.map(event("agree.e", `agree.${n}`), (e) => ({ ...e, event: `agree.e${n}` }))
+        const events = [
+          // An own resource that names a role: stored without one, so no role pattern matches it.
+          { ...(yield* at(1)), resource: { "prefect.resource.id": "agree.1", "prefect.resource.role": "x", name: "a%b" }, related: [{ "prefect.resource.id": "agree.r1", "prefect.resource.role": "flow", name: "a_b" }] },
+          { ...(yield* at(2)), resource: { "prefect.resource.id": "agree.2_x", name: "axb" }, related: [] },
+          { ...(yield* at(3)), resource: { "prefect.resource.id": "agree.3%", kind: "[k]" }, related: [{ "prefect.resource.id": "agree.r3", "prefect.resource.role": "tag", name: "é𝒳" }] }
+        ]
+        expect((yield* request("POST", "/events", { body: events })).status).toBe(204)
+        yield* Effect.flatMap(EventPersister, (p) => p.drain)
+
+        const specs: Array<Record<string, string | Array<string>>> = [
+          { "prefect.resource.role": "x" },
+          { "prefect.resource.role": "!x" },
+          { "prefect.resource.role": "*" },
+          { "prefect.resource.role": "" },
+          { "prefect.resource.role": ["flow", ""] },
+          { "prefect.resource.role": "!flow" },
+          { "prefect.resource.role": "fl?w" },
+          { name: "a%b" },
+          { name: "a_b" },
+          { name: "a?b" },
+          { name: "!a*" },
+          { name: "??" },
+          { name: "é?" },
+          { kind: "[k]" },
+          { kind: "[?]" },
+          { "prefect.resource.id": "agree.?_x" },
+          { "prefect.resource.id": "agree.3%" },
+          { "prefect.resource.id": "agree.*%" },
+          { "prefect.resource.id": "!agree.r*" }
+        ]
+        const filters = specs.flatMap((labels) => [
+          { resource: { labels } },
+          { related: { labels } },
+          { any_resource: { labels } }
+        ])
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const received = (ok(yield* request("POST", "/events/filter", { body: { filter: { event: { prefix: ["agree."] } } } }), 200).events as Array<unknown>)
+          .map((e) => Schema.decodeUnknownSync(ReceivedEvent)(e))
+        expect(received).toHaveLength(3)
+        let matchedSomething = 0
+        for (const wire of filters) {
+          const filter = { ...wire, event: { prefix: ["agree."] } }
+          const queried = (ok(yield* request("POST", "/events/filter", { body: { filter } }), 200).events as Array<any>).map((e) => e.event).sort()
+          const resolved = resolveFilter(Schema.decodeUnknownSync(EventFilter)(filter), now)
+          const streamed = received.filter((e) => eventMatches(resolved, e)).map((e) => e.event).sort()
+          expect([wire, queried]).toEqual([wire, streamed])
+          if (queried.length > 0) matchedSomething++
+        }
+        // Not a comparison of empty answers.
+        expect(matchedSomething).toBeGreaterThan(20)
       }))
   })
 })
