@@ -10,6 +10,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import { isIPv4, isIPv6 } from "node:net"
 import { pythonRepr, validatorCache } from "./json-schema.ts"
 import { placeholderOf } from "./parameters.ts"
+import { patternProblem, regExpEngine } from "./regex.ts"
 import {
   asList,
   fromOtherSchema,
@@ -138,8 +139,8 @@ const makeAjv = () => {
     ownProperties: true,
     logger: false,
     formats,
-    // Patterns as plain regular expressions: closer to what Python accepts than with the `u` flag.
-    unicodeRegExp: false
+    // Patterns run with RE2 (regex.ts), in linear time.
+    code: { regExp: regExpEngine }
   })
   const placeholderCheck: ((schema: unknown, data: unknown) => boolean) & { errors?: Array<Partial<ErrorObject>> } = (
     _schema,
@@ -222,6 +223,9 @@ export const schemaProblem = (prepared: JsonSchema): string | undefined => {
     ]
     const bad = patterns.find((pattern) => !isRegex(pattern))
     if (bad !== undefined) return `Invalid schema: ${pythonRepr(bad)} is not a 'regex'`
+    // A valid regular expression that RE2 cannot run (lookaround, backreferences), or a huge one.
+    const unsupported = patterns.map(patternProblem).find((problem) => problem !== undefined)
+    if (unsupported !== undefined) return `Invalid schema: ${unsupported}`
   }
   return undefined
 }

@@ -96,7 +96,8 @@ describe("hostile label patterns", () => {
               return sent.ms
             })
           )
-          expect(posted).toBeLessThan(1000)
+          // A backtracking matcher took minutes here; the margin is for a machine busy with other tests.
+          expect(posted).toBeLessThan(3000)
           expect(slowestHealth).toBeLessThan(1000)
 
           // The live stream sends the event that matches, and not the near misses.
@@ -131,7 +132,7 @@ describe("hostile label patterns", () => {
           const notHostile = yield* filtered({ ...ours, resource: { labels: { "prefect.resource.id": `!${HOSTILE}` } } })
           expect(notHostile.result).toHaveLength(3)
           expect(notHostile.result).not.toContain(full.id)
-          for (const { ms } of [byResource, byRelated, byAny, notHostile]) expect(ms).toBeLessThan(1000)
+          for (const { ms } of [byResource, byRelated, byAny, notHostile]) expect(ms).toBeLessThan(3000)
 
           const health = yield* timed(request("GET", "/health"))
           expect(health.result.status).toBe(200)
