@@ -22,7 +22,10 @@ const strings = Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
  */
 export const LabelPattern = Schema.transformOrFail(
   Schema.String,
-  Schema.declare((value): value is string => typeof value === "string", { identifier: "LabelPattern" }),
+  Schema.declare((value): value is string => typeof value === "string", {
+    identifier: "LabelPattern",
+    arbitrary: () => (fc) => fc.string()
+  }),
   {
     strict: true,
     decode: (pattern, _, ast) =>
