@@ -66,6 +66,13 @@ describe("hostile JSON Schema patterns", () => {
         expect(ok(bulk, 200).results[0]).toMatchObject({ flow_run_id: null, status: "FAILED", error: expect.stringMatching(/^Invalid schema: the pattern/) })
         // Without enforcement the run is created.
         expect((yield* fast(request("POST", `/deployments/${lookahead.id}/create_flow_run`, { body: { parameters: { name: "aaa" }, enforce_parameter_schema: false } }))).status).toBe(201)
+        const enforced = yield* fast(
+          request("POST", "/deployments/", {
+            body: { name: "enforced", flow_id: flowId, enforce_parameter_schema: true, parameters: { name: "aaa" }, parameter_openapi_schema: parameterSchema({ type: "string", pattern: LOOKAHEAD }) }
+          })
+        )
+        expect(enforced.status).toBe(422)
+        expect(enforced.body.detail[0].msg).toMatch(/^Value error, Invalid schema: the pattern/)
         const update = yield* fast(request("PATCH", `/deployments/${lookahead.id}`, { body: { parameters: { name: "aaa" } } }))
         expect(update.status).toBe(422)
         expect(update.body.detail).toMatch(/^Invalid schema: the pattern/)
