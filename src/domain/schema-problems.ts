@@ -11,6 +11,7 @@ import { messageOf, pythonRepr } from "./json-schema.ts"
 import { placeholderOf } from "./parameters.ts"
 import { patternMatches, patternProblem } from "./regex.ts"
 import { isObject } from "./schemas.ts"
+import { trim } from "./strings.ts"
 
 type JsonSchema = Record<string, unknown>
 
@@ -333,7 +334,7 @@ export const problemsOf = (root: JsonSchema, data: unknown, raw: ReadonlyArray<E
     ordered.map(({ error, path }) => {
       const message = wordingOf(error)
       // A missing property's problem is the property's: the first word of the message, unquoted.
-      return { path: error.keyword === "required" ? [...path, message.split(" ")[0]!.replace(/^'+|'+$/g, "")] : path, message }
+      return { path: error.keyword === "required" ? [...path, trim(message.split(" ")[0]!, "'")] : path, message }
     })
   )
 }
