@@ -55,9 +55,9 @@ export const singleWildcards = (pattern: string): number => {
 
 /** The one value an unnegated pattern without wildcards matches. */
 export const exactValue = (glob: Glob): string | undefined =>
-  glob.negated || glob.tokens.some((t) => t.kind !== "char") ? undefined : glob.tokens.map((t) => (t as { char: string }).char).join("")
+  glob.negated || glob.tokens.some((t) => t.kind !== "char") ? undefined : glob.tokens.map((t) => (t.kind === "char" ? t.char : "")).join("")
 
-/** The LIKE pattern (escape character `\`) matching what the glob matches, and whether to negate it. */
+/** The LIKE pattern (escape character `\`) matching what the unnegated glob matches. */
 export const likePattern = (glob: Glob): string =>
   glob.tokens
     .map((t) => (t.kind === "any" ? "%" : t.kind === "one" ? "_" : t.char === "\\" || t.char === "%" || t.char === "_" ? `\\${t.char}` : t.char))
