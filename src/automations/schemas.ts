@@ -11,7 +11,7 @@ import { isObject, JsonObject, strictBody } from "../domain/schemas.ts"
 import { StateType } from "../domain/states.ts"
 import { validateTemplate } from "../domain/templates.ts"
 import { Timestamp } from "../domain/time.ts"
-import { ResourceSpecification } from "../events/filter.ts"
+import { LabelPattern, ResourceSpecification } from "../events/filter.ts"
 import { type Precheck, PrecheckAnnotationId } from "../http/input-checks.ts"
 
 // ----------------------------------------------------------------------------------------------
@@ -55,14 +55,18 @@ export type CompositeTrigger = CompoundTrigger | SequenceTrigger
 const lenient = { parseOptions: { onExcessProperty: "ignore" as const } }
 
 /** Sets of names: kept once each, in the order given. */
-const NameSet = Schema.optionalWith(
-  Schema.transform(Schema.Array(Schema.String), Schema.Array(Schema.String), {
-    strict: true,
-    decode: (names) => [...new Set(names)],
-    encode: (names) => names
-  }),
-  { default: () => [] }
-)
+const setOf = (name: Schema.Schema<string>) =>
+  Schema.optionalWith(
+    Schema.transform(Schema.Array(name), Schema.Array(Schema.String), {
+      strict: true,
+      decode: (names) => [...new Set(names)],
+      encode: (names) => names
+    }),
+    { default: () => [] }
+  )
+const NameSet = setOf(Schema.String)
+/** Event name patterns (`*`, `?`, `!`), matched as resource labels are. */
+const NamePatternSet = setOf(LabelPattern)
 
 const triggerId = Schema.optionalWith(Id, { default: () => crypto.randomUUID() })
 
@@ -76,8 +80,8 @@ const EventTriggerSchema = Schema.Struct({
   match_related: Schema.optionalWith(Schema.Union(ResourceSpecification, Schema.Array(ResourceSpecification)), {
     default: () => ({})
   }),
-  after: NameSet,
-  expect: NameSet,
+  after: NamePatternSet,
+  expect: NamePatternSet,
   for_each: NameSet,
   posture: Schema.Literal("Reactive", "Proactive"),
   threshold: Schema.optionalWith(Schema.Int, { default: () => 1 }),

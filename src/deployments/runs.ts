@@ -30,6 +30,7 @@ type RunProblem =
   | { readonly kind: "hydration"; readonly message: string }
   | { readonly kind: "no-schema" }
   | { readonly kind: "invalid"; readonly message: string }
+  | { readonly kind: "unusable-schema"; readonly message: string }
   | { readonly kind: "no-pool"; readonly queue: string }
   | { readonly kind: "job-variables"; readonly message: string }
   /** The run names an object that does not exist (an infrastructure document, say): nothing was written for it. */
@@ -151,6 +152,9 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             })
           case "invalid":
             return yield* new Conflict({ detail: `Error creating flow run: ${problem.message}` })
+          case "unusable-schema":
+            // As the reference answers a schema it cannot use (circular references).
+            return yield* new ValidationError({ detail: problem.message })
           case "job-variables":
             return yield* new ValidationError({ detail: `Error creating flow run: ${problem.message}` })
           case "no-pool":
@@ -174,6 +178,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           return "Parameter schema enforcement is enabled but deployment has no valid schema."
         case "invalid":
           return `Parameter validation failed: ${problem.message}`
+        case "unusable-schema":
+          return problem.message
         case "no-pool":
           return `Cannot create flow run in work queue ${problem.queue} because deployment is not associated with a work pool.`
         case "job-variables":

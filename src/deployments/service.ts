@@ -128,7 +128,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       // The reference checks parameters at creation only when enforcement is asked for explicitly.
       if (body.enforce_parameter_schema === true && parameterSchema) {
         const problem = parameterSchemaProblem(parameterSchema, body.parameters ?? {}, { partial: true })
-        if (problem?.kind === "invalid") return yield* valueError([], problem.message)
+        if (problem?.kind === "invalid" || problem?.kind === "unusable-schema") return yield* valueError([], problem.message)
       }
       const at = yield* now
       const result = yield* sql.withTransaction(
@@ -299,6 +299,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           })
         }
         if (problem?.kind === "invalid") return yield* new Conflict({ detail: `Error updating deployment: ${problem.message}` })
+        if (problem?.kind === "unusable-schema") return yield* new ValidationError({ detail: problem.message })
       }
       if (body.work_pool_name) {
         const pool = yield* Effect.orDie(pools.readPoolByName(body.work_pool_name))

@@ -4,14 +4,17 @@
  * clients show and match those messages.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
+import { regExpEngine } from "./regex.ts"
 import { isObject } from "./schemas.ts"
 
-// Remote $refs are never fetched: ajv resolves only what the schema itself contains.
-const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false, verbose: true })
+// Remote $refs are never fetched: ajv resolves only what the schema itself contains. Patterns run
+// with RE2 (regex.ts), in linear time.
+const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false, verbose: true, code: { regExp: regExpEngine } })
 
 export type SchemaCheck =
   | { readonly valid: true }
-  | { readonly valid: false; readonly field: string | null; readonly message: string }
+  /** `unusable`: the schema itself cannot be used (it does not compile, or a pattern RE2 cannot run). */
+  | { readonly valid: false; readonly field: string | null; readonly message: string; readonly unusable?: true }
 
 /** A string as Python's repr() prints it: single quotes unless it holds one and no double quote. */
 const pythonString = (value: string): string => {
@@ -151,7 +154,15 @@ export const validatorCache = (ajv: Ajv, max = 256) => {
       validators.set(key, cached)
       return cached
     }
-    const entry = { schema, validate: ajv.compile(schema) }
+    let validate: ValidateFunction
+    try {
+      validate = ajv.compile(schema)
+    } catch (error) {
+      // ajv keeps the schema it failed to compile: each request's copy would stay for ever.
+      ajv.removeSchema(schema)
+      throw error
+    }
+    const entry = { schema, validate }
     validators.set(key, entry)
     if (validators.size > max) {
       const [oldestKey, oldest] = validators.entries().next().value!
@@ -171,7 +182,7 @@ export const checkAgainstSchema = (schema: unknown, value: unknown): SchemaCheck
   try {
     validate = validatorFor(schema as object)
   } catch (cause) {
-    return { valid: false, field: null, message: `Invalid schema: ${(cause as Error).message}` }
+    return { valid: false, field: null, message: `Invalid schema: ${(cause as Error).message}`, unusable: true }
   }
   if (validate(value)) return { valid: true }
   const first = validate.errors?.[0]

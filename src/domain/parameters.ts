@@ -216,6 +216,8 @@ export const referencedVariables = (value: Json): Array<string> => {
 export type SchemaProblem =
   | { readonly kind: "no-schema" }
   | { readonly kind: "invalid"; readonly message: string }
+  /** The schema itself cannot be used ("Invalid schema: …"): a 422, as the reference answers one it cannot use. */
+  | { readonly kind: "unusable-schema"; readonly message: string }
 
 /**
  * Checks parameters against a deployment's schema: `partial` ignores `required` (a deployment may
@@ -228,5 +230,6 @@ export const parameterSchemaProblem = (
 ): SchemaProblem | undefined => {
   if (!isObject(schema)) return { kind: "no-schema" }
   const check = checkParameters(schema, parameters, { ignoreRequired: options.partial })
-  return check.valid ? undefined : { kind: "invalid", message: describeFailure(check) }
+  if (check.valid) return undefined
+  return check.unusable ? { kind: "unusable-schema", message: check.message } : { kind: "invalid", message: describeFailure(check) }
 }

@@ -9,7 +9,9 @@
 import type { ErrorObject } from "ajv"
 import { messageOf, pythonRepr } from "./json-schema.ts"
 import { placeholderOf } from "./parameters.ts"
+import { patternMatches, patternProblem } from "./regex.ts"
 import { isObject } from "./schemas.ts"
+import { trim } from "./strings.ts"
 
 type JsonSchema = Record<string, unknown>
 
@@ -31,7 +33,11 @@ export const PLACEHOLDER = "x-baton-placeholder"
 
 export const asList = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
-/** Whether a pattern compiles (as ajv compiles patterns here: without the `u` flag, the lenient way). */
+/**
+ * Whether a string is a regular expression (JSON Schema's `format: regex`, checked on the schema's
+ * patterns and on values): compiled by JavaScript without the `u` flag, the lenient way, and never
+ * run. Patterns are run with RE2 (regex.ts).
+ */
 export const isRegex = (value: string) => {
   try {
     new RegExp(value)
@@ -40,6 +46,9 @@ export const isRegex = (value: string) => {
     return false
   }
 }
+
+/** Whether RE2 runs the pattern (the validator was compiled with it, so it does). */
+const usable = (pattern: string) => patternProblem(pattern) === undefined
 
 /** Where a schema holds schemas: one, a list of them, or a map of them. */
 const ONE = new Set([
@@ -225,15 +234,14 @@ const routesOf = (root: JsonSchema, data: unknown) => {
         Object.keys(sub).forEach((name, i) => Object.hasOwn(object, name) && visit(sub[name], object[name], child(name), [...here, i]))
       } else if (keyword === "patternProperties" && isObject(sub) && object) {
         Object.keys(sub).forEach((pattern, i) => {
-          if (!isRegex(pattern)) return
-          const re = new RegExp(pattern)
-          Object.keys(object).forEach((name, j) => re.test(name) && visit(sub[pattern], object[name], child(name), [...here, i, j]))
+          if (!usable(pattern)) return
+          Object.keys(object).forEach((name, j) => patternMatches(pattern, name) && visit(sub[pattern], object[name], child(name), [...here, i, j]))
         })
       } else if (keyword === "additionalProperties" && object) {
         const known = isObject(schema.properties) ? schema.properties : {}
-        const patterns = isObject(schema.patternProperties) ? Object.keys(schema.patternProperties).filter(isRegex) : []
+        const patterns = isObject(schema.patternProperties) ? Object.keys(schema.patternProperties).filter(usable) : []
         Object.keys(object).forEach((name, j) => {
-          if (Object.hasOwn(known, name) || patterns.some((p) => new RegExp(p).test(name))) return
+          if (Object.hasOwn(known, name) || patterns.some((p) => patternMatches(p, name))) return
           visit(sub, object[name], child(name), [...here, j])
         })
       } else if (keyword === "prefixItems" && list) {
@@ -326,7 +334,7 @@ export const problemsOf = (root: JsonSchema, data: unknown, raw: ReadonlyArray<E
     ordered.map(({ error, path }) => {
       const message = wordingOf(error)
       // A missing property's problem is the property's: the first word of the message, unquoted.
-      return { path: error.keyword === "required" ? [...path, message.split(" ")[0]!.replace(/^'+|'+$/g, "")] : path, message }
+      return { path: error.keyword === "required" ? [...path, trim(message.split(" ")[0]!, "'")] : path, message }
     })
   )
 }

@@ -10,6 +10,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import { isIPv4, isIPv6 } from "node:net"
 import { pythonRepr, validatorCache } from "./json-schema.ts"
 import { placeholderOf } from "./parameters.ts"
+import { patternProblem, regExpEngine } from "./regex.ts"
 import {
   asList,
   fromOtherSchema,
@@ -93,6 +94,12 @@ export const prepareSchema = (schema: JsonSchema): JsonSchema => {
 // ---------------------------------------------------------------------------------------------
 // The validator
 
+/** A reference without its `#fragment` (by index: `/#.*$/` takes quadratic time on a long ref). */
+const withoutFragment = (ref: string) => {
+  const hash = ref.indexOf("#")
+  return hash === -1 ? ref : ref.slice(0, hash)
+}
+
 /** Stands for a `$ref` that resolves to nothing: reaching it stops the check. */
 const UNRESOLVABLE = "x-baton-unresolvable"
 
@@ -138,8 +145,8 @@ const makeAjv = () => {
     ownProperties: true,
     logger: false,
     formats,
-    // Patterns as plain regular expressions: closer to what Python accepts than with the `u` flag.
-    unicodeRegExp: false
+    // Patterns run with RE2 (regex.ts), in linear time.
+    code: { regExp: regExpEngine }
   })
   const placeholderCheck: ((schema: unknown, data: unknown) => boolean) & { errors?: Array<Partial<ErrorObject>> } = (
     _schema,
@@ -178,7 +185,7 @@ const forAjv = (prepared: JsonSchema, withPlaceholders: boolean): JsonSchema => 
       const local = ref.startsWith("#/") || ref === "#"
       const problem = local
         ? resolve(root, ref) === undefined ? `${pythonRepr(ref.slice(1))} does not exist within ${pythonRepr(prepared)}` : undefined
-        : ref.startsWith("#") || ids.has(ref.replace(/#.*$/, ""))
+        : ref.startsWith("#") || ids.has(withoutFragment(ref))
         ? undefined
         : `Unresolvable: ${ref}`
       if (problem !== undefined) {
@@ -222,6 +229,9 @@ export const schemaProblem = (prepared: JsonSchema): string | undefined => {
     ]
     const bad = patterns.find((pattern) => !isRegex(pattern))
     if (bad !== undefined) return `Invalid schema: ${pythonRepr(bad)} is not a 'regex'`
+    // A valid regular expression that RE2 cannot run (lookaround, backreferences), or a huge one.
+    const unsupported = patterns.map(patternProblem).find((problem) => problem !== undefined)
+    if (unsupported !== undefined) return `Invalid schema: ${unsupported}`
   }
   return undefined
 }

@@ -1,23 +1,45 @@
 /**
  * EventFilter: which events a query, a count or a live stream wants. Every criterion must hold.
- * Label values are globs (`*`, `?`), negated with a leading `!`. Compiled to SQL over `events` and
- * `event_resources`, and matched in memory for live streams.
+ * Label values are patterns (glob.ts: `*`, `?`, a leading `!` negates). Compiled to SQL over `events`
+ * and `event_resources`, and matched in memory for live streams, both through glob.ts.
  */
 import type { Statement } from "@effect/sql"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 import { strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { parseTextQuery } from "../domain/text-search.ts"
 import { Timestamp } from "../domain/time.ts"
+import { exactValue, globMatches, likePattern, MAX_SINGLE_WILDCARDS, parseGlob, singleWildcards } from "./glob.ts"
 import { type ReceivedEvent, type Resource, resourceId, resourceRole } from "./schemas.ts"
 
 const strings = Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
 
-/** Labels and the values (globs, `!` negates) each must match. */
+/**
+ * A label pattern (glob.ts), refused with 422 when it holds more `?` than matching can afford.
+ * Checked on decode only (a stored automation reads back whatever it holds); the decoded side is
+ * declared rather than `Schema.String` so that the 422 gives this reason, not "a valid string".
+ */
+export const LabelPattern = Schema.transformOrFail(
+  Schema.String,
+  Schema.declare((value): value is string => typeof value === "string", {
+    identifier: "LabelPattern",
+    arbitrary: () => (fc) => fc.string()
+  }),
+  {
+    strict: true,
+    decode: (pattern, _, ast) =>
+      singleWildcards(pattern) <= MAX_SINGLE_WILDCARDS
+        ? ParseResult.succeed(pattern)
+        : ParseResult.fail(new ParseResult.Type(ast, pattern, `A pattern may hold at most ${MAX_SINGLE_WILDCARDS} '?' wildcards`)),
+    encode: ParseResult.succeed
+  }
+)
+
+/** Labels and the values (patterns, `!` negates) each must match. */
 export const ResourceSpecification = Schema.Record({
   key: Schema.String,
-  value: Schema.Union(Schema.String, Schema.Array(Schema.String))
+  value: Schema.Union(LabelPattern, Schema.Array(LabelPattern))
 }).annotations({ identifier: "ResourceSpecification" })
 export type ResourceSpecification = typeof ResourceSpecification.Type
 
@@ -93,26 +115,30 @@ export const resolveFilter = (filter: EventFilter | null | undefined, now: Date)
 const asList = <A>(value: A | ReadonlyArray<A> | null | undefined): ReadonlyArray<A> =>
   value === null || value === undefined ? [] : Array.isArray(value) ? (value as ReadonlyArray<A>) : [value as A]
 
+const ROLE = "prefect.resource.role"
+
 const specEntries = (spec: ResourceSpecification): ReadonlyArray<[string, ReadonlyArray<string>]> =>
   Object.entries(spec).map(([label, value]) => [label, typeof value === "string" ? [value] : value])
 
 // ----------------------------------------------------------------------------------------------
 // In memory
 
-const globToRegExp = (glob: string) =>
-  new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s")
-
-/** Whether `value` matches `expected` (a glob; a leading `!` negates); a missing label matches nothing. */
-export const labelMatches = (expected: string, value: string | undefined): boolean => {
-  if (value === undefined) return false
-  const negated = expected.startsWith("!")
-  const matched = globToRegExp(negated ? expected.slice(1) : expected).test(value)
-  return negated ? !matched : matched
-}
+/** Whether `value` matches `expected` (a pattern; a leading `!` negates); a missing label matches nothing. */
+export const labelMatches = globMatches
 
 /** Whether the resource has every label of the specification, each matching one of its values. */
 export const resourceMatches = (spec: ResourceSpecification, resource: Resource): boolean =>
   specEntries(spec).every(([label, values]) => values.some((expected) => labelMatches(expected, resource[label])))
+
+/**
+ * The event's own resource as filters see it: without a role, as it is stored (its role column is
+ * empty), so that a role pattern never matches it, in memory as in SQL.
+ */
+const primary = (resource: Resource): Resource => {
+  if (!(ROLE in resource)) return resource
+  const { [ROLE]: _role, ...rest } = resource
+  return rest
+}
 
 const resourceCriteriaMatch = (criteria: EventAnyResourceFilter, resource: Resource) =>
   (!criteria.id || criteria.id.includes(resourceId(resource))) &&
@@ -143,12 +169,12 @@ export const eventMatches = (filter: ResolvedEventFilter, event: ReceivedEvent):
     if (names.name && !names.name.includes(event.event)) return false
     if (names.exclude_name && names.exclude_name.includes(event.event)) return false
   }
-  if (filter.resource && !resourceCriteriaMatch(filter.resource, event.resource)) return false
+  if (filter.resource && !resourceCriteriaMatch(filter.resource, primary(event.resource))) return false
   for (const related of asList(filter.related)) {
     if (!event.related.some((r) => relatedMatches(related, r))) return false
   }
   for (const any of asList(filter.any_resource)) {
-    if (![event.resource, ...event.related].some((r) => resourceCriteriaMatch(any, r))) return false
+    if (![primary(event.resource), ...event.related].some((r) => resourceCriteriaMatch(any, r))) return false
   }
   if (filter.id?.id && !filter.id.id.includes(event.id)) return false
   if (filter.text && filter.text.query.trim() !== "") {
@@ -166,13 +192,14 @@ export const eventMatches = (filter: ResolvedEventFilter, event: ReceivedEvent):
 
 type Fragment = Statement.Fragment
 
-/** A glob as a LIKE pattern (with `\` escaping LIKE's own wildcards); `!` makes it NOT LIKE. */
+/**
+ * A pattern as LIKE (glob.ts escapes LIKE's own wildcards with `\`); `!` makes it NOT LIKE, which a
+ * missing label (NULL) fails too, as in memory.
+ */
 const like = (sql: SqlClient, column: Fragment, expected: string): Fragment => {
-  const negated = expected.startsWith("!")
-  const pattern = (negated ? expected.slice(1) : expected).replace(/[\\%_*?]/g, (c) =>
-    c === "*" ? "%" : c === "?" ? "_" : `\\${c}`
-  )
-  return negated ? sql`NOT (${column} LIKE ${pattern} ESCAPE '\\')` : sql`${column} LIKE ${pattern} ESCAPE '\\'`
+  const glob = parseGlob(expected)
+  const pattern = likePattern(glob)
+  return glob.negated ? sql`NOT (${column} LIKE ${pattern} ESCAPE '\\')` : sql`${column} LIKE ${pattern} ESCAPE '\\'`
 }
 
 /** Conditions on one event_resources row `r` for a label specification. */
@@ -183,10 +210,12 @@ const labelConditions = (sql: SqlClient, spec: ResourceSpecification): Array<Fra
       label === "prefect.resource.id"
         ? sql`r.resource_id`
         : label === "prefect.resource.role"
-        ? sql`r.resource_role`
+        ? sql`NULLIF(r.resource_role, '')`
         : sql`(r.resource ->> ${label})`
-    return label === "prefect.resource.role" && !values.some((v) => /[*?!]/.test(v))
-      ? sql`r.resource_role = ANY(${values}::text[])`
+    const exact = values.map((v) => exactValue(parseGlob(v)))
+    // Only related resources have a role, never an empty one.
+    return label === "prefect.resource.role" && exact.every((v) => v !== undefined)
+      ? sql`r.resource_role = ANY(${exact.filter((v) => v !== "")}::text[])`
       : sql.or(values.map((value) => like(sql, column, value)))
   })
 
@@ -215,9 +244,7 @@ export const compileEventFilter = (sql: SqlClient, filter: ResolvedEventFilter):
     if (resource.id) where.push(sql`events.resource_id = ANY(${resource.id}::text[])`)
     if (resource.id_prefix) where.push(sql.or(resource.id_prefix.map((p) => sql`starts_with(events.resource_id, ${p})`)))
     if (resource.labels) {
-      const spec = { ...resource.labels }
-      delete spec["prefect.resource.role"]
-      where.push(hasResource(sql, filter, [sql`r.resource_role = ''`, ...labelConditions(sql, spec)]))
+      where.push(hasResource(sql, filter, [sql`r.resource_role = ''`, ...labelConditions(sql, resource.labels)]))
     }
   }
   for (const related of asList(filter.related)) {

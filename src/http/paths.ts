@@ -1,8 +1,9 @@
 /** Path helpers the request edge and its neighbours share. */
+import { trimEnd } from "../domain/strings.ts"
 
 /** "/v2/api/" → "/v2/api"; "" and "/" → "". */
 export const normalizeBasePath = (basePath: string): string => {
-  const trimmed = basePath.trim().replace(/\/+$/, "")
+  const trimmed = trimEnd(basePath.trim(), "/")
   return trimmed === "" ? "" : trimmed.startsWith("/") ? trimmed : `/${trimmed}`
 }
 
@@ -20,7 +21,7 @@ export const stripTrailingSlash = (url: string): string => {
   const q = url.indexOf("?")
   const path = q === -1 ? url : url.slice(0, q)
   if (path.length <= 1 || !path.endsWith("/")) return url
-  return path.replace(/\/+$/, "") + (q === -1 ? "" : url.slice(q))
+  return trimEnd(path, "/") + (q === -1 ? "" : url.slice(q))
 }
 
 /** The path of a request url, without its query. */

@@ -12,6 +12,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Data, Effect, Option } from "effect"
+import { trimEnd } from "../domain/strings.ts"
 import { normalizeBasePath } from "../http/paths.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 import { cacheControlOf, contentTypeOf, isCompressible, isText } from "./files.ts"
@@ -55,7 +56,7 @@ export const normalizeServeBase = (serveBase: string): string => {
   const trimmed = serveBase.trim()
   if (trimmed === "" || trimmed === "/") return "/"
   const withSlash = trimmed.startsWith("/") ? trimmed : `/${trimmed}`
-  return withSlash.replace(/\/+$/, "") || "/"
+  return trimEnd(withSlash, "/") || "/"
 }
 
 /** What replaces the placeholder: the serve base without its trailing slash ("/" → ""). */

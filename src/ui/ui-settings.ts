@@ -6,6 +6,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Option, Redacted } from "effect"
+import { trimEnd } from "../domain/strings.ts"
 import { normalizeBasePath } from "../http/paths.ts"
 import type { SettingsValue } from "../settings/settings.ts"
 import { normalizeServeBase, type UiBundle } from "./bundle.ts"
@@ -67,7 +68,7 @@ export const uiSettingsRoute = (settings: SettingsValue, bundle: Option.Option<U
     paths,
     /** The answer for `pathname` (trailing slash ignored), or undefined when it is no /ui-settings path. */
     answer: (method: string, pathname: string): HttpServerResponse.HttpServerResponse | undefined => {
-      const path = pathname.length > 1 && pathname.endsWith("/") ? pathname.replace(/\/+$/, "") : pathname
+      const path = pathname.length > 1 && pathname.endsWith("/") ? trimEnd(pathname, "/") : pathname
       if (!paths.has(path)) return undefined
       return method === "GET" || method === "HEAD" ? answer : notAllowed
     }

@@ -5,6 +5,7 @@ import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonObject, nullable, ObjectName, strictBody } from "../domain/schemas.ts"
 import { StateType } from "../domain/states.ts"
+import { trim } from "../domain/strings.ts"
 import { Timestamp } from "../domain/time.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { WorkerFilter, WorkPoolFilter, WorkQueueFilter } from "./filter.ts"
@@ -14,7 +15,7 @@ export { WorkerFilter, WorkPoolFilter, WorkQueueFilter }
 
 /** A name that is not blank once quotes and spaces are trimmed, as the reference checks pool names. */
 const NonEmptyishName = ObjectName.pipe(
-  Schema.filter((name) => name.replace(/^['" ]+|['" ]+$/g, "") !== "" || "name cannot be an empty string")
+  Schema.filter((name) => trim(name, `'" `) !== "" || "name cannot be an empty string")
 )
 
 const NonNegativeInt = Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
