@@ -13,6 +13,7 @@ import {
 } from "@effect/platform"
 import { Cause, Effect, Either, Option, Schema } from "effect"
 import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
+import { isTooManyParameters, MAX_STATEMENT_PARAMETERS, type TooManyParameters } from "../database/statements.ts"
 import { API_VERSION } from "../version.ts"
 import {
   BadRequest,
@@ -284,6 +285,16 @@ const refuseContentType = (routes: ReadonlyArray<Route>, request: HttpServerRequ
   )
 }
 
+/** A request whose values (the items of its filters' lists, the rows it writes) need one statement too many parameters. */
+const tooManyValues = (error: TooManyParameters) =>
+  new ValidationError({
+    detail: [{
+      loc: ["body"],
+      type: "value_error",
+      msg: `The request holds too many values for one database statement: it needs ${error.count} parameters, and PostgreSQL takes at most ${MAX_STATEMENT_PARAMETERS}. Send fewer values (shorter lists in the filter), or split the request.`
+    }]
+  })
+
 const isJsonDecodeDefect = (defect: unknown): defect is HttpServerError.RequestError =>
   HttpServerError.isServerError(defect) && defect._tag === "RequestError" && defect.reason === "Decode"
 
@@ -335,6 +346,8 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       )
     }
     if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
+    // Refused before it was sent (../database/statements.ts): the request asked for too many values.
+    if (isTooManyParameters(defect)) return Effect.fail(tooManyValues(defect))
     const unavailable = unavailableAnswer(defect)
     if (Option.isSome(unavailable)) return unavailable.value
     // A value the database refused (out of its column's range, not representable): the request's
