@@ -85,6 +85,7 @@ import { BatonApi } from "./http/api.ts"
 import * as ApiDocs from "./http/docs.ts"
 import { edge } from "./http/edge.ts"
 import { makeNodeServer } from "./http/node-server.ts"
+import { StatementsLive } from "./database/statements.ts"
 import { apiMiddleware } from "./http/middleware.ts"
 import { RunStatesRepo } from "./orchestration/repo.ts"
 import { Transitions } from "./orchestration/transitions.ts"
@@ -226,7 +227,9 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
         Layer.provide(apiMiddleware(api)),
         Layer.provide(csrfMiddleware),
         Layer.provide(ApiDocs.layer({ openApiPath: "/openapi.json", docsPath: "/docs" })),
-        Layer.provide(handlers)
+        Layer.provide(handlers),
+        // Built with it, every request's statements are checked (and echoed).
+        Layer.provide(StatementsLive)
       )
     )
   ).pipe(Layer.provide(UiStatic.Default))
@@ -252,7 +255,7 @@ export const BlocksOnStartLive = Layer.effectDiscard(
 ).pipe(Layer.provide(AreasLive))
 
 /** Every background service, each started when its settings enable it. */
-export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive))
+export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive), Layer.provide(StatementsLive))
 
 /**
  * The API server without its Settings and Database, for programs (and tests) that bring their own;

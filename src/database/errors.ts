@@ -6,6 +6,9 @@ import { Effect } from "effect"
 /** The statement broke a unique constraint (PostgreSQL's unique_violation). */
 export const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
 
+/** The statement named a row that does not exist (PostgreSQL's foreign_key_violation). */
+export const isForeignKeyViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23503"
+
 /** The statement broke a unique or a foreign key constraint: what the reference answers 409 for. */
 export const isIntegrityViolation = (error: unknown) => {
   const code = (error as { cause?: { code?: string } })?.cause?.code

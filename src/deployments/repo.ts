@@ -41,7 +41,8 @@ export interface ScheduleChanges {
 
 const decodeDeployment = Schema.decodeUnknown(Deployment)
 const decodeSchedules = Schema.decodeUnknown(Schema.Array(DeploymentSchedule))
-const encodeSchedule = (schedule: Schedule) => JSON.stringify(Schema.encodeSync(DeploymentSchedule.fields.schedule)(schedule))
+const encodeScheduleValue = Schema.encodeSync(DeploymentSchedule.fields.schedule)
+const encodeSchedule = (schedule: Schedule) => JSON.stringify(encodeScheduleValue(schedule))
 
 export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/DeploymentsRepo", {
   effect: Effect.gen(function* () {
@@ -200,29 +201,41 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
         (rows) => Effect.orDie(decodeSchedules(rows[0]!.schedules))
       )
 
-    /** Stores schedules for a deployment, in order; their ids. */
+    /**
+     * Stores schedules for a deployment; the stored records, in the order given. They are what
+     * this statement inserted: a read of the deployment's schedules afterwards could already see
+     * another request's replacement. One JSON parameter carries every row, however many there are.
+     */
     const createSchedules = Effect.fn("DeploymentsRepo.createSchedules")(function* (
       deploymentId: string,
       schedules: ReadonlyArray<NewSchedule>
     ) {
-      if (schedules.length === 0) return [] as Array<string>
+      if (schedules.length === 0) return [] as ReadonlyArray<DeploymentSchedule>
       const at = yield* now
       const rows = []
       for (const s of schedules) {
         rows.push({
           id: yield* newId,
-          created: at,
-          updated: at,
-          deployment_id: deploymentId,
-          schedule: encodeSchedule(s.schedule),
+          schedule: encodeScheduleValue(s.schedule),
           active: s.active,
           max_scheduled_runs: s.max_scheduled_runs,
-          parameters: JSON.stringify(s.parameters),
+          parameters: s.parameters,
           slug: s.slug
         })
       }
-      yield* sql`INSERT INTO deployment_schedule ${sql.insert(rows)}`
-      return rows.map((r) => r.id)
+      const inserted = yield* sql<{ schedules: unknown }>`
+        WITH inserted AS (
+          INSERT INTO deployment_schedule (id, created, updated, deployment_id, schedule, active, max_scheduled_runs, parameters, slug)
+          SELECT r.id, ${at}::timestamptz, ${at}::timestamptz, ${deploymentId}::uuid, r.schedule, r.active, r.max_scheduled_runs, r.parameters, r.slug
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+            id uuid, schedule jsonb, active boolean, max_scheduled_runs integer, parameters jsonb, slug text)
+          RETURNING *
+        )
+        SELECT coalesce(jsonb_agg(to_jsonb(inserted.*)), '[]'::jsonb) AS schedules FROM inserted
+      `
+      const stored = yield* Effect.orDie(decodeSchedules(inserted[0]!.schedules))
+      const byId = new Map(stored.map((schedule) => [schedule.id, schedule]))
+      return rows.map((row) => byId.get(row.id)!)
     })
 
     const scheduleColumns = (changes: ScheduleChanges) => ({

@@ -18,7 +18,7 @@ import { parameterSchemaProblem, parameterSizeProblem, templateProblem } from ".
 import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
 import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
 import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"
-import { isUniqueViolation } from "../database/errors.ts"
+import { isForeignKeyViolation, isUniqueViolation } from "../database/errors.ts"
 
 export const deploymentNotFound = new NotFound({ detail: "Deployment not found" })
 /** The PATCH and schedule routes say it with a period, as the reference does. */
@@ -177,7 +177,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           return { id, created }
         })
       ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
-      const deployment = (yield* Effect.orDie(repo.read(result.id)))!
+      // Deleted by another request since this one committed: there is nothing to answer with.
+      const deployment = yield* readOrFail(result.id, deploymentNotFound)
       return { deployment, created: result.created }
     })
 
@@ -379,12 +380,12 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       yield* checkScheduleLimits(schedules, [])
       yield* readOrFail(id, deploymentNotFoundDot)
       const at = yield* now
-      const ids = yield* repo.createSchedules(id, newSchedules(schedules, at)).pipe(
+      return yield* repo.createSchedules(id, newSchedules(schedules, at)).pipe(
         Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "Schedule slugs must be unique within a deployment." }))),
+        // The deployment was deleted after it was read.
+        Effect.catchIf(isForeignKeyViolation, () => Effect.fail(deploymentNotFoundDot)),
         Effect.catchTag("SqlError", Effect.die)
       )
-      const stored = yield* Effect.orDie(repo.readSchedules(id))
-      return ids.map((scheduleId) => stored.find((s) => s.id === scheduleId)!)
     })
 
     const updateSchedule = Effect.fn("Deployments.updateSchedule")(function* (id: string, scheduleId: string, body: DeploymentScheduleUpdate) {

@@ -66,8 +66,10 @@ export const Field = {
   text: (column: string): FieldCompiler => (sql, c) => [
     ...Field.oneOf(column, "text")(sql, c),
     ...(c.like_ ? [sql`${col(sql, column)} ILIKE ${"%" + c.like_ + "%"}`] : []),
+    // One array parameter for the whole list, however long (a condition per prefix would need a
+    // parameter each, and PostgreSQL takes at most 65,535 in a statement).
     ...(c.startswith_ != null
-      ? [sql.or((c.startswith_ as ReadonlyArray<string>).map((p) => sql`${col(sql, column)} ILIKE ${p + "%"}`))]
+      ? [sql`${col(sql, column)} ILIKE ANY(${(c.startswith_ as ReadonlyArray<string>).map((p) => p + "%")}::text[])`]
       : [])
   ],
   /** A jsonb array of strings: all_ (contains every one), any_ (contains one), is_null_ (empty). */

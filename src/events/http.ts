@@ -5,13 +5,25 @@ import { BatonApi } from "../http/api.ts"
 import { normalizeBasePath } from "../http/edge.ts"
 import { Forbidden, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
+import { EVENT_PAGE_SIZE } from "./api.ts"
 import { bucketProblem, spans } from "./counting.ts"
 import { EventFilter, resolveFilter, type ResolvedEventFilter } from "./filter.ts"
 import { EventsRepo } from "./repo.ts"
 import { Events } from "./service.ts"
 
+/**
+ * A page token is the query it continues, in the clear as in the reference, so a client can write
+ * one of its own. Only what this server could have issued decodes: a page of at most
+ * EVENT_PAGE_SIZE events, at an offset within the count (a forged page size of millions would
+ * otherwise read that many events into one answer).
+ */
 const PageToken = Schema.parseJson(
-  Schema.Struct({ filter: EventFilter, count: Schema.Int, page_size: Schema.Int, offset: Schema.Int })
+  Schema.Struct({
+    filter: EventFilter,
+    count: Schema.NonNegativeInt,
+    page_size: Schema.Int.pipe(Schema.between(0, EVENT_PAGE_SIZE)),
+    offset: Schema.NonNegativeInt
+  }).pipe(Schema.filter((token) => token.offset <= token.count))
 )
 const encodeToken = Schema.encodeSync(PageToken)
 const decodeToken = Schema.decodeUnknownEither(PageToken)

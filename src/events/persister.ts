@@ -10,6 +10,7 @@
 import { Cause, Chunk, Duration, Effect, Option, Queue, Ref, Schedule } from "effect"
 import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
+import { safeCause } from "../http/log-safe.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
 import { EventsRepo } from "./repo.ts"
@@ -40,7 +41,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
           // the rest of its batch with it: each is written alone, and only the refused one dropped.
           batch.length > 1 && isDataException(Cause.squash(cause))
             ? Effect.forEach(batch, (event) => store([event], retry), { discard: true })
-            : Effect.logError(`Dropped ${batch.length} events that could not be written`, cause)
+            : Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause))
         )
       )
 

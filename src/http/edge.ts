@@ -12,27 +12,32 @@ import { notFound, uiApp } from "../ui/serve.ts"
 import { uiSettingsRoute } from "../ui/ui-settings.ts"
 import { basicAuth } from "./auth.ts"
 import { corsMiddleware } from "./cors.ts"
-import { bodyLimit } from "./limits.ts"
+import { announcesBody, isJsonMediaType, mediaTypeOf } from "./content-type.ts"
+import { bodyLimit, withBody } from "./limits.ts"
+import { safeCause } from "./log-safe.ts"
 import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
 import { unavailableAnswerForCause } from "./unavailable.ts"
 
 export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
 
-const hasEmptyBody = (request: HttpServerRequest.HttpServerRequest) => {
-  const headers = request.headers
-  if (headers["transfer-encoding"] !== undefined) return false
-  const length = headers["content-length"]
-  return length === undefined || length === "0"
+/**
+ * The request as the Api decodes it. A JSON body of a structured type (`application/merge-patch+json`)
+ * is presented as `application/json`, the one the platform reads as JSON. The reference treats a
+ * missing body as an empty one when every body field is optional (filters, counts): a POST, PUT or
+ * PATCH without a body, and without a Content-Type or with a JSON one, is presented as the JSON `{}`.
+ * Other Content-Types are left as they are, for the Api to refuse (./content-type.ts).
+ */
+const presented = (request: HttpServerRequest.HttpServerRequest, url: string) => {
+  const type = mediaTypeOf(request.headers["content-type"])
+  const json = type === undefined || isJsonMediaType(type)
+  const writes = request.method === "POST" || request.method === "PUT" || request.method === "PATCH"
+  const emptyObject = json && writes && !announcesBody(request.headers)
+  const renamed = emptyObject || (json && type !== undefined && type !== "application/json")
+  const headers = renamed ? { ...request.headers, "content-type": "application/json" } : undefined
+  return { request: request.modify(headers === undefined ? { url } : { url, headers }), emptyObject }
 }
 
-/**
- * The reference treats a missing body as an empty one when every body field is optional (filters,
- * counts). Presenting it as an empty form makes the body decode as `{}`.
- */
-const withEmptyBodyAsObject = (request: HttpServerRequest.HttpServerRequest) =>
-  (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") && hasEmptyBody(request)
-    ? { ...request.headers, "content-type": "application/x-www-form-urlencoded" }
-    : undefined
+const EMPTY_OBJECT = Buffer.from("{}")
 
 const internalError = HttpServerResponse.unsafeJson({ exception_message: "Internal Server Error" }, { status: 500 })
 
@@ -63,10 +68,11 @@ export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = 
       // every response), so a UI on another origin can read a 401 or a 413.
       const unauthorized = refusedWithoutCredential(request, url)
       if (unauthorized !== undefined) return unauthorized
-      const headers = withEmptyBodyAsObject(request)
-      const checked = yield* limit.check(request.modify(headers === undefined ? { url } : { url, headers }))
+      const shown = presented(request, url)
+      const checked = yield* limit.check(shown.request)
       if (Either.isLeft(checked)) return checked.left
-      return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, checked.right)
+      const body = shown.emptyObject ? withBody(checked.right, EMPTY_OBJECT) : checked.right
+      return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, body)
     })
     const guarded = routed.pipe(
       Effect.catchAllCause((cause) => {
@@ -80,7 +86,7 @@ export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = 
         // Outside the Api's own mapping too (a middleware's statement), an unavailable database is a 503.
         const unavailable = unavailableAnswerForCause(cause)
         if (Option.isSome(unavailable)) return unavailable.value
-        return Effect.as(Effect.logError("Unexpected failure while handling a request", cause), internalError)
+        return Effect.as(Effect.logError("Unexpected failure while handling a request", safeCause(cause)), internalError)
       })
     )
     return logRequests(cors(guarded))

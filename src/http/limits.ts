@@ -47,7 +47,7 @@ const readAtMost = (source: IncomingMessage, max: number): Effect.Effect<Option.
   })
 
 /** `request` with `body` as its body, already read: every way of reading it answers from `body`. */
-const withBody = (request: HttpServerRequest.HttpServerRequest, body: Buffer): HttpServerRequest.HttpServerRequest => {
+export const withBody = (request: HttpServerRequest.HttpServerRequest, body: Buffer): HttpServerRequest.HttpServerRequest => {
   const decodeError = (cause: unknown) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
   const text = body.toString("utf8")
   const read = <A>(f: () => A) => Effect.try({ try: f, catch: decodeError })

@@ -13,17 +13,22 @@ import {
 } from "@effect/platform"
 import { Cause, Effect, Either, Option, Schema } from "effect"
 import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
+import { isTooManyParameters, MAX_STATEMENT_PARAMETERS, type TooManyParameters } from "../database/statements.ts"
 import { API_VERSION } from "../version.ts"
 import {
   BadRequest,
   type Conflict,
+  errorResponse,
   integrityConflict,
   MethodNotAllowed,
   NotFound,
   ValidationError,
-  type ValidationDetailItem
+  type ValidationDetailItem,
+  ValidationErrorResponse
 } from "./errors.ts"
+import { announcesBody, contentTypeProblem } from "./content-type.ts"
 import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, type Precheck, PrecheckAnnotationId, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
+import { safeError } from "./log-safe.ts"
 import { unavailableAnswer } from "./unavailable.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
@@ -263,6 +268,33 @@ const checkInput = (routes: ReadonlyArray<Route>, request: HttpServerRequest.Htt
     if (items.length > 0) return yield* Effect.fail(new ValidationError({ detail: items }))
   })
 
+/**
+ * The 422 for a body of a Content-Type its endpoint does not decode (./content-type.ts), answered
+ * before the body is read; the connection then closes, so the body never is.
+ */
+const refuseContentType = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) => {
+  const match = matchRoute(routes, request.method, pathnameOf(request.url))
+  const payload = match?.route.endpoint.payloadSchema
+  if (payload === undefined || Option.isNone(payload)) return undefined
+  const problem = contentTypeProblem(request.method, request.headers, payload.value.ast)
+  if (problem === undefined) return undefined
+  return errorResponse(
+    ValidationErrorResponse,
+    new ValidationError({ detail: [problem] }),
+    announcesBody(request.headers) ? { connection: "close" } : {}
+  )
+}
+
+/** A request whose values (the items of its filters' lists, the rows it writes) need one statement too many parameters. */
+const tooManyValues = (error: TooManyParameters) =>
+  new ValidationError({
+    detail: [{
+      loc: ["body"],
+      type: "value_error",
+      msg: `The request holds too many values for one database statement: it needs ${error.count} parameters, and PostgreSQL takes at most ${MAX_STATEMENT_PARAMETERS}. Send fewer values (shorter lists in the filter), or split the request.`
+    }]
+  })
+
 const isJsonDecodeDefect = (defect: unknown): defect is HttpServerError.RequestError =>
   HttpServerError.isServerError(defect) && defect._tag === "RequestError" && defect.reason === "Decode"
 
@@ -314,6 +346,8 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       )
     }
     if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
+    // Refused before it was sent (../database/statements.ts): the request asked for too many values.
+    if (isTooManyParameters(defect)) return Effect.fail(tooManyValues(defect))
     const unavailable = unavailableAnswer(defect)
     if (Option.isSome(unavailable)) return unavailable.value
     // A value the database refused (out of its column's range, not representable): the request's
@@ -321,17 +355,19 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
     if (isDataException(defect)) {
       const message = databaseMessage(defect)
       return Effect.zipRight(
-        Effect.logWarning("The database refused a value of a request", Cause.die(defect)),
+        Effect.logWarning("The database refused a value of a request", Cause.die(safeError(defect))),
         Effect.fail(new ValidationError({ detail: message === undefined ? "Invalid input." : `Invalid input: ${message}` }))
       )
     }
-    return Effect.as(Effect.logError("Unexpected failure while handling a request", Cause.die(defect)), internalError)
+    return Effect.as(Effect.logError("Unexpected failure while handling a request", Cause.die(safeError(defect))), internalError)
   }
 
   const middleware = (app: HttpApp.Default): HttpApp.Default<unknown> =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       yield* checkVersionHeader(request)
+      const refused = refuseContentType(routes, request)
+      if (refused !== undefined) return refused
       // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
       return yield* Effect.zipRight(checkInput(routes, request), app as HttpApp.Default<unknown>).pipe(
         Effect.catchAll((error) => recover(request, error)),

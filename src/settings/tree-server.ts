@@ -115,7 +115,7 @@ export const server = {
     user: S.optionalString("PostgreSQL user."),
     name: S.optionalString("PostgreSQL database name."),
     password: S.secret("PostgreSQL password."),
-    echo: S.boolean(false, "Logs every SQL statement."),
+    echo: S.boolean(false, "Logs the text of every SQL statement, at INFO whatever the log level (never its parameters, which hold request values)."),
     migrate_on_start: S.boolean(true, "Applies pending migrations at start."),
     timeout: S.number(10, "Statement timeout in seconds; on PostgreSQL, a connection with no answer for this plus connection_timeout is dropped.", { min: 0 }),
     connection_timeout: S.number(5, "Seconds a new PostgreSQL connection may take to answer, and GET /ready waits for the database.", { min: 0 })

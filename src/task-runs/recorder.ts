@@ -11,6 +11,7 @@ import { unavailabilityAsFailure } from "../database/errors.ts"
 import { isObject } from "../domain/schemas.ts"
 import { EventBus } from "../events/bus.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
+import { safeCause } from "../http/log-safe.ts"
 import { Settings } from "../settings/settings.ts"
 import { type RecordedTaskRun, TaskRunRecorderRepo } from "./recorder-repo.ts"
 
@@ -85,7 +86,7 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
         ? Effect.void
         : unavailabilityAsFailure(repo.record(runs)).pipe(
           Effect.retry(retries[retry]),
-          Effect.catchAllCause((cause) => Effect.logError(`Dropped ${runs.length} task run events that could not be recorded`, cause))
+          Effect.catchAllCause((cause) => Effect.logError(`Dropped ${runs.length} task run events that could not be recorded`, safeCause(cause)))
         )
       return Effect.zipRight(recorded, ack(events))
     }

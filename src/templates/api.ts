@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { TakesTextAnnotationId } from "../http/content-type.ts"
 
 export const TemplateError = Schema.Struct({ line: Schema.Int, message: Schema.String, source: Schema.String })
 
@@ -20,7 +21,7 @@ export const TemplateBody = Schema.Union(
     decode: () => "" as const,
     encode: () => ({})
   })
-).annotations({ identifier: "Template" })
+).annotations({ identifier: "Template", [TakesTextAnnotationId]: true })
 
 export class TemplatesApi extends HttpApiGroup.make("templates")
   .add(

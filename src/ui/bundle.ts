@@ -4,7 +4,8 @@
  * made with is replaced by `server.ui.serve_base`. The original folder is only read.
  *
  * Every file of the copy is listed once, at start, in a map from its path to what it is served
- * as; a request is answered from that map alone, so nothing outside the copy can be reached.
+ * as; a request is answered from that map alone, so nothing outside the copy can be reached. A
+ * symbolic link in the folder is copied as what it leads to only when that lies inside the folder.
  * Small files are held in memory, larger ones are streamed from the copy.
  */
 import { createHash } from "node:crypto"
@@ -83,6 +84,22 @@ const walk = async (root: string): Promise<Array<string>> => {
   return out.sort()
 }
 
+/**
+ * The copy's filter: whether an entry of the folder whose real path is `root` is copied. Anything
+ * but a symlink is; a symlink is copied as what it leads to only when that lies inside the folder
+ * (and is not a folder holding the link, which would copy for ever). The others are left out, and
+ * listed in `skipped`: a link to /etc/passwd in a UI folder must not serve it.
+ */
+const copiedEntry = (source: string, root: string, skipped: Array<string>) => async (entry: string): Promise<boolean> => {
+  // The folder named by the settings may itself be a link: it is the root, not an escape.
+  if (entry === source || !(await fs.lstat(entry)).isSymbolicLink()) return true
+  const target = await fs.realpath(entry).catch(() => undefined)
+  const within = (dir: string, base: string) => dir === base || dir.startsWith(base + path.sep)
+  if (target !== undefined && within(target, root) && !within(await fs.realpath(path.dirname(entry)), target)) return true
+  skipped.push(path.relative(source, entry))
+  return false
+}
+
 const etagOf = (content: Uint8Array) =>
   `W/"${createHash("sha1").update(content).digest("base64url").slice(0, 22)}-${content.length.toString(16)}"`
 
@@ -151,9 +168,15 @@ const load = (settings: SettingsValue) =>
       ),
       (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }).catch(() => undefined))
     )
-    yield* attempt((error) => `copying ${source} to ${directory} failed: ${messageOf(error)}`, () =>
-      fs.cp(source, directory, { recursive: true, dereference: true })
+    const skipped: Array<string> = []
+    yield* attempt((error) => `copying ${source} to ${directory} failed: ${messageOf(error)}`, async () =>
+      fs.cp(source, directory, { recursive: true, dereference: true, filter: copiedEntry(source, await fs.realpath(source), skipped) })
     )
+    if (skipped.length > 0) {
+      yield* Effect.logWarning(
+        `The UI's symbolic links that lead outside ${source} (or to a folder holding them) are not served: ${skipped.sort().join(", ")}`
+      )
+    }
     const files = yield* attempt((error) => `preparing the UI copy in ${directory} failed: ${messageOf(error)}`, () =>
       indexCopy(directory, placeholderReplacement(base))
     )

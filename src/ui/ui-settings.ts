@@ -25,6 +25,13 @@ export interface UiSettings {
 }
 
 /**
+ * `url` without the credentials of its authority (`https://user:password@host/…` → `https://host/…`):
+ * /ui-settings is answered to anyone, and a browser refuses to fetch a URL that carries them anyway.
+ * The authority runs to its last `@`, as URL parsers read it.
+ */
+export const withoutCredentials = (url: string): string => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1")
+
+/**
  * The answer, in the reference's shape. Baton serves one bundle; server.ui.v2_enabled says whether
  * it is the V2 UI (the reference's default for neutral entry points), which decides its label.
  */
@@ -34,7 +41,7 @@ export const uiSettingsOf = (settings: SettingsValue, bundle: Option.Option<UiBu
   const base = Option.match(bundle, { onNone: () => null, onSome: (b) => b.base })
   const authString = settings.server.api.auth_string
   return {
-    api_url: ui.api_url ?? settings.api.url ?? normalizeBasePath(settings.server.api.base_path),
+    api_url: withoutCredentials(ui.api_url ?? settings.api.url ?? normalizeBasePath(settings.server.api.base_path)),
     csrf_enabled: settings.server.api.csrf_protection_enabled,
     auth: authString !== null && Redacted.value(authString) !== "" ? "BASIC" : null,
     flags: [],

@@ -132,6 +132,31 @@ describe("events", () => {
       })
     )
 
+    it.effect("takes back only page tokens it could have issued: a forged page size or offset is 403", () =>
+      Effect.gen(function* () {
+        const events = yield* Effect.forEach(["a", "b", "c", "d"], (name, i) => makeEvent(`forged.${name}`, 40 + i))
+        yield* post(events)
+        yield* persist
+        const first = ok(yield* request("POST", "/events/filter", { body: { filter: { event: { prefix: ["forged."] } }, limit: 1 } }), 200)
+        const issued = new URL(first.next_page).searchParams.get("page-token")!
+        const token = JSON.parse(Buffer.from(issued, "base64url").toString("utf8"))
+        expect(token).toMatchObject({ count: 4, page_size: 1, offset: 1 })
+        const next = (changes: Record<string, unknown>) =>
+          request("GET", `/events/filter/next?page-token=${Buffer.from(JSON.stringify({ ...token, ...changes })).toString("base64url")}`)
+        // As issued, and rewritten within what could have been issued, a token reads its page.
+        expect(ok(yield* next({}), 200).events).toHaveLength(1)
+        const wider = ok(yield* next({ page_size: 50 }), 200)
+        expect(wider.events.map((e: any) => e.event)).toEqual(["forged.b", "forged.c", "forged.d"])
+        expect(wider.next_page).toBe(null)
+        for (const forged of [{ page_size: 51 }, { page_size: 10_000_000 }, { page_size: -1 }, { offset: -1 }, { offset: 5 }, { count: -1 }, { page_size: 1.5 }]) {
+          const answer = yield* next(forged)
+          expect(answer.status, JSON.stringify(forged)).toBe(403)
+          expect(answer.body).toEqual({ detail: "Forbidden" })
+        }
+        expect((yield* request("GET", "/health")).status).toBe(200)
+      })
+    )
+
     it.effect("filters by name, resource, labels (globs, negation), related, any resource, id, text and time", () =>
       Effect.gen(function* () {
         const flowRun = (id: string, state: string, tags: Array<string>, secondsAgo: number) =>
