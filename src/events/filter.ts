@@ -193,14 +193,23 @@ export const eventMatches = (filter: ResolvedEventFilter, event: ReceivedEvent):
 type Fragment = Statement.Fragment
 
 /**
- * A pattern as LIKE (glob.ts escapes LIKE's own wildcards with `\`); `!` makes it NOT LIKE, which a
- * missing label (NULL) fails too, as in memory.
+ * Patterns as one condition: the column is LIKE one of the patterns (glob.ts escapes LIKE's own
+ * wildcards with `\`, LIKE's default escape character), or NOT LIKE one of the negated ones, which a
+ * missing label (NULL) fails too, as in memory. Each list is one array parameter however long it is
+ * (a condition per pattern would need a parameter each, and nest one `OR` per pattern).
  */
-const like = (sql: SqlClient, column: Fragment, expected: string): Fragment => {
-  const glob = parseGlob(expected)
-  const pattern = likePattern(glob)
-  return glob.negated ? sql`NOT (${column} LIKE ${pattern} ESCAPE '\\')` : sql`${column} LIKE ${pattern} ESCAPE '\\'`
+const likeAny = (sql: SqlClient, column: Fragment, expected: ReadonlyArray<string>): Fragment => {
+  const globs = expected.map(parseGlob)
+  const positive = globs.filter((g) => !g.negated).map(likePattern)
+  const negated = globs.filter((g) => g.negated).map(likePattern)
+  if (negated.length === 0) return sql`${column} LIKE ANY(${positive}::text[])`
+  if (positive.length === 0) return sql`NOT (${column} LIKE ALL(${negated}::text[]))`
+  return sql`(${column} LIKE ANY(${positive}::text[]) OR NOT (${column} LIKE ALL(${negated}::text[])))`
 }
+
+/** The column starts with one of `prefixes` (one array parameter). */
+const startsWithAny = (sql: SqlClient, column: Fragment, prefixes: ReadonlyArray<string>): Fragment =>
+  sql`EXISTS (SELECT 1 FROM unnest(${prefixes}::text[]) AS p(prefix) WHERE starts_with(${column}, p.prefix))`
 
 /** Conditions on one event_resources row `r` for a label specification. */
 const labelConditions = (sql: SqlClient, spec: ResourceSpecification): Array<Fragment> =>
@@ -216,7 +225,7 @@ const labelConditions = (sql: SqlClient, spec: ResourceSpecification): Array<Fra
     // Only related resources have a role, never an empty one.
     return label === "prefect.resource.role" && exact.every((v) => v !== undefined)
       ? sql`r.resource_role = ANY(${exact.filter((v) => v !== "")}::text[])`
-      : sql.or(values.map((value) => like(sql, column, value)))
+      : likeAny(sql, column, values)
   })
 
 /** The event has a resource row, within the filter's window, meeting every one of `conditions`. */
@@ -234,15 +243,15 @@ export const compileEventFilter = (sql: SqlClient, filter: ResolvedEventFilter):
   ]
   const names = filter.event
   if (names) {
-    if (names.prefix) where.push(sql.or(names.prefix.map((p) => sql`starts_with(events.event, ${p})`)))
-    for (const p of names.exclude_prefix ?? []) where.push(sql`NOT starts_with(events.event, ${p})`)
+    if (names.prefix) where.push(startsWithAny(sql, sql`events.event`, names.prefix))
+    if (names.exclude_prefix) where.push(sql`NOT ${startsWithAny(sql, sql`events.event`, names.exclude_prefix)}`)
     if (names.name) where.push(sql`events.event = ANY(${names.name}::text[])`)
     if (names.exclude_name) where.push(sql`NOT (events.event = ANY(${names.exclude_name}::text[]))`)
   }
   const resource = filter.resource
   if (resource) {
     if (resource.id) where.push(sql`events.resource_id = ANY(${resource.id}::text[])`)
-    if (resource.id_prefix) where.push(sql.or(resource.id_prefix.map((p) => sql`starts_with(events.resource_id, ${p})`)))
+    if (resource.id_prefix) where.push(startsWithAny(sql, sql`events.resource_id`, resource.id_prefix))
     if (resource.labels) {
       where.push(hasResource(sql, filter, [sql`r.resource_role = ''`, ...labelConditions(sql, resource.labels)]))
     }
@@ -252,7 +261,10 @@ export const compileEventFilter = (sql: SqlClient, filter: ResolvedEventFilter):
     if (related.id) conditions.push(sql`r.resource_id = ANY(${related.id}::text[])`)
     if (related.role) conditions.push(sql`r.resource_role = ANY(${related.role}::text[])`)
     if (related.resources_in_roles) {
-      conditions.push(sql.or(related.resources_in_roles.map(([id, role]) => sql`(r.resource_id = ${id} AND r.resource_role = ${role})`)))
+      const pairs = related.resources_in_roles
+      conditions.push(
+        sql`(r.resource_id, r.resource_role) IN (SELECT * FROM unnest(${pairs.map(([id]) => id)}::text[], ${pairs.map(([, role]) => role)}::text[]))`
+      )
     }
     if (related.labels) conditions.push(...labelConditions(sql, related.labels))
     if (conditions.length === 0) continue
@@ -263,7 +275,7 @@ export const compileEventFilter = (sql: SqlClient, filter: ResolvedEventFilter):
   for (const any of asList(filter.any_resource)) {
     const conditions: Array<Fragment> = []
     if (any.id) conditions.push(sql`r.resource_id = ANY(${any.id}::text[])`)
-    if (any.id_prefix) conditions.push(sql.or(any.id_prefix.map((p) => sql`starts_with(r.resource_id, ${p})`)))
+    if (any.id_prefix) conditions.push(startsWithAny(sql, sql`r.resource_id`, any.id_prefix))
     if (any.labels) conditions.push(...labelConditions(sql, any.labels))
     if (conditions.length > 0) where.push(hasResource(sql, filter, conditions))
   }

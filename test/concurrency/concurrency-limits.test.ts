@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, layer } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
@@ -13,7 +13,7 @@ const readLimit = (idOrName: string) => Effect.map(request("GET", `/v2/concurren
 const increment = (body: Record<string, unknown>) => request("POST", "/v2/concurrency_limits/increment", { body })
 
 describe("global concurrency limits", () => {
-  it.layer(testServer(), { timeout: 60_000 })((it) => {
+  layer(testServer(), { timeout: 60_000 })((it) => {
     it.effect("creates (201), reads by id or name, filters by name, PATCHes and deletes", () =>
       Effect.gen(function* () {
         const limit = yield* makeLimit({ name: "g-limiter", limit: 42 })
@@ -169,7 +169,7 @@ describe("global concurrency limits", () => {
 })
 
 describe("tag concurrency limits", () => {
-  it.layer(testServer(), { timeout: 60_000 })((it) => {
+  layer(testServer(), { timeout: 60_000 })((it) => {
     it.effect("create or update by tag (201, then 200), read by id and tag, filter, delete", () =>
       Effect.gen(function* () {
         const created = yield* request("POST", "/concurrency_limits/", { body: { tag: "db", concurrency_limit: 42 } })

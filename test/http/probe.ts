@@ -4,6 +4,7 @@
  * as every area's endpoints will use it.
  */
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Schema } from "effect"
 import { BatonApi } from "../../src/http/api.ts"
 import { Conflict, NotFound } from "../../src/http/errors.ts"
@@ -46,6 +47,7 @@ export class ProbeApi extends HttpApiGroup.make("probe")
   .add(HttpApiEndpoint.post("conflict", "/probe/conflict").addSuccess(Schema.Void))
   .add(HttpApiEndpoint.get("boom", "/probe/boom").addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("missing", "/probe/missing/:id").setPath(Schema.Struct({ id: Schema.UUID })))
+  .add(HttpApiEndpoint.get("parameters", "/probe/parameters").setUrlParams(Schema.Struct({ n: Schema.NumberFromString })).addSuccess(Schema.Number))
   .add(
     HttpApiEndpoint.get("slow", "/probe/slow")
       .setUrlParams(Schema.Struct({ ms: Schema.NumberFromString }))
@@ -66,6 +68,12 @@ const ProbeLive = HttpApiBuilder.group(ProbedApi, "probe", (handlers) =>
     .handle("boom", () => Effect.die(new Error("a bug")))
     .handle("missing", () => Effect.fail(new NotFound({ detail: "Item not found" })))
     .handle("slow", ({ urlParams }) => Effect.as(Effect.sleep(urlParams.ms), "done"))
+    // A statement with `n` parameters, as a handler whose values all became parameters would send.
+    .handle("parameters", ({ urlParams }) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.orDie(sql<{ n: number }>`SELECT count(*)::int AS n WHERE 0 IN ${sql.in(Array.from({ length: urlParams.n }, (_, i) => i))}`)
+      ).pipe(Effect.map((rows) => rows[0]!.n))
+    )
 )
 
 export const ProbedHandlers = HttpApiBuilder.api(ProbedApi).pipe(Layer.provide([GroupsLive, ProbeLive]))

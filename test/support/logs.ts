@@ -1,7 +1,7 @@
 /** A test server whose log lines are kept, whole, for a test to read. */
 import { Cause, Layer, List, Logger, LogLevel } from "effect"
 import type { SettingsOverrides } from "../../src/settings/settings.ts"
-import { testServer } from "./server.ts"
+import { testServer, type TestServerOptions } from "./server.ts"
 
 export interface LogLine {
   readonly level: string
@@ -10,9 +10,14 @@ export interface LogLine {
   readonly annotations: Record<string, unknown>
 }
 
-/** A test server with `overrides`, logging at `level` and above into `lines`. */
-export const loggedServer = (lines: Array<LogLine>, overrides: SettingsOverrides = {}, level: LogLevel.LogLevel = LogLevel.Warning) =>
-  testServer({ overrides }).pipe(
+/** A test server with `overrides` (and another Api, if `api`), logging at `level` and above into `lines`. */
+export const loggedServer = (
+  lines: Array<LogLine>,
+  overrides: SettingsOverrides = {},
+  level: LogLevel.LogLevel = LogLevel.Warning,
+  api?: TestServerOptions["api"]
+) =>
+  testServer({ overrides, ...(api ? { api } : {}) }).pipe(
     Layer.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ annotations, cause, logLevel, message }) => {
       const parts = List.isList(message) ? List.toArray(message) : Array.isArray(message) ? message : [message]
       lines.push({

@@ -22,6 +22,12 @@ export interface TestServerOptions {
   }
 }
 
+/**
+ * The server Layer for a test file: `it.layer(testServer(…))((it) => …)`. For a second server in the
+ * same file, use `layer(testServer(…))` (the standalone export of @effect/vitest): after its first
+ * use, @effect/vitest replaces `it.layer` with its nested form, which builds inside the first Layer
+ * and shares its memo map, so a second `it.layer` would be served by the first server.
+ */
 export const testServer = (options: TestServerOptions = {}) =>
   (options.api ? serveApi(options.api.api, options.api.handlers) : ApiLive).pipe(
     Layer.provideMerge(HttpServerLive),
