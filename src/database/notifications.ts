@@ -7,6 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Stream } from "effect"
+import { realClock } from "../domain/time.ts"
 
 /** Whether other processes may share this database (a PostgreSQL server, not the embedded one). */
 export const sharedServer = Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -26,8 +27,9 @@ const MISSED_HEARTBEATS = 3
 /**
  * Hands every payload announced on `channel` to `onPayload` until the connection is taken as lost:
  * every `heartbeatSeconds` the listener notifies itself, and when `MISSED_HEARTBEATS` heartbeats in a
- * row bring nothing back it fails (the caller listens again after its reconnect interval). Missed
- * heartbeats are counted, not timed, so a test clock moving far at once does not look like a loss.
+ * row bring nothing back it fails (the caller listens again after its reconnect interval). The
+ * heartbeats keep real time: a test clock moved hours ahead would otherwise send thousands of them
+ * (each a statement) before the test could go on.
  */
 export const listen = (options: {
   readonly channel: string
@@ -43,7 +45,7 @@ export const listen = (options: {
     })
     const beat = Effect.gen(function* () {
       while (true) {
-        yield* Effect.sleep(Duration.seconds(options.heartbeatSeconds))
+        yield* Effect.withClock(Effect.sleep(Duration.seconds(options.heartbeatSeconds)), realClock)
         if (unanswered >= MISSED_HEARTBEATS) {
           return yield* Effect.fail(new Error(`notifications on ${options.channel} stopped arriving`))
         }

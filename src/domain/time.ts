@@ -26,6 +26,13 @@ export const Timestamp = Schema.transformOrFail(Schema.Date, Schema.DateFromSelf
   arbitrary: () => (fc) => fc.date({ min: EARLIEST, max: LATEST, noInvalidDate: true })
 })
 
+/**
+ * The machine's clock, whatever Clock the program runs with. For what paces a connection or notices
+ * one lost (heartbeats, send spacing): those are about real time, never about the runs' schedule, so
+ * a test clock moved hours ahead must not replay them thousands of times.
+ */
+export const realClock: Clock.Clock = Clock.make()
+
 /** The Clock's current time as a Date, to pass into SQL ("now" never comes from the database). */
 export const now: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 

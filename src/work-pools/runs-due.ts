@@ -8,8 +8,9 @@
  */
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { Chunk, Clock, Deferred, Duration, Effect, Queue, type Scope } from "effect"
+import { Chunk, Deferred, Duration, Effect, Queue, type Scope } from "effect"
 import * as Notifications from "../database/notifications.ts"
+import { realClock } from "../domain/time.ts"
 import { Transitions } from "../orchestration/transitions.ts"
 import { loop } from "../services/runner.ts"
 import { Settings } from "../settings/settings.ts"
@@ -26,7 +27,6 @@ const QUEUES_PER_NOTIFY = 100
  * (not the Clock services read), since it paces the database connection, not the runs' schedule.
  */
 const SEND_SPACING = Duration.millis(50)
-const realClock = Clock.make()
 
 /** A run in the Scheduled state, as far as waiting workers care: its queue and scheduled time. */
 export interface RunDue {
