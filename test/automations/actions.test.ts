@@ -1,87 +1,20 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Schema, TestClock } from "effect"
-import { AutomationActions } from "../../src/automations/actions.ts"
-import type { TriggeredAction } from "../../src/automations/firing.ts"
-import { AutomationsRepo } from "../../src/automations/repo.ts"
-import { ActionSchema } from "../../src/automations/schemas.ts"
-import { EventPersister } from "../../src/events/persister.ts"
+import { Effect, TestClock } from "effect"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
+import { anAutomation, blockDocument, eventAbout, outcome, perform as performAction } from "../support/actions.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { receiver } from "../support/receiver.ts"
 import { request, testServer } from "../support/server.ts"
 
-const decodeAction = Schema.decodeUnknownSync(ActionSchema)
-let counter = 0
-const uuid = (prefix: string) => `${prefix}-0000-4000-8000-${String(++counter).padStart(12, "0")}`
-
-/** A received event about `resource`, related to `related`. */
-const eventAbout = (resource: string, related: Array<Record<string, string>> = [], name = "test.happened"): ReceivedEvent => ({
-  id: uuid("00000000"),
-  occurred: new Date(Date.UTC(2026, 5, 1)),
-  received: new Date(Date.UTC(2026, 5, 1)),
-  event: name,
-  resource: { "prefect.resource.id": resource, "prefect.resource.name": "the resource" },
-  related,
-  payload: {},
-  follows: null
-})
 const relatedTo = (kind: string, id: string) => ({ "prefect.resource.id": `prefect.${kind}.${id}`, "prefect.resource.role": kind })
 
-/** Performs one action of a stored automation (as the triggers service would queue it); its action events. */
+/** Performs one action (with no triggering event unless given) and answers its action events. */
 const perform = (automationId: string, action: Record<string, unknown>, event: ReceivedEvent | null = null, labels: Record<string, string> = {}) =>
-  Effect.gen(function* () {
-    const automation = (yield* (yield* AutomationsRepo).read(automationId))!
-    const at = new Date(yield* Clock.currentTimeMillis)
-    const ta: TriggeredAction = {
-      id: uuid("11111111"),
-      automation,
-      firing: { id: uuid("22222222"), trigger: automation.trigger, trigger_states: ["Triggered"], triggered: at, triggering_labels: labels, triggering_firings: [], triggering_event: event },
-      triggered: at,
-      triggering_labels: labels,
-      triggering_event: event,
-      action: decodeAction(action),
-      action_index: 0,
-      automation_triggered_event_id: null
-    }
-    yield* (yield* AutomationActions).perform(ta)
-    yield* Effect.flatMap(EventPersister, (p) => p.drain)
-    const res = yield* request("POST", "/events/filter", {
-      body: {
-        filter: {
-          event: { prefix: ["prefect.automation.action."] },
-          related: { id: [`prefect.event.${event?.id ?? "none"}`] },
-          resource: { id: [`prefect.automation.${automationId}`] },
-          occurred: { since: "1970-01-01T00:00:00Z" }
-        }
-      }
-    })
-    return ok(res, 200).events as Array<any>
-  })
-
-/** The action's outcome event: executed or failed. */
-const outcome = (events: Array<any>) => {
-  expect(events.map((e) => e.event)).toContain("prefect.automation.action.triggered")
-  return events.find((e) => e.event !== "prefect.automation.action.triggered")!
-}
-
-const anAutomation = (name: string) =>
-  Effect.map(
-    request("POST", "/automations/", { body: { name, trigger: { posture: "Reactive", expect: ["never"] }, actions: [{ type: "do-nothing" }] } }),
-    (res) => ok(res, 201)
-  )
+  performAction(automationId, action, event, labels)
 
 const readDeployment = (id: string) => Effect.map(request("GET", `/deployments/${id}`), (res) => ok(res, 200))
 const readRun = (id: string) => Effect.map(request("GET", `/flow_runs/${id}`), (res) => ok(res, 200))
 const setState = (id: string, state: Record<string, unknown>) => request("POST", `/flow_runs/${id}/set_state`, { body: { state } })
-
-/** A block document of a system block type. */
-const blockDocument = (slug: string, name: string, data: Record<string, unknown>) =>
-  Effect.gen(function* () {
-    ok(yield* request("POST", "/block_types/install_system_block_types"), 200)
-    const type = ok(yield* request("GET", `/block_types/slug/${slug}`), 200)
-    const [schema] = ok(yield* request("POST", "/block_schemas/filter", { body: { block_schemas: { block_type_id: { any_: [type.id] } } } }), 200)
-    return ok(yield* request("POST", "/block_documents/", { body: { name, block_type_id: type.id, block_schema_id: schema.id, data } }), 201)
-  })
 
 describe("automation actions", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {

@@ -6,17 +6,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { trim, trimEnd } from "../../src/domain/strings.ts"
-import { request, type RawResponse, testServer } from "../support/server.ts"
+import { request, testServer } from "../support/server.ts"
+import { stillServing, within } from "../support/timing.ts"
 
 const RUN = 100_000
 
-const fast = <R>(effect: Effect.Effect<RawResponse, never, R>, ms = 3000) =>
-  Effect.gen(function* () {
-    const started = performance.now()
-    const res = yield* effect
-    expect(performance.now() - started).toBeLessThan(ms)
-    return res
-  })
+const fast = within(3000)
 
 describe("trimming", () => {
   it("takes the characters off the ends only, in linear time", () => {
@@ -54,7 +49,7 @@ describe("long runs in requests", () => {
         // Node refuses a request line past its header limit (16 KB) before Baton sees it.
         const url = yield* fast(request("GET", `/${"/".repeat(15_000)}x/`))
         expect(url.status).toBeLessThan(500)
-        expect((yield* fast(request("GET", "/health"), 1000)).status).toBe(200)
+        yield* stillServing
       }))
   })
 })

@@ -7,28 +7,18 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
-import { request, type RawResponse, testServer } from "../support/server.ts"
+import { request, testServer } from "../support/server.ts"
+import { stillServing, within } from "../support/timing.ts"
 
 const EVIL = "^(a+)+$"
 const HOSTILE = `${"a".repeat(30)}!`
 const LOOKAHEAD = "^(?=a)a+$"
 
 /**
- * The request's response, checked to have come quickly: a backtracking engine takes minutes (110 s
- * for one of these); the margin is for a machine busy with other test files.
+ * Requests are checked to answer within 3 s: a backtracking engine takes minutes (110 s for one of
+ * these); the margin is for a machine busy with other test files.
  */
-const fast = <R>(effect: Effect.Effect<RawResponse, never, R>, ms = 3000) =>
-  Effect.gen(function* () {
-    const started = performance.now()
-    const res = yield* effect
-    expect(performance.now() - started).toBeLessThan(ms)
-    return res
-  })
-
-const healthy = Effect.gen(function* () {
-  const res = yield* fast(request("GET", "/health"), 1000)
-  expect(res.status).toBe(200)
-})
+const fast = within(3000)
 
 const parameterSchema = (name: Record<string, unknown>) => ({
   type: "object",
@@ -55,7 +45,7 @@ describe("hostile JSON Schema patterns", () => {
         const matched = yield* run({ parameters: { ["a".repeat(30)]: "x" } })
         expect(matched.status).toBe(409)
         expect(matched.body.detail).toBe(`Error creating flow run: Validation failed for field '${"a".repeat(30)}'. Failure reason: 'x' is not of type 'integer'`)
-        yield* healthy
+        yield* stillServing
 
         // A pattern the reference (Python) would run but RE2 cannot: stored, refused where it is used.
         const lookahead = yield* makeDeployment({ name: "lookahead", flow_id: flowId, parameter_openapi_schema: parameterSchema({ type: "string", pattern: LOOKAHEAD }) })
@@ -76,7 +66,7 @@ describe("hostile JSON Schema patterns", () => {
         const update = yield* fast(request("PATCH", `/deployments/${lookahead.id}`, { body: { parameters: { name: "aaa" } } }))
         expect(update.status).toBe(422)
         expect(update.body.detail).toMatch(/^Invalid schema: the pattern/)
-        yield* healthy
+        yield* stillServing
       }))
 
     it.effect("/ui/schemas/validate answers at once, every problem found; a pattern RE2 cannot run is a 422", () =>
@@ -110,7 +100,7 @@ describe("hostile JSON Schema patterns", () => {
         const long = yield* validate({ type: "string", pattern: "a".repeat(2001) }, {})
         expect(long.status).toBe(422)
         expect(long.body.detail).toMatch(/^Invalid schema: the pattern "a+…" is longer than 2000 characters$/)
-        yield* healthy
+        yield* stillServing
       }))
 
     it.effect("a work pool's job template: its defaults, a deployment's job variables and a run's are checked at once", () =>
@@ -143,7 +133,7 @@ describe("hostile JSON Schema patterns", () => {
         expect(run.status).toBe(422)
         expect(run.body.detail).toBe(`Error creating flow run: Validation failed for field 'image'. Failure reason: '${HOSTILE}' does not match '${EVIL}'`)
         expect((yield* fast(request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { job_variables: { image: "a".repeat(30) } } }))).status).toBe(201)
-        yield* healthy
+        yield* stillServing
       }))
 
     it.effect("a paused run's input schema: resuming answers at once", () =>
@@ -168,7 +158,7 @@ describe("hostile JSON Schema patterns", () => {
         })
         const resumed = yield* fast(request("POST", `/flow_runs/${created.id}/resume`, { body: { run_input: { answer: "aaa" } } }))
         expect(resumed.body).toMatchObject({ status: "ACCEPT", state: { type: "RUNNING" } })
-        yield* healthy
+        yield* stillServing
       }))
   })
 })

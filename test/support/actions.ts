@@ -14,29 +14,34 @@ const decodeAction = Schema.decodeUnknownSync(ActionSchema)
 let counter = 0
 const uuid = (prefix: string) => `${prefix}-0000-4000-8000-${String(++counter).padStart(12, "0")}`
 
-/** A received event about `resource`. */
-export const eventAbout = (resource: string, name = "test.happened"): ReceivedEvent => ({
+/** A received event about `resource`, related to `related`. */
+export const eventAbout = (resource: string, related: Array<Record<string, string>> = [], name = "test.happened"): ReceivedEvent => ({
   id: uuid("00000000"),
   occurred: new Date(Date.UTC(2026, 5, 1)),
   received: new Date(Date.UTC(2026, 5, 1)),
   event: name,
   resource: { "prefect.resource.id": resource, "prefect.resource.name": "the resource" },
-  related: [],
+  related,
   payload: {},
   follows: null
 })
 
 /** Performs one action of a stored automation (as the triggers service would queue it); its action events. */
-export const perform = (automationId: string, action: Record<string, unknown>, event: ReceivedEvent = eventAbout("x")) =>
+export const perform = (
+  automationId: string,
+  action: Record<string, unknown>,
+  event: ReceivedEvent | null = eventAbout("x"),
+  labels: Record<string, string> = {}
+) =>
   Effect.gen(function* () {
     const automation = (yield* (yield* AutomationsRepo).read(automationId))!
     const at = new Date(yield* Clock.currentTimeMillis)
     const ta: TriggeredAction = {
       id: uuid("11111111"),
       automation,
-      firing: { id: uuid("22222222"), trigger: automation.trigger, trigger_states: ["Triggered"], triggered: at, triggering_labels: {}, triggering_firings: [], triggering_event: event },
+      firing: { id: uuid("22222222"), trigger: automation.trigger, trigger_states: ["Triggered"], triggered: at, triggering_labels: labels, triggering_firings: [], triggering_event: event },
       triggered: at,
-      triggering_labels: {},
+      triggering_labels: labels,
       triggering_event: event,
       action: decodeAction(action),
       action_index: 0,
@@ -48,7 +53,7 @@ export const perform = (automationId: string, action: Record<string, unknown>, e
       body: {
         filter: {
           event: { prefix: ["prefect.automation.action."] },
-          related: { id: [`prefect.event.${event.id}`] },
+          related: { id: [`prefect.event.${event?.id ?? "none"}`] },
           resource: { id: [`prefect.automation.${automationId}`] },
           occurred: { since: "1970-01-01T00:00:00Z" }
         }

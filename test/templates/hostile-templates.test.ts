@@ -6,17 +6,14 @@
  * action, quickly, with a message naming the limit, and the server keeps answering.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Layer, Schema, TestClock } from "effect"
-import { AutomationActions } from "../../src/automations/actions.ts"
-import type { TriggeredAction } from "../../src/automations/firing.ts"
-import { AutomationsRepo } from "../../src/automations/repo.ts"
-import { ActionSchema } from "../../src/automations/schemas.ts"
-import { EventPersister } from "../../src/events/persister.ts"
+import { Clock, Effect, Layer, TestClock } from "effect"
 import { runServices } from "../../src/services/runner.ts"
 import { services } from "../../src/services/registry.ts"
+import { blockDocument, outcome, perform as performAction } from "../support/actions.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { receiver } from "../support/receiver.ts"
+import { stillServing, timed } from "../support/timing.ts"
 import { request, testServer } from "../support/server.ts"
 
 const jinja = (template: string) => ({ __prefect_kind: "jinja", template })
@@ -39,77 +36,12 @@ const TOO_LARGE = /more than 1,000,000 characters/
 const TOO_LONG = /Template rendering took more than (500,000 steps|500 ms) \(the limit of the templates of one request or automation action\)\.$/
 const TOO_DEEP = /Template nests expressions or macro calls more than 500 deep\.$/
 
-/** The effect's value and how long it took, in real time. */
-const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    const started = performance.now()
-    const value = yield* effect
-    return { value, ms: performance.now() - started }
-  })
-
-/** The server answers /health, quickly. */
-const healthy = Effect.gen(function* () {
-  const { value, ms } = yield* timed(request("GET", "/health"))
-  expect(value.status).toBe(200)
-  expect(value.body).toBe(true)
-  expect(ms).toBeLessThan(1000)
-})
-
-let counter = 0
-const uuid = (prefix: string) => `${prefix}-0000-4000-8000-${String(++counter).padStart(12, "0")}`
-const decodeAction = Schema.decodeUnknownSync(ActionSchema)
-
-/** Performs one action of a stored automation as the triggers service would; its outcome event. */
+/** Performs one action of a stored automation as the triggers service would, quickly; its outcome event. */
 const perform = (automationId: string, action: Record<string, unknown>) =>
   Effect.gen(function* () {
-    const automation = (yield* (yield* AutomationsRepo).read(automationId))!
-    const at = new Date(yield* Clock.currentTimeMillis)
-    const eventId = uuid("00000000")
-    const event = {
-      id: eventId,
-      occurred: at,
-      received: at,
-      event: "test.happened",
-      resource: { "prefect.resource.id": "test.thing", "prefect.resource.name": "thing" },
-      related: [],
-      payload: {},
-      follows: null
-    }
-    const ta: TriggeredAction = {
-      id: uuid("11111111"),
-      automation,
-      firing: { id: uuid("22222222"), trigger: automation.trigger, trigger_states: ["Triggered"], triggered: at, triggering_labels: {}, triggering_firings: [], triggering_event: event },
-      triggered: at,
-      triggering_labels: {},
-      triggering_event: event,
-      action: decodeAction(action),
-      action_index: 0,
-      automation_triggered_event_id: null
-    }
-    const { ms } = yield* timed((yield* AutomationActions).perform(ta))
+    const { value: events, ms } = yield* timed(performAction(automationId, action))
     expect(ms).toBeLessThan(1000)
-    yield* Effect.flatMap(EventPersister, (p) => p.drain)
-    const res = yield* request("POST", "/events/filter", {
-      body: {
-        filter: {
-          event: { prefix: ["prefect.automation.action.failed", "prefect.automation.action.executed"] },
-          related: { id: [`prefect.event.${eventId}`] },
-          occurred: { since: "1970-01-01T00:00:00Z" }
-        }
-      }
-    })
-    const events = ok(res, 200).events as Array<any>
-    expect(events).toHaveLength(1)
-    return events[0]
-  })
-
-/** A block document of a system block type. */
-const blockDocument = (slug: string, name: string, data: Record<string, unknown>) =>
-  Effect.gen(function* () {
-    ok(yield* request("POST", "/block_types/install_system_block_types"), 200)
-    const type = ok(yield* request("GET", `/block_types/slug/${slug}`), 200)
-    const [schema] = ok(yield* request("POST", "/block_schemas/filter", { body: { block_schemas: { block_type_id: { any_: [type.id] } } } }), 200)
-    return ok(yield* request("POST", "/block_documents/", { body: { name, block_type_id: type.id, block_schema_id: schema.id, data } }), 201)
+    return outcome(events)
   })
 
 describe("hostile templates", () => {
@@ -136,7 +68,7 @@ describe("hostile templates", () => {
           expect(res.body.detail, template).toMatch(/^Error hydrating flow run parameters: Invalid jinja: /)
           expect(res.body.detail.replace("Error hydrating flow run parameters: Invalid jinja: ", ""), template).toMatch(message)
           expect(ms, template).toBeLessThan(1000)
-          yield* healthy
+          yield* stillServing
         }
         // Templates that keep within the limits still render.
         const fine = ok(
@@ -173,7 +105,7 @@ describe("hostile templates", () => {
         // While a request renders for as long as it may, another one waits less than a second.
         const slow = yield* Effect.fork(request("POST", `/deployments/${deployment.id}/create_flow_run`, { body: { parameters: { x: jinja(FAN_OUT) } } }))
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-        yield* healthy
+        yield* stillServing
         expect((yield* slow.await)._tag).toBe("Success")
       }))
 
@@ -205,7 +137,7 @@ describe("hostile templates", () => {
         expect(patched.value.status).toBe(400)
         expect(patched.value.body.detail).toMatch(/^Error hydrating deployment parameters: Invalid jinja: .*more than 1,000,000 characters/)
         expect(patched.ms).toBeLessThan(1000)
-        yield* healthy
+        yield* stillServing
       }))
 
     it.effect("resume input that blows up is refused for that resume, the run staying paused", () =>
@@ -227,7 +159,7 @@ describe("hostile templates", () => {
           expect(res.body.details.reason).toMatch(/^Error hydrating run input: Invalid jinja: /)
           expect(res.body.details.reason).toMatch(message)
           expect(ms).toBeLessThan(1000)
-          yield* healthy
+          yield* stillServing
         }
         const resumed = yield* request("POST", `/flow_runs/${run.id}/resume`, { body: { run_input: { answer: jinja("{{ 'yes' }}") } } })
         expect(resumed.body).toMatchObject({ status: "ACCEPT", state: { type: "RUNNING" } })
@@ -265,7 +197,7 @@ describe("hostile templates", () => {
           expect(failed.payload.reason).toMatch(message)
           expect(failed.payload.template_error).toMatch(message)
           expect(failed.payload.template_source).toBe(template)
-          yield* healthy
+          yield* stillServing
         }
         expect(hook.requests).toHaveLength(0)
 
@@ -278,7 +210,7 @@ describe("hostile templates", () => {
         expect(runDeployment.payload.reason).toMatch(/^Unable to create flow run from deployment: Invalid jinja: .*more than 1,000,000 characters/)
         const stored = yield* perform(automation.id, { type: "run-deployment", deployment_id: deployment.id, parameters: { x: jinja(FAN_OUT) } })
         expect(stored.payload.reason).toMatch(/Template rendering took more than/)
-        yield* healthy
+        yield* stillServing
       })))
 
     it.effect("automations are refused when stored with a template that cannot render", () =>
@@ -332,7 +264,7 @@ describe("hostile templates", () => {
           )
           expect(failed.payload.reason).toMatch(TOO_LARGE)
           yield* eventually(Effect.map(request("GET", `/deployments/${deployment.id}`), (res) => expect(ok(res, 200).paused).toBe(true)), { nudgeClock: true })
-          yield* healthy
+          yield* stillServing
 
           // Still acting on what comes next.
           yield* emit("hostile.later")
