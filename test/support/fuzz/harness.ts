@@ -213,7 +213,8 @@ export const send = (fuzzCase: FuzzCase) =>
         return { status: response.status, text: await response.text() }
       } catch (error) {
         // No answer at all (a reset connection, a hang) is as bad as a 500.
-        return { status: 599, text: `no answer: ${String(error)}` }
+        const cause = (error as { cause?: unknown }).cause
+        return { status: 599, text: `no answer: ${String(error)}${cause === undefined ? "" : ` (${String(cause)})`}` }
       }
     })
   )
