@@ -53,10 +53,17 @@ export class TaskRunRecorderRepo extends Effect.Service<TaskRunRecorderRepo>()("
           // dynamic key: both are unique) keeps its id, and so does the first of a batch.
           const keyOf = (r: { flow_run_id: string | null; task_key: string; dynamic_key: string }) =>
             `${r.flow_run_id ?? ""}|${r.task_key}|${r.dynamic_key}`
+          // Two joins, each the shape of its unique index (NOT DISTINCT FROM would use neither).
           const existing = yield* sql<{ id: string; flow_run_id: string | null; task_key: string; dynamic_key: string }>`
-            SELECT t.id, t.flow_run_id, t.task_key, t.dynamic_key FROM task_run t
-            JOIN jsonb_to_recordset(${JSON.stringify(runs.map((r) => ({ f: r.flow_run_id, k: r.task_key, d: r.dynamic_key })))}::jsonb)
-              AS k(f uuid, k text, d text) ON t.flow_run_id IS NOT DISTINCT FROM k.f AND t.task_key = k.k AND t.dynamic_key = k.d
+            WITH k AS (
+              SELECT * FROM jsonb_to_recordset(${JSON.stringify(runs.map((r) => ({ f: r.flow_run_id, k: r.task_key, d: r.dynamic_key })))}::jsonb)
+                AS k(f uuid, k text, d text)
+            )
+            SELECT t.id, t.flow_run_id, t.task_key, t.dynamic_key
+            FROM task_run t JOIN k ON t.flow_run_id = k.f AND t.task_key = k.k AND t.dynamic_key = k.d
+            UNION ALL
+            SELECT t.id, t.flow_run_id, t.task_key, t.dynamic_key
+            FROM task_run t JOIN k ON k.f IS NULL AND t.flow_run_id IS NULL AND t.task_key = k.k AND t.dynamic_key = k.d
           `
           const idByKey = new Map(existing.map((e) => [keyOf(e), e.id]))
           // The newest state of each run wins the run's row; every state is kept.

@@ -122,7 +122,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
             // The conflicting run committed before this statement went ahead, so this one sees it.
             const existing = yield* sql<{ id: string }>`
               SELECT id FROM task_run
-              WHERE flow_run_id IS NOT DISTINCT FROM ${input.flow_run_id}
+              WHERE ${input.flow_run_id === null ? sql`flow_run_id IS NULL` : sql`flow_run_id = ${input.flow_run_id}`}
                 AND task_key = ${input.task_key} AND dynamic_key = ${input.dynamic_key}
             `
             return { id: existing[0]!.id, created: false, state: null as State | null }
