@@ -208,7 +208,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     const create = Effect.fn("FlowRunsRepo.create")(function* (input: NewFlowRun) {
       const id = yield* newId
       const at = yield* now
-      const plan = yield* states.planFirstState("flow_run", id, input.state, input.empirical_policy, at)
+      const plan = yield* states.planFirstState("flow_run", { id, parent_task_run_id: input.parent_task_run_id }, input.state, input.empirical_policy, at)
       const next = plan.next
       // The run and its first state in one statement; a used idempotency key inserts neither.
       const inserted = yield* sql<{ id: string }>`

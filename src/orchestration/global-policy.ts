@@ -1,7 +1,8 @@
 /**
  * The global bookkeeping every accepted transition applies to its run, whatever the core policy
  * decided (and also for forced transitions): state type and name, start and end times, run count,
- * time spent running, expected and next scheduled start times, the resuming indicator.
+ * time spent running, expected and next scheduled start times, the resuming indicator; and the
+ * runs each stored state names in its details.
  */
 import { isFinal, type StateType } from "../domain/states.ts"
 
@@ -81,6 +82,29 @@ export const applyGlobalPolicy = (
     ...(resuming !== undefined ? { resuming } : {})
   }
 }
+
+/** What a run's states name of it: a task run's flow run, a flow run's parent task run. */
+export interface RunLinks {
+  readonly id: string
+  /** Task runs: the flow run they belong to (null for none). */
+  readonly flow_run_id?: string | null
+  /** Flow runs: the task run that started them as a subflow (null for none). */
+  readonly parent_task_run_id?: string | null
+}
+
+/**
+ * The runs a state of `run` belongs to, set whatever the client sent (the reference's
+ * UpdateStateDetails and UpdateSubflowStateDetails): a task run's states name the task run and its
+ * flow run; a flow run's states name the flow run and, for a subflow, the task run that started it
+ * (otherwise they keep the task run id the client gave).
+ */
+export const stateLinks = (kind: "flow_run" | "task_run", run: RunLinks) =>
+  kind === "task_run"
+    ? { flow_run_id: run.flow_run_id ?? null, task_run_id: run.id }
+    : {
+      flow_run_id: run.id,
+      ...(run.parent_task_run_id !== null && run.parent_task_run_id !== undefined ? { task_run_id: run.parent_task_run_id } : {})
+    }
 
 /**
  * The estimates a run is answered with, at `at`: run time including the current Running stretch,

@@ -11,7 +11,7 @@ import { defaultStateName, type State, StateDetails, type StateCreate, type Stat
 import { LATEST, notAfterLatest, now } from "../domain/time.ts"
 import { ValidationError } from "../http/errors.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
-import { applyGlobalPolicy, type RunClock } from "./global-policy.ts"
+import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
 import { Transitions } from "./transitions.ts"
 
 export type RunKind = "flow_run" | "task_run"
@@ -52,7 +52,7 @@ export const historyBuckets = (options: HistoryWindow) => {
 }
 
 /** The columns every run table has for its state, and its current state joined as JSON. */
-export interface RunStateRow extends Omit<RunClock, "resuming"> {
+export interface RunStateRow extends Omit<RunClock, "resuming">, RunLinks {
   readonly id: string
   readonly state_id: string | null
   readonly empirical_policy: unknown
@@ -179,7 +179,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         ...(kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy),
         ...options.policyAfter
       }
-      const storedDetails = encodeDetails({ ...details, [t.fk]: row.id })
+      const storedDetails = encodeDetails({ ...details, ...stateLinks(kind, row) })
       /** The state's row as a typed select list (it serves in VALUES and in INSERT … SELECT alike). */
       const stateValues = sql`${stateId}::uuid, ${at}::timestamptz, ${at}::timestamptz, ${row.id}::uuid, ${proposed.type}::text,
         ${name}::text, ${timestamp}::timestamptz, ${proposed.message}::text, ${JSON.stringify(proposed.data ?? null)}::jsonb,
@@ -196,16 +196,19 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       return { state, next, finalPolicy, stateValues, stateColumns: sql`id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details` }
     }
 
-    /** A new run's first state, planned before the run's row exists (a fresh run's clock). */
+    /**
+     * A new run's first state, planned before the run's row exists (a fresh run's clock); `links` are
+     * the runs it belongs to (`id` is the new run's).
+     */
     const planFirstState = Effect.fn("RunStatesRepo.planFirstState")(function* (
       kind: RunKind,
-      runId: string,
+      links: RunLinks,
       proposed: RuleState,
       policy: object,
       at: Date
     ) {
       const fresh: RunStateRow = {
-        id: runId,
+        ...links,
         state_id: null,
         empirical_policy: policy,
         state: null,

@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { isIntegrityViolation } from "../database/errors.ts"
 import { generateName } from "../domain/names.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
@@ -21,13 +22,15 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          const result = yield* Effect.orDie(
-            runs.create({
-              ...payload,
-              name: payload.name ?? (yield* generateName),
-              // A task run created without a state starts Pending.
-              state: payload.state ?? { type: "PENDING", name: null, message: null, data: null, state_details: emptyStateDetails }
-            })
+          const result = yield* runs.create({
+            ...payload,
+            name: payload.name ?? (yield* generateName),
+            // A task run created without a state starts Pending.
+            state: payload.state ?? { type: "PENDING", name: null, message: null, data: null, state_details: emptyStateDetails }
+          }).pipe(
+            // A client-chosen id that another task run already has (or a flow run deleted meanwhile).
+            Effect.catchIf(isIntegrityViolation, () => Effect.fail(integrityConflict())),
+            Effect.catchTag("SqlError", Effect.die)
           )
           // A flow run id that names no flow run.
           if (result === undefined) return yield* integrityConflict()

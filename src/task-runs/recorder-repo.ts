@@ -1,7 +1,7 @@
 /**
  * Task runs recorded from the events of client-side orchestration: one upsert of the runs (a newer
- * state wins; a run already known by its flow run, task key and dynamic key keeps its id) and one
- * insert of their states, per batch.
+ * state wins; a run already known by its flow run (or none), task key and dynamic key keeps its id)
+ * and one insert of their states, per batch.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -49,21 +49,30 @@ export class TaskRunRecorderRepo extends Effect.Service<TaskRunRecorderRepo>()("
       const at = yield* now
       yield* sql.withTransaction(
         Effect.gen(function* () {
-          // A run the server already knows by its natural key keeps its id.
-          const keyed = runs.filter((r) => r.flow_run_id !== null)
-          const existing = keyed.length === 0
-            ? []
-            : yield* sql<{ id: string; flow_run_id: string; task_key: string; dynamic_key: string }>`
-                SELECT t.id, t.flow_run_id, t.task_key, t.dynamic_key FROM task_run t
-                JOIN jsonb_to_recordset(${JSON.stringify(keyed.map((r) => ({ f: r.flow_run_id, k: r.task_key, d: r.dynamic_key })))}::jsonb)
-                  AS k(f uuid, k text, d text) ON t.flow_run_id = k.f AND t.task_key = k.k AND t.dynamic_key = k.d
-              `
-          const idByKey = new Map(existing.map((e) => [`${e.flow_run_id}|${e.task_key}|${e.dynamic_key}`, e.id]))
+          // A run the server already knows by its natural key (its flow run, or none, task key and
+          // dynamic key: both are unique) keeps its id, and so does the first of a batch.
+          const keyOf = (r: { flow_run_id: string | null; task_key: string; dynamic_key: string }) =>
+            `${r.flow_run_id ?? ""}|${r.task_key}|${r.dynamic_key}`
+          // Two joins, each the shape of its unique index (NOT DISTINCT FROM would use neither).
+          const existing = yield* sql<{ id: string; flow_run_id: string | null; task_key: string; dynamic_key: string }>`
+            WITH k AS (
+              SELECT * FROM jsonb_to_recordset(${JSON.stringify(runs.map((r) => ({ f: r.flow_run_id, k: r.task_key, d: r.dynamic_key })))}::jsonb)
+                AS k(f uuid, k text, d text)
+            )
+            SELECT t.id, t.flow_run_id, t.task_key, t.dynamic_key
+            FROM task_run t JOIN k ON t.flow_run_id = k.f AND t.task_key = k.k AND t.dynamic_key = k.d
+            UNION ALL
+            SELECT t.id, t.flow_run_id, t.task_key, t.dynamic_key
+            FROM task_run t JOIN k ON k.f IS NULL AND t.flow_run_id IS NULL AND t.task_key = k.k AND t.dynamic_key = k.d
+          `
+          const idByKey = new Map(existing.map((e) => [keyOf(e), e.id]))
           // The newest state of each run wins the run's row; every state is kept.
           const latest = new Map<string, RecordedTaskRun>()
           const states: Array<RecordedTaskRun["state"] & { task_run_id: string }> = []
           for (const run of [...runs].sort((a, b) => a.state.timestamp.getTime() - b.state.timestamp.getTime())) {
-            const id = (run.flow_run_id !== null && idByKey.get(`${run.flow_run_id}|${run.task_key}|${run.dynamic_key}`)) || run.id
+            const key = keyOf(run)
+            const id = idByKey.get(key) ?? run.id
+            idByKey.set(key, id)
             latest.set(id, { ...run, id })
             states.push({ ...run.state, task_run_id: id, state_details: { ...run.state.state_details, task_run_id: id, flow_run_id: run.flow_run_id } })
           }

@@ -80,7 +80,10 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
         return { ...toTaskRun(taskRun, yield* now), flow_run_name: flow_run_name || null }
       })
 
-    /** Creates a task run in its first state; the same flow run, task key and dynamic key return the existing one. */
+    /**
+     * Creates a task run in its first state; the same flow run (or none), task key and dynamic key
+     * return the existing one. Fails with the unique violation when the id belongs to another run.
+     */
     const create = Effect.fn("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
       const id = input.id ?? (yield* newId)
       const at = yield* now
@@ -95,6 +98,11 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
         ...(input.flow_run_id === null ? {} : { "prefect.flow-run.id": input.flow_run_id }),
         ...input.labels
       }
+      // Only the same task (its flow run, or none, task key and dynamic key) is the existing run; an
+      // id taken by another task run is a unique violation the caller answers as a conflict.
+      const sameTask = input.flow_run_id === null
+        ? sql`ON CONFLICT (task_key, dynamic_key) WHERE flow_run_id IS NULL DO NOTHING`
+        : sql`ON CONFLICT (flow_run_id, task_key, dynamic_key) DO NOTHING`
       const result = yield* sql.withTransaction(
         Effect.gen(function* () {
           const inserted = yield* sql<TaskRunRow & { readonly id: string }>`
@@ -107,15 +115,15 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
               ${JSON.stringify(input.empirical_policy)}::jsonb, ${JSON.stringify(input.tags)}::jsonb,
               ${JSON.stringify(labels)}::jsonb, ${JSON.stringify(input.task_inputs)}::jsonb
             )
-            ON CONFLICT DO NOTHING
+            ${sameTask}
             RETURNING *
           `
           if (inserted.length === 0) {
+            // The conflicting run committed before this statement went ahead, so this one sees it.
             const existing = yield* sql<{ id: string }>`
               SELECT id FROM task_run
-              WHERE (flow_run_id = ${input.flow_run_id} AND task_key = ${input.task_key} AND dynamic_key = ${input.dynamic_key})
-                 OR id = ${id}
-              LIMIT 1
+              WHERE ${input.flow_run_id === null ? sql`flow_run_id IS NULL` : sql`flow_run_id = ${input.flow_run_id}`}
+                AND task_key = ${input.task_key} AND dynamic_key = ${input.dynamic_key}
             `
             return { id: existing[0]!.id, created: false, state: null as State | null }
           }

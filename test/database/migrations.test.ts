@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { Migrator, SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { layerFromSettings } from "../../src/database/client.ts"
@@ -66,6 +66,35 @@ describe("migrations", () => {
       expect(yield* Effect.provide(reset, context)).toEqual(expected)
       expect(yield* sql`SELECT * FROM configuration`).toEqual([])
       expect(yield* Effect.provide(migrate, context)).toEqual([])
+    }),
+    60_000
+  )
+
+  it.scoped("task runs without a flow run created twice before their key was unique keep their data; the oldest keeps the key", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const context = yield* Layer.build(database.connect())
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const before = Object.fromEntries(Object.entries(migrations).filter(([key]) => key < "0019"))
+      yield* Effect.provide(Migrator.make({})({ loader: Migrator.fromRecord(before), table: MIGRATIONS_TABLE }), context)
+      const run = (id: number, created: string, dynamicKey = "0") =>
+        sql`INSERT INTO task_run (id, created, updated, name, task_key, dynamic_key)
+            VALUES (${`00000000-0000-4000-8000-00000000000${id}`}, ${created}, ${created}, ${`run-${id}`}, 'k', ${dynamicKey})`
+      yield* run(1, "2026-01-01T00:00:02Z")
+      yield* run(2, "2026-01-01T00:00:01Z")
+      yield* run(3, "2026-01-01T00:00:03Z")
+      yield* run(4, "2026-01-01T00:00:00Z", "1")
+
+      expect(yield* Effect.provide(migrate, context)).toEqual([[19, "task_run_without_flow_run_key"]])
+      const rows = yield* sql<{ name: string; dynamic_key: string }>`SELECT name, dynamic_key FROM task_run ORDER BY name`
+      expect(rows).toEqual([
+        { name: "run-1", dynamic_key: "0:00000000-0000-4000-8000-000000000001" },
+        { name: "run-2", dynamic_key: "0" },
+        { name: "run-3", dynamic_key: "0:00000000-0000-4000-8000-000000000003" },
+        { name: "run-4", dynamic_key: "1" }
+      ])
+      const duplicate = yield* Effect.flip(run(5, "2026-01-01T00:00:04Z"))
+      expect((duplicate.cause as { code?: string }).code).toBe("23505")
     }),
     60_000
   )

@@ -77,5 +77,34 @@ describe("the task run recorder", () => {
         yield* record(event)
         expect(ok(yield* request("GET", `/task_runs/${serverSide}`), 200).flow_run_id).toBeNull()
       }))
+
+    it.effect("a task run without a flow run is the same run as one with its task key and dynamic key", () =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 25, 9, 0, 0))
+        const keys = { task_key: "solo", dynamic_key: "7" }
+        const known = ok(yield* request("POST", "/task_runs/", { body: keys }), 201)
+        // Two ids for the task in one batch, neither the id the server gave it.
+        const [first, second] = [id("88888888"), id("88888888")]
+        yield* record(
+          clientEvent(first, null, { type: "RUNNING", name: "Running" }, "2026-11-25T09:59:01Z", keys),
+          clientEvent(second, null, { type: "COMPLETED", name: "Completed" }, "2026-11-25T09:59:02Z", keys)
+        )
+        expect((yield* request("GET", `/task_runs/${first}`)).status).toBe(404)
+        expect((yield* request("GET", `/task_runs/${second}`)).status).toBe(404)
+        const run = ok(yield* request("GET", `/task_runs/${known.id}`), 200)
+        expect(run).toMatchObject({ flow_run_id: null, ...keys, state: { type: "COMPLETED" } })
+        const states = ok(yield* request("GET", `/task_run_states/?task_run_id=${known.id}`), 200)
+        expect(states.map((s: any) => s.type).sort()).toEqual(["COMPLETED", "PENDING", "RUNNING"])
+
+        // Two new ids for another task in one batch make one run, under the first one's id.
+        const other = { task_key: "solo", dynamic_key: "8" }
+        const [third, fourth] = [id("88888888"), id("88888888")]
+        yield* record(
+          clientEvent(fourth, null, { type: "COMPLETED", name: "Completed" }, "2026-11-25T09:59:04Z", other),
+          clientEvent(third, null, { type: "RUNNING", name: "Running" }, "2026-11-25T09:59:03Z", other)
+        )
+        expect(ok(yield* request("GET", `/task_runs/${third}`), 200)).toMatchObject({ ...other, state: { type: "COMPLETED" } })
+        expect((yield* request("GET", `/task_runs/${fourth}`)).status).toBe(404)
+      }))
   })
 })

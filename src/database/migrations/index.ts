@@ -20,6 +20,7 @@ import m0015 from "./0015_automations.ts"
 import m0016 from "./0016_flow_run_queries.ts"
 import m0017 from "./0017_flow_run_rollup_deltas.ts"
 import m0018 from "./0018_flow_run_rollup_quarters.ts"
+import m0019 from "./0019_task_run_without_flow_run_key.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -39,5 +40,6 @@ export const migrations = {
   "0015_automations": m0015,
   "0016_flow_run_queries": m0016,
   "0017_flow_run_rollup_deltas": m0017,
-  "0018_flow_run_rollup_quarters": m0018
+  "0018_flow_run_rollup_quarters": m0018,
+  "0019_task_run_without_flow_run_key": m0019
 }
