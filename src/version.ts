@@ -3,10 +3,7 @@
 /** Baton's own release. */
 export const BATON_VERSION = "0.1.0"
 
-/**
- * The REST API version (GET /version). A client's `x-service-api-version` header must share its
- * major version.
- */
+/** The REST API version (GET /version). The version header a client sends is checked in ./http/api-version.ts. */
 export const API_VERSION = "0.8.4"
 
 /**

@@ -26,7 +26,7 @@ export const AutomationsLive = HttpApiBuilder.group(BatonApi, "automations", (ha
       .handle("update", ({ path, payload }) => automations.setEnabled(path.id, payload.enabled))
       .handle("delete", ({ path }) => automations.remove(path.id))
       .handle("relatedTo", ({ path }) => Effect.orDie(repo.relatedTo(path.resource_id)))
-      .handle("deleteOwnedBy", ({ path }) => automations.removeOwnedBy(path.resource_id))
+      .handle("deleteOwnedBy", ({ path }) => Effect.as(automations.removeOwnedBy(path.resource_id), null))
       .handle("validateTemplate", ({ payload }) => {
         const problem = validateTemplate(payload)
         return problem === undefined ? Effect.void : Effect.fail(new TemplateInvalid({ error: { ...problem, source: payload } }))

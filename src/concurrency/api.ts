@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { LockedResponse } from "../http/errors.ts"
+import { validatedAfterRouting } from "../http/routes.ts"
 import {
   ConcurrencyLimit,
   ConcurrencyLimitCreate,
@@ -38,8 +39,9 @@ export class ConcurrencyLimitsV2Api extends HttpApiGroup.make("concurrencyLimits
   .add(HttpApiEndpoint.post("decrement", "/decrement").setPayload(DecrementBody).addSuccess(Schema.Array(MinimalConcurrencyLimit)))
   .add(HttpApiEndpoint.post("decrementWithLease", "/decrement-with-lease").setPayload(DecrementWithLeaseBody).addSuccess(Schema.Void))
   .add(
+    // The reference routes any lease id here and validates it after: a malformed one is a 422, not a 404.
     HttpApiEndpoint.post("renewLease", "/leases/:lease_id/renew")
-      .setPath(Schema.Struct({ lease_id: Id }))
+      .setPath(Schema.Struct({ lease_id: validatedAfterRouting(Id) }))
       .setPayload(RenewLeaseBody)
       .addSuccess(Schema.Void)
   )

@@ -8,6 +8,7 @@ import { Effect, Either, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
+import { BlockDocumentsRepo } from "../blocks/documents-repo.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
@@ -49,6 +50,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const flows = yield* FlowsRepo
     const pools = yield* WorkPoolsRepo
     const limits = yield* ConcurrencyLimitsRepo
+    const documents = yield* BlockDocumentsRepo
     const queues = yield* WorkQueueLookup
     const settings = yield* Settings
     const hydration = yield* Hydration
@@ -82,6 +84,20 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
 
     const requireLimit = (id: string | null | undefined) =>
       id ? Effect.flatMap(Effect.orDie(limits.read(id)), (found) => (found === undefined ? Effect.fail(limitNotFound) : Effect.void)) : Effect.void
+
+    /** A block document a created deployment names must exist: the reference's 409, worded for whoever built the deployment elsewhere. */
+    const requireBlockDocument = (kind: "storage" | "infrastructure", id: string | null | undefined) =>
+      id == null
+        ? Effect.void
+        : Effect.flatMap(documents.readRow(id), (found) =>
+          found !== undefined
+            ? Effect.void
+            : Effect.fail(
+              new Conflict({
+                detail:
+                  `Error creating deployment. Could not find ${kind} block with id: ${id}. This usually occurs when applying a deployment specification that was built against a different Prefect database / workspace.`
+              })
+            ))
 
     /**
      * Keeps the deployment's own limit in step with `concurrency_limit`: null deletes the limit it
@@ -144,6 +160,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           }
           yield* requireLimit(body.global_concurrency_limit_id)
           const queue = yield* queues.forDeployment(body)
+          yield* requireBlockDocument("infrastructure", body.infrastructure_document_id)
+          yield* requireBlockDocument("storage", body.storage_document_id)
           const flow = yield* flows.read(body.flow_id)
           if (flow === undefined) return yield* integrityConflict()
           const labels = json({ ...flow.labels, "prefect.flow.id": flow.id, ...body.labels })

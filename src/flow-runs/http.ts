@@ -7,13 +7,15 @@ import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../http/api.ts"
-import { BadRequest, Conflict, integrityConflict, NotFound } from "../http/errors.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
 import { ArtifactsRepo } from "../artifacts/repo.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { WorkQueueLookup } from "../work-pools/service.ts"
+import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
+import { DeploymentsRepo } from "../deployments/repo.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRunResume } from "./resume.ts"
@@ -31,6 +33,7 @@ const flowRunInputNotFound = new NotFound({ detail: "Flow run input not found" }
 export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* FlowRunsRepo
+    const deployments = yield* DeploymentsRepo
     const flows = yield* FlowsRepo
     const taskRuns = yield* TaskRunsRepo
     const settings = yield* Settings
@@ -89,7 +92,18 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
             if (run.state.type !== "SCHEDULED") {
               return yield* new BadRequest({ detail: `Job variables for a flow run in state ${run.state.type} cannot be updated` })
             }
-            return yield* new BadRequest({ detail: "A deployment for the flow run could not be found" })
+            const target = run.deployment_id === null ? undefined : yield* Effect.orDie(deployments.readWithJobTemplate(run.deployment_id))
+            if (target === undefined) return yield* new BadRequest({ detail: "A deployment for the flow run could not be found" })
+            // The run is where job variables end up: over its deployment's, they must satisfy the
+            // pool's template, required ones included. A deployment without a pool has nothing to check.
+            if (target.jobTemplate !== undefined) {
+              const check = checkJobVariables(
+                target.jobTemplate,
+                { ...target.deployment.job_variables, ...payload.job_variables },
+                { ignoreRequired: false }
+              )
+              if (!check.valid) return yield* new ValidationError({ detail: `Error updating flow run: ${describeFailure(check)}` })
+            }
           }
           if (!(yield* Effect.orDie(runs.update(path.id, payload)))) return yield* flowRunNotFound
         })

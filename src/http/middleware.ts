@@ -3,94 +3,38 @@
  * before a handler runs (decoding, routing, malformed JSON) become the reference's answers.
  */
 import {
-  HttpApi,
+  type HttpApi,
   HttpApiBuilder,
-  type HttpApiEndpoint,
   type HttpApp,
   HttpServerError,
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Effect, Either, Option, Schema } from "effect"
+import { Cause, Context, Effect, Either, Option, Schema } from "effect"
 import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
 import { isTooManyParameters, MAX_STATEMENT_PARAMETERS, type TooManyParameters } from "../database/statements.ts"
-import { API_VERSION } from "../version.ts"
 import {
   BadRequest,
   type Conflict,
   errorResponse,
   integrityConflict,
   MethodNotAllowed,
+  MethodNotAllowedResponse,
   NotFound,
   ValidationError,
   type ValidationDetailItem,
   ValidationErrorResponse
 } from "./errors.ts"
+import { Unversioned, VERSION_HEADER, versionHeaderProblem } from "./api-version.ts"
 import { announcesBody, contentTypeProblem } from "./content-type.ts"
 import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, type Precheck, PrecheckAnnotationId, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"
 import { safeError } from "./log-safe.ts"
+import { pathnameOf } from "./paths.ts"
 import { unavailableAnswer } from "./unavailable.ts"
+import { allowedMethods, matchRoute, type Route, type RouteMatch, routesOf } from "./routes.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
-export const VERSION_HEADER = "x-service-api-version"
-
-interface Route {
-  readonly method: string
-  readonly pattern: RegExp
-  readonly params: ReadonlyArray<string>
-  readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-}
-
-/** Every endpoint of the Api as a matcher, used only when a request failed before its handler ran. */
-const routesOf = (api: HttpApi.HttpApi.Any): ReadonlyArray<Route> => {
-  const routes: Array<Route> = []
-  HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
-      const params: Array<string> = []
-      const source = endpoint.path
-        .split("/")
-        .map((segment) => {
-          if (!segment.startsWith(":")) return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-          params.push(segment.slice(1).replace(/\?$/, ""))
-          return "([^/]+)"
-        })
-        .join("/")
-      routes.push({
-        method: endpoint.method,
-        pattern: new RegExp(`^${source}$`),
-        params,
-        endpoint: endpoint as unknown as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-      })
-    }
-  })
-  return routes
-}
-
-const safeDecodeURIComponent = (s: string) => {
-  try {
-    return decodeURIComponent(s)
-  } catch {
-    return s
-  }
-}
-
-const pathnameOf = (url: string) => {
-  const q = url.indexOf("?")
-  return q === -1 ? url : url.slice(0, q)
-}
-
-const matchRoute = (routes: ReadonlyArray<Route>, method: string, pathname: string) => {
-  for (const route of routes) {
-    if (route.method !== method) continue
-    const m = route.pattern.exec(pathname)
-    if (m === null) continue
-    const params: Record<string, string> = {}
-    route.params.forEach((name, i) => (params[name] = safeDecodeURIComponent(m[i + 1]!)))
-    return { route, params }
-  }
-  return undefined
-}
+export { VERSION_HEADER } from "./api-version.ts"
 
 const searchParamsRecord = (url: string): Record<string, string | Array<string>> => {
   // No prototype: a parameter named "constructor" or "__proto__" is a parameter like any other.
@@ -155,26 +99,37 @@ const decodeFailures = (schema: Schema.Schema.Any, input: unknown) =>
   })
 
 /**
- * Decodes path, query and body again, each on its own and reporting every problem, to say where the
- * request went wrong. A path id that is not a UUID matches no route in the reference: 404.
+ * The answer for a path no route of the request's method takes, as the reference's router gives
+ * it: 405 with the methods that do take it (`Allow`), or 404.
  */
-const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) =>
+const routeMiss = (routes: ReadonlyArray<Route>, pathname: string): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound> => {
+  const allowed = allowedMethods(routes, pathname)
+  return allowed.length === 0
+    ? Effect.fail(new NotFound({ detail: "Not Found" }))
+    : Effect.succeed(
+      errorResponse(MethodNotAllowedResponse, new MethodNotAllowed({ detail: "Method Not Allowed" }), { allow: allowed.join(", ") })
+    )
+}
+
+/**
+ * Decodes path, query and body again, each on its own and reporting every problem, to say where the
+ * request went wrong. A request the router gave to a route that does not take its path (an id that
+ * is not a UUID, `/artifacts//latest` read as `/artifacts/latest`) is answered as the reference's
+ * router answers it: 405 or 404.
+ */
+const explainDecodeFailure = (
+  routes: ReadonlyArray<Route>,
+  request: HttpServerRequest.HttpServerRequest
+): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, NotFound | ValidationError> =>
   Effect.gen(function* () {
-    const match = matchRoute(routes, request.method, pathnameOf(request.url))
-    // The router took the path for a route it is not (`/artifacts//latest` read as
-    // `/artifacts/latest`, an id that is not one): nothing is there.
-    if (match === undefined) return Option.some<NotFound | ValidationError>(new NotFound({ detail: "Not Found" }))
+    const pathname = pathnameOf(request.url)
+    const match = matchRoute(routes, request.method, pathname)
+    if (match === undefined) return yield* routeMiss(routes, pathname)
     const { endpoint } = match.route
     const items: Array<ValidationDetailItem> = []
     if (Option.isSome(endpoint.pathSchema)) {
       const issue = decodeFailures(endpoint.pathSchema.value, match.params)
-      if (Option.isSome(issue)) {
-        const pathItems = detailItems("path", issue.value)
-        if (pathItems.some((i) => i.type === "uuid_parsing")) {
-          return Option.some(new NotFound({ detail: "Not Found" }))
-        }
-        items.push(...pathItems)
-      }
+      if (Option.isSome(issue)) items.push(...detailItems("path", issue.value))
     }
     const query = searchParamsRecord(request.url)
     if (Option.isSome(endpoint.urlParamsSchema)) {
@@ -194,29 +149,16 @@ const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerR
         if (Option.isSome(issue)) items.push(...detailItems(hasBody ? "body" : "query", issue.value))
       }
     }
-    return items.length === 0 ? Option.none() : Option.some(new ValidationError({ detail: items }))
+    if (items.length > 0) return yield* new ValidationError({ detail: items })
+    // Nothing found wrong with the request: the caller reports the failure as it was.
+    return undefined
   })
 
-const checkVersionHeader = (request: HttpServerRequest.HttpServerRequest) => {
-  const value = request.headers[VERSION_HEADER]
-  if (value === undefined || value === "") return Effect.void
-  const parts = value.split(".")
-  if (parts.length !== 3 || parts.some((p) => !/^\d+$/.test(p))) {
-    return Effect.fail(
-      new BadRequest({
-        detail: `Invalid ${VERSION_HEADER} header format. Expected header in format 'x.y.z' but received ${value}`
-      })
-    )
-  }
-  const major = API_VERSION.split(".")[0]
-  if (String(Number(parts[0])) !== major) {
-    return Effect.fail(
-      new BadRequest({
-        detail: `The request specified API version ${value} but this server serves API version ${API_VERSION}; the major versions must match.`
-      })
-    )
-  }
-  return Effect.void
+/** The version header of a request for `match` (./api-version.ts): a 400 when it is refused. */
+const checkVersionHeader = (match: RouteMatch | undefined, request: HttpServerRequest.HttpServerRequest) => {
+  if (match === undefined || Context.getOption(match.route.endpoint.annotations, Unversioned)._tag === "Some") return Effect.void
+  const problem = versionHeaderProblem(request.headers[VERSION_HEADER])
+  return problem === undefined ? Effect.void : Effect.fail(new BadRequest({ detail: problem }))
 }
 
 const hasBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH"
@@ -225,12 +167,11 @@ const hasBody = (method: string) => method === "POST" || method === "PUT" || met
  * What the schemas cannot check, checked before the request is decoded: a body nested deeper than
  * the reference's parser goes is a 400 (its answer); a NUL character or an unpaired surrogate in a
  * path parameter, a query value or any string or key of the body is a 422 at that place, as
- * PostgreSQL can store neither. Requests for no known route are left to the router (404/405), and
- * a path parameter that is not even of its type (an id that is not a UUID) to the route's decoding.
+ * PostgreSQL can store neither. Requests no route takes are left to the router (404/405), and a
+ * path parameter that is not of its type to the route's decoding.
  */
-const checkInput = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) =>
+const checkInput = (match: RouteMatch | undefined, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
-    const match = matchRoute(routes, request.method, pathnameOf(request.url))
     if (match === undefined) return
     const { endpoint } = match.route
     const items: Array<ValidationDetailItem> = []
@@ -272,8 +213,7 @@ const checkInput = (routes: ReadonlyArray<Route>, request: HttpServerRequest.Htt
  * The 422 for a body of a Content-Type its endpoint does not decode (./content-type.ts), answered
  * before the body is read; the connection then closes, so the body never is.
  */
-const refuseContentType = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) => {
-  const match = matchRoute(routes, request.method, pathnameOf(request.url))
+const refuseContentType = (match: RouteMatch | undefined, request: HttpServerRequest.HttpServerRequest) => {
   const payload = match?.route.endpoint.payloadSchema
   if (payload === undefined || Option.isNone(payload)) return undefined
   const problem = contentTypeProblem(request.method, request.headers, payload.value.ast)
@@ -317,16 +257,10 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, ApiFailure | unknown> => {
     if (isDecodeError(error)) {
       return Effect.flatMap(explainDecodeFailure(routes, request), (explained) =>
-        Option.isSome(explained) ? Effect.fail(explained.value) : Effect.die(error)
+        explained === undefined ? Effect.die(error) : Effect.succeed(explained)
       )
     }
-    if (isRouteNotFound(error)) {
-      const pathname = pathnameOf(request.url)
-      const otherMethod = routes.some((r) => r.method !== request.method && r.pattern.test(pathname))
-      return otherMethod
-        ? Effect.fail(new MethodNotAllowed({ detail: "Method Not Allowed" }))
-        : Effect.fail(new NotFound({ detail: "Not Found" }))
-    }
+    if (isRouteNotFound(error)) return routeMiss(routes, pathnameOf(request.url))
     const unavailable = unavailableAnswer(error)
     if (Option.isSome(unavailable)) return unavailable.value
     return Effect.fail(error)
@@ -365,11 +299,12 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
   const middleware = (app: HttpApp.Default): HttpApp.Default<unknown> =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      yield* checkVersionHeader(request)
-      const refused = refuseContentType(routes, request)
+      const match = matchRoute(routes, request.method, pathnameOf(request.url))
+      yield* checkVersionHeader(match, request)
+      const refused = refuseContentType(match, request)
       if (refused !== undefined) return refused
       // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
-      return yield* Effect.zipRight(checkInput(routes, request), app as HttpApp.Default<unknown>).pipe(
+      return yield* Effect.zipRight(checkInput(match, request), app as HttpApp.Default<unknown>).pipe(
         Effect.catchAll((error) => recover(request, error)),
         Effect.catchAllDefect(recoverDefect)
       )

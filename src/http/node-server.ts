@@ -1,8 +1,9 @@
 /**
  * The Node HTTP server Baton listens with. Liveness probes (`GET {base}/health`) are answered here,
  * before the Effect router: load balancers and workers call it constantly, and its answer depends on
- * nothing but the process being alive. Anything the Api would treat differently (a version header
- * to check, a CORS origin to match, request logging at DEBUG) still goes through the Api.
+ * nothing but the process being alive (whatever version header it carries, as the Api answers it too).
+ * Anything the Api would treat differently (a CORS origin to match, request logging at DEBUG) still
+ * goes through the Api.
  *
  * The server also bounds what a client can hold: a client gets server.api.headers_timeout to send
  * its headers and server.api.request_read_timeout to send its whole request (then 408 and the
@@ -17,7 +18,6 @@ import type { Duplex } from "node:stream"
 import type { SettingsValue } from "../settings/settings.ts"
 import { ServiceUnavailable, ServiceUnavailableResponse } from "./errors.ts"
 import { normalizeBasePath } from "./paths.ts"
-import { VERSION_HEADER } from "./middleware.ts"
 import { SocketGuard, socketLimits } from "./websocket-guard.ts"
 
 const HEALTH_BODY = "true"
@@ -32,7 +32,6 @@ const livenessAnswer = (settings: SettingsValue, logsRequests: boolean) => {
   const anyOrigin = settings.server.api.cors_allowed_origins.trim() === "*"
   return (request: IncomingMessage, response: ServerResponse): boolean => {
     if (request.method !== "GET" || request.url === undefined || !paths.has(request.url)) return false
-    if (request.headers[VERSION_HEADER] !== undefined) return false
     const origin = request.headers.origin !== undefined
     // A listed origin is named in the answer, and so is any origin of a request with cookies.
     if (origin && (!anyOrigin || request.headers.cookie !== undefined)) return false

@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { Unversioned } from "../http/api-version.ts"
 
 export const ReadyMessage = Schema.Struct({ message: Schema.String })
 
@@ -15,8 +16,9 @@ export const DatabaseNotReadyResponse = Schema.transform(ReadyMessage, Schema.ty
 }).annotations(HttpApiSchema.annotations({ status: 503, identifier: "DatabaseNotReady" }))
 
 export class RootApi extends HttpApiGroup.make("root")
-  .add(HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Boolean))
-  .add(HttpApiEndpoint.get("version", "/version").addSuccess(Schema.String))
+  // The probes answer whatever version the client names, as the reference's do.
+  .add(HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Boolean).annotate(Unversioned, true))
+  .add(HttpApiEndpoint.get("version", "/version").addSuccess(Schema.String).annotate(Unversioned, true))
   .add(HttpApiEndpoint.get("hello", "/hello").addSuccess(Schema.String))
   .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(ReadyMessage).addError(DatabaseNotReadyResponse))
 {}

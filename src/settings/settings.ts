@@ -120,6 +120,7 @@ const derive = (settings: Record<string, any>): Record<string, any> => {
 export const derivedPaths: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
   [["profiles_path"], "profiles.toml"],
   [["server", "memo_store_path"], "memo_store.toml"],
+  [["logging", "config_path"], "logging.yml"],
   [["results", "local_storage_path"], "storage"]
 ]
 

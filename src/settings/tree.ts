@@ -67,7 +67,7 @@ export const tree = {
   },
   logging: {
     level: S.logLevel("INFO", "Default log level of Baton's loggers."),
-    config_path: S.optionalString("Path of a custom logging configuration file."),
+    config_path: S.optionalString("Path of the logging configuration file; defaults to {home}/logging.yml."),
     extra_loggers: S.optionalString("Comma-separated extra loggers to attach run handlers to."),
     log_prints: S.boolean(false, "Print calls inside flows and tasks are sent to the run's logger."),
     colors: S.boolean(true, "Console logs use colors."),

@@ -29,6 +29,8 @@ describe("GET /admin/settings", () => {
         expect(at(res.body, "server.events.retention_period")).toBe("P7D")
         expect(at(res.body, "server.deployment_schedule_max_scheduled_runs")).toBe(50)
         expect(at(res.body, "logging.to_api.batch_size")).toBe(4000000)
+        // A path under home, as the reference's $PREFECT_HOME/logging.yml.
+        expect(at(res.body, "logging.config_path")).toBe(`${at(res.body, "home")}/logging.yml`)
       })
     )
 

@@ -219,6 +219,9 @@ describe("automations", () => {
         yield* step
         const res = yield* request("DELETE", `/automations/owned-by/prefect.deployment.${deployment.id}`)
         expect(res.status).toBe(202)
+        // The reference's declared JSON body: its handler returns nothing, which is `null`.
+        expect(res.headers.get("content-type")).toBe("application/json")
+        expect(res.text).toBe("null")
         expect((yield* request("GET", `/automations/${owned.id}`)).status).toBe(404)
         expect((yield* request("GET", `/automations/${runs.id}`)).status).toBe(200)
       }))

@@ -358,7 +358,7 @@ describe("block documents", () => {
         const flowId = yield* makeFlow("linked-flow")
         const dangling = yield* request("POST", "/deployments/", { body: { name: "d0", flow_id: flowId, storage_document_id: MISSING } })
         expect(dangling.status).toBe(409)
-        expect(dangling.body.detail).toContain("Data integrity conflict")
+        expect(dangling.body.detail).toContain(`Error creating deployment. Could not find storage block with id: ${MISSING}.`)
         const deployment = ok(
           yield* request("POST", "/deployments/", {
             body: { name: "d1", flow_id: flowId, storage_document_id: storage.id, infrastructure_document_id: infrastructure.id }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ok, makeFlow, makeDeployment } from "../support/api.ts"
+import { blockDocument } from "../support/actions.ts"
 import { request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -94,6 +95,42 @@ describe("deployments", () => {
         // Nothing was stored by the refused requests.
         const count = yield* request("POST", "/deployments/count", { body: { flows: { id: { any_: [flowId] } } } })
         expect(count.body).toBe(0)
+      })
+    )
+
+    it.effect("create names block documents that exist: an unknown storage or infrastructure one is the reference's 409", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("dep-blocks")
+        const missing = (kind: string) =>
+          `Error creating deployment. Could not find ${kind} block with id: ${MISSING}. This usually occurs when applying a deployment specification that was built against a different Prefect database / workspace.`
+        const noStorage = yield* request("POST", "/deployments/", { body: { name: "b", flow_id: flowId, storage_document_id: MISSING } })
+        expect(noStorage.status).toBe(409)
+        expect(noStorage.body).toEqual({ detail: missing("storage") })
+        const noInfrastructure = yield* request("POST", "/deployments/", {
+          body: { name: "b", flow_id: flowId, infrastructure_document_id: MISSING, storage_document_id: MISSING }
+        })
+        expect(noInfrastructure.status).toBe(409)
+        // The infrastructure document is looked for first.
+        expect(noInfrastructure.body).toEqual({ detail: missing("infrastructure") })
+        // Refused before anything was written, even the queue it named.
+        const queued = yield* request("POST", "/deployments/", {
+          body: { name: "b", flow_id: flowId, work_queue_name: "dep-blocks-queue", storage_document_id: MISSING }
+        })
+        expect(queued.status).toBe(409)
+        expect((yield* request("POST", "/deployments/count", { body: { flows: { id: { any_: [flowId] } } } })).body).toBe(0)
+        expect((yield* request("GET", "/work_queues/name/dep-blocks-queue")).status).toBe(404)
+
+        const document = yield* blockDocument("secret", "dep-blocks-storage", { value: "s" })
+        const created = yield* request("POST", "/deployments/", {
+          body: { name: "b", flow_id: flowId, storage_document_id: document.id, infrastructure_document_id: document.id }
+        })
+        expect(created.status).toBe(201)
+        expect(created.body).toMatchObject({ storage_document_id: document.id, infrastructure_document_id: document.id })
+        // PATCH has no such check in the reference: the stored link refuses it, the integrity 409.
+        const patched = yield* request("PATCH", `/deployments/${created.body.id}`, { body: { storage_document_id: MISSING } })
+        expect(patched.status).toBe(409)
+        expect(patched.body.detail).toContain("Data integrity conflict")
+        expect((yield* readDeployment(created.body.id)).storage_document_id).toBe(document.id)
       })
     )
 

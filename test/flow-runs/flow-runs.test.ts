@@ -156,6 +156,79 @@ describe("flow runs", () => {
       })
     )
 
+    it.effect("PATCH job_variables of a Scheduled run of a deployment: checked against its pool's template, 204", () =>
+      Effect.gen(function* () {
+        const pool = yield* request("POST", "/work_pools/", {
+          body: {
+            name: "patch-job-vars",
+            type: "docker",
+            base_job_template: {
+              job_configuration: { thing_one: "{{ expected_variable_1 }}", image: "{{ image }}" },
+              variables: {
+                properties: {
+                  expected_variable_1: { title: "expected_variable_1", default: 0, type: "integer" },
+                  image: { type: "string" }
+                },
+                required: ["expected_variable_1", "image"]
+              }
+            }
+          }
+        })
+        expect(pool.status).toBe(201)
+        const flowId = yield* makeFlow("runs-patch-job-vars")
+        const deployment = (yield* request("POST", "/deployments/", {
+          body: { name: "pooled", flow_id: flowId, work_pool_name: "patch-job-vars", job_variables: { image: "base" } }
+        })).body
+        const createRun = (deploymentId: string) =>
+          Effect.map(request("POST", `/deployments/${deploymentId}/create_flow_run`, { body: {} }), (res) => {
+            expect(res.status, JSON.stringify(res.body)).toBe(201)
+            return res.body
+          })
+        const run = yield* createRun(deployment.id)
+        expect(run.state_type).toBe("SCHEDULED")
+        const patch = (id: string, job_variables: unknown) => request("PATCH", `/flow_runs/${id}`, { body: { job_variables } })
+
+        const valid = yield* patch(run.id, { expected_variable_1: 100 })
+        expect(valid.status).toBe(204)
+        expect((yield* request("GET", `/flow_runs/${run.id}`)).body.job_variables).toEqual({ expected_variable_1: 100 })
+
+        const wrongType = yield* patch(run.id, { expected_variable_1: "this_should_be_an_int" })
+        expect(wrongType.status).toBe(422)
+        expect(wrongType.body).toEqual({
+          detail:
+            "Error updating flow run: Validation failed for field 'expected_variable_1'. Failure reason: 'this_should_be_an_int' is not of type 'integer'"
+        })
+        // Refused: the run keeps what it had.
+        expect((yield* request("GET", `/flow_runs/${run.id}`)).body.job_variables).toEqual({ expected_variable_1: 100 })
+
+        // Required variables count here, the run being where they end up: the deployment's image filled one above.
+        const imageless = (yield* request("POST", "/deployments/", { body: { name: "no-image", flow_id: flowId, work_pool_name: "patch-job-vars" } })).body
+        const bare = yield* makeRun({ flow_id: flowId, deployment_id: imageless.id, state: { type: "SCHEDULED" } })
+        const missing = yield* patch(bare.id, {})
+        expect(missing.status).toBe(422)
+        expect(missing.body).toEqual({ detail: "Error updating flow run: Validation failed. Failure reason: 'image' is a required property" })
+        expect((yield* patch(bare.id, { image: "mine" })).status).toBe(204)
+
+        // A deployment without a pool has no template to check against.
+        const poolless = (yield* request("POST", "/deployments/", { body: { name: "poolless", flow_id: flowId } })).body
+        const free = yield* createRun(poolless.id)
+        expect((yield* patch(free.id, { anything: ["goes"] })).status).toBe(204)
+        expect((yield* request("GET", `/flow_runs/${free.id}`)).body.job_variables).toEqual({ anything: ["goes"] })
+
+        // A run of no deployment cannot take job variables.
+        const loose = yield* makeRun({ flow_id: flowId, state: { type: "SCHEDULED" } })
+        const noDeployment = yield* patch(loose.id, { cpu: 1 })
+        expect(noDeployment.status).toBe(400)
+        expect(noDeployment.body).toEqual({ detail: "A deployment for the flow run could not be found" })
+        // Nor does a run that is no longer Scheduled.
+        expect((yield* request("POST", `/flow_runs/${free.id}/set_state`, { body: { state: { type: "PENDING" } } })).status).toBe(201)
+        const pending = yield* patch(free.id, { cpu: 1 })
+        expect(pending.status).toBe(400)
+        expect(pending.body).toEqual({ detail: "Job variables for a flow run in state PENDING cannot be updated" })
+        expect((yield* patch(MISSING, { cpu: 1 })).body).toEqual({ detail: "Flow run not found" })
+      })
+    )
+
     it.effect("deletes a run with 204, then it is gone", () =>
       Effect.gen(function* () {
         const run = yield* makeRun({ flow_id: yield* makeFlow("runs-delete") })

@@ -189,25 +189,36 @@ describe("HTTP conventions", () => {
         const wrongMethod = yield* request("POST", "/health")
         expect(wrongMethod.status).toBe(405)
         expect(wrongMethod.body).toEqual({ detail: "Method Not Allowed" })
+        expect(wrongMethod.headers.get("allow")).toBe("GET")
         const outside = yield* request("GET", "/health", { fromRoot: true })
         expect(outside.status).toBe(404)
         expect(outside.body).toEqual({ detail: "Not Found" })
       })
     )
 
-    it.effect("accepts a version header of the same major version and rejects others with 400", () =>
+    it.effect("accepts a version header at or above 0.8.0 and refuses an older or malformed one with the reference's 400", () =>
       Effect.gen(function* () {
-        const same = yield* request("GET", "/hello", { headers: { "x-service-api-version": API_VERSION } })
-        expect(same.status).toBe(200)
-        const otherMinor = yield* request("GET", "/hello", { headers: { "x-service-api-version": "0.99.0" } })
-        expect(otherMinor.status).toBe(200)
-        const otherMajor = yield* request("GET", "/hello", { headers: { "x-service-api-version": "1.0.0" } })
-        expect(otherMajor.status).toBe(400)
-        expectDetailOnly(otherMajor.body)
-        expect(otherMajor.body.detail).toContain("1.0.0")
-        const malformed = yield* request("GET", "/hello", { headers: { "x-service-api-version": "latest" } })
-        expect(malformed.status).toBe(400)
-        expect(malformed.body.detail).toContain("x.y.z")
+        const version = (value: string) => request("GET", "/hello", { headers: { "x-service-api-version": value } })
+        // No upper bound and no major-version rule: any x.y.z from 0.8.0 on; Python's int() reads each part.
+        for (const accepted of [API_VERSION, "0.8.0", "0.99.0", "1.0.0", "3.7.12", "0.08.0", "+1.0.0", "1. 0.0", "1_0.0.0", "99999999999999999999.0.0"]) {
+          const res = yield* version(accepted)
+          expect([accepted, res.status]).toEqual([accepted, 200])
+        }
+        for (const outdated of ["0.7.9", "0.0.0", "-1.0.0"]) {
+          const res = yield* version(outdated)
+          expect(res.status).toBe(400)
+          expectDetailOnly(res.body)
+          expect(res.body.detail).toBe(`The request specified API version ${outdated} but this server requires version 0.8.0 or higher.`)
+        }
+        for (const malformed of ["latest", "1.0", "1.0.0.0", "1..0", "1.0.x", "1.0.0-rc1", "v1.0.0", "1__0.0.0"]) {
+          const res = yield* version(malformed)
+          expect(res.status).toBe(400)
+          expect(res.body.detail).toBe(
+            `Invalid X-SERVICE-API-VERSION header format.Expected header in format 'x.y.z' but received ${malformed}`
+          )
+        }
+        // Checked by the routes, as the reference's dependency: an unknown path is still a 404.
+        expect((yield* request("GET", "/no/such/route", { headers: { "x-service-api-version": "latest" } })).status).toBe(404)
       })
     )
 

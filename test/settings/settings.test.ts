@@ -59,7 +59,6 @@ describe("settings defaults", () => {
     ["flows.default_retry_delay_seconds", 0],
     ["internal.logging_level", "ERROR"],
     ["logging.level", "INFO"],
-    ["logging.config_path", null],
     ["logging.log_prints", false],
     ["logging.colors", true],
     ["logging.to_api.enabled", true],
@@ -410,6 +409,7 @@ describe("home and derived paths", () => {
       expect(settings.profiles_path).toBe(path.join(home, "profiles.toml"))
       expect(settings.server.memo_store_path).toBe(path.join(home, "memo_store.toml"))
       expect(settings.results.local_storage_path).toBe(path.join(home, "storage"))
+      expect(settings.logging.config_path).toBe(path.join(home, "logging.yml"))
     })
   )
 
@@ -420,13 +420,15 @@ describe("home and derived paths", () => {
       expect(settings.home).toBe(home)
       expect(settings.profiles_path).toBe(path.join(home, "profiles.toml"))
       expect(settings.results.local_storage_path).toBe(path.join(home, "storage"))
+      expect(settings.logging.config_path).toBe(path.join(home, "logging.yml"))
     })
   )
 
   it.effect("keep a path set explicitly, expanding ~", () =>
     Effect.gen(function* () {
-      const settings = yield* load({ BATON_HOME: "/srv/baton", BATON_PROFILES_PATH: "~/profiles.toml" })
+      const settings = yield* load({ BATON_HOME: "/srv/baton", BATON_PROFILES_PATH: "~/profiles.toml", BATON_LOGGING_CONFIG_PATH: "/etc/baton/logging.yml" })
       expect(settings.home).toBe("/srv/baton")
+      expect(settings.logging.config_path).toBe("/etc/baton/logging.yml")
       expect(settings.profiles_path).toBe(path.join(os.homedir(), "profiles.toml"))
       expect(settings.server.memo_store_path).toBe(path.join("/srv/baton", "memo_store.toml"))
     })
