@@ -5,6 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Schema } from "effect"
+import * as http from "node:http"
 import { ok } from "../api.ts"
 import { apiUrl, request } from "../server.ts"
 import { queryPairs, wireSamples } from "./arbitraries.ts"
@@ -197,25 +198,39 @@ export interface Answer {
 
 const TIMEOUT_MS = 20_000
 
-/** Sends a case as a client would: JSON body, encoded path and query. */
+/**
+ * Sends a case as a client would (JSON body, encoded path and query), each on a connection of its
+ * own: client and server share this process, and a pause in it (generating the next operation's
+ * cases) could send a request down a pooled connection in the instant the server closes it for
+ * idleness: a reset that says nothing about the server.
+ */
 export const send = (fuzzCase: FuzzCase) =>
   Effect.flatMap(apiUrl, (base) =>
-    Effect.promise(async (): Promise<Answer> => {
+    Effect.async<Answer>((resume) => {
       const search = new URLSearchParams(fuzzCase.query as Array<[string, string]>).toString()
-      const url = `${base}${fuzzCase.path}${search ? `?${search}` : ""}`
-      try {
-        const response = await fetch(url, {
-          method: fuzzCase.operation.method,
-          headers: fuzzCase.body !== undefined ? { "content-type": "application/json" } : {},
-          ...(fuzzCase.body !== undefined ? { body: fuzzCase.body } : {}),
-          signal: AbortSignal.timeout(TIMEOUT_MS)
-        })
-        return { status: response.status, text: await response.text() }
-      } catch (error) {
-        // No answer at all (a reset connection, a hang) is as bad as a 500.
-        const cause = (error as { cause?: unknown }).cause
-        return { status: 599, text: `no answer: ${String(error)}${cause === undefined ? "" : ` (${String(cause)})`}` }
-      }
+      const url = new URL(`${base}${fuzzCase.path}${search ? `?${search}` : ""}`)
+      const body = fuzzCase.body === undefined ? undefined : Buffer.from(fuzzCase.body)
+      // No answer at all (a reset connection, a hang) is as bad as a 500.
+      const noAnswer = (why: string) => resume(Effect.succeed({ status: 599, text: `no answer: ${why}` }))
+      const req = http.request(url, {
+        method: fuzzCase.operation.method,
+        agent: false,
+        headers: body === undefined ? {} : { "content-type": "application/json", "content-length": String(body.length) }
+      })
+      req.setTimeout(TIMEOUT_MS, () => {
+        req.destroy()
+        noAnswer(`no response within ${TIMEOUT_MS} ms`)
+      })
+      req.on("response", (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk) => (text += chunk))
+        res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, text })))
+        res.on("error", (error) => noAnswer(String(error)))
+      })
+      req.on("error", (error) => noAnswer(String(error)))
+      req.end(body)
+      return Effect.sync(() => req.destroy())
     })
   )
 
