@@ -289,7 +289,7 @@ describe("deployments", () => {
         expect(yield* readDeployment(dep.id)).toMatchObject({ name: "fields", description: "about", tags: ["x", "y"], path: "/srv/flows" })
         for (const [field, value] of [
           ["version", 1],
-          ["paused", "yes"],
+          ["paused", "maybe"],
           ["tags", "x"],
           ["concurrency_limit", -1],
           ["concurrency_options", { collision_strategy: "ENQUEUE", grace_period_seconds: 10 }],
