@@ -219,6 +219,36 @@ const checkVersionHeader = (request: HttpServerRequest.HttpServerRequest) => {
   return Effect.void
 }
 
+/** The value at `path` inside `value`, if there is one. */
+const valueAt = (value: unknown, path: ReadonlyArray<string | number>): unknown => {
+  let at = value
+  for (const key of path) {
+    if (at === null || typeof at !== "object" || !Object.hasOwn(at, key)) return undefined
+    at = (at as Record<string | number, unknown>)[key]
+  }
+  return at
+}
+
+/**
+ * A handler's rule checks the decoded body, while the reference's validators report the value as
+ * it was sent: the `input` of each body item a handler left without one is the value at its `loc`
+ * in the request's body.
+ */
+const withInputs = (request: HttpServerRequest.HttpServerRequest, error: ValidationError) => {
+  const detail = error.detail
+  if (typeof detail === "string" || !detail.some((i) => i.input === undefined && i.loc[0] === "body")) return Effect.succeed(error)
+  return Effect.map(Effect.orElseSucceed(request.json, () => undefined), (body) =>
+    body === undefined
+      ? error
+      : new ValidationError({
+        detail: detail.map((i) => {
+          if (i.input !== undefined || i.loc[0] !== "body") return i
+          const input = valueAt(body, i.loc.slice(1))
+          return input === undefined ? i : { ...i, input }
+        })
+      }))
+}
+
 const hasBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH"
 
 /**
@@ -369,7 +399,13 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       const refused = refuseContentType(routes, request)
       if (refused !== undefined) return refused
       // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
-      return yield* Effect.zipRight(checkInput(routes, request), app as HttpApp.Default<unknown>).pipe(
+      // A handler's 422 items say what was sent where they name no input (see withInputs).
+      const handled = Effect.catchIf(
+        app as HttpApp.Default<unknown>,
+        (error): error is ValidationError => error instanceof ValidationError,
+        (error) => Effect.flatMap(withInputs(request, error), Effect.fail)
+      )
+      return yield* Effect.zipRight(checkInput(routes, request), handled).pipe(
         Effect.catchAll((error) => recover(request, error)),
         Effect.catchAllDefect(recoverDefect)
       )
