@@ -24,7 +24,7 @@ const SlugPath = Schema.Struct({ slug: Schema.String })
 
 /** `include_secrets`: whether secret fields come back as stored instead of obfuscated. */
 export const IncludeSecrets = Schema.Struct({
-  include_secrets: Schema.optionalWith(Lax.QueryBool, { default: () => false })
+  include_secrets: Schema.optionalWith(Lax.TextBool, { default: () => false })
 })
 
 export class BlockTypesApi extends HttpApiGroup.make("blockTypes")

@@ -168,10 +168,10 @@ export const durationText = (seconds: number): string => {
 }
 
 /**
- * A boolean query parameter: query values are text, read with the same words (`include_secrets=yes`),
- * anything else a `bool_parsing` problem at `["query", name]`.
+ * A boolean written as text (a query parameter, a header), read with the same words
+ * (`include_secrets=yes`), anything else a `bool_parsing` problem at `["query", name]`.
  */
-export const QueryBool: Schema.Schema<boolean, string> = Schema.transformOrFail(Schema.String.annotations({ jsonSchema: { type: "boolean" } }), Schema.Boolean, {
+export const TextBool: Schema.Schema<boolean, string> = Schema.transformOrFail(Schema.String.annotations({ jsonSchema: { type: "boolean" } }), Schema.Boolean, {
   strict: true,
   decode: (text) => {
     const value = readBoolText(text)

@@ -155,8 +155,8 @@ const decodeFailures = (schema: Schema.Schema.Any, input: unknown) =>
   })
 
 /**
- * Decodes path, query and body again, each on its own and reporting every problem, to say where the
- * request went wrong. A path id that is not a UUID matches no route in the reference: 404.
+ * Decodes path, headers, query and body again, each on its own and reporting every problem, to say
+ * where the request went wrong. A path id that is not a UUID matches no route in the reference: 404.
  */
 const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
@@ -175,6 +175,10 @@ const explainDecodeFailure = (routes: ReadonlyArray<Route>, request: HttpServerR
         }
         items.push(...pathItems)
       }
+    }
+    if (Option.isSome(endpoint.headersSchema)) {
+      const issue = decodeFailures(endpoint.headersSchema.value, request.headers)
+      if (Option.isSome(issue)) items.push(...detailItems("header", issue.value))
     }
     const query = searchParamsRecord(request.url)
     if (Option.isSome(endpoint.urlParamsSchema)) {

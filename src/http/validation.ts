@@ -8,7 +8,7 @@
 import { Option, ParseResult, Schema, SchemaAST as AST } from "effect"
 import type { ValidationDetailItem } from "./errors.ts"
 
-export type Location = "body" | "query" | "path"
+export type Location = "body" | "query" | "path" | "header"
 type Loc = ReadonlyArray<string | number>
 type Item = ValidationDetailItem
 

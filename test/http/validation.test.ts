@@ -85,8 +85,8 @@ describe("lax numbers and booleans (pydantic's conversion table)", () => {
     expect(read(Lax.Bool, 2)).toEqual(fails("bool_parsing"))
     expect(read(Lax.Bool, 0.5)).toEqual({ type: "bool_type", msg: "Input should be a valid boolean" })
     expect(read(Lax.Bool, null)).toEqual(fails("bool_type"))
-    expect(read(Lax.QueryBool, "Off")).toBe(false)
-    expect(read(Lax.QueryBool, "2")).toEqual(fails("bool_parsing"))
+    expect(read(Lax.TextBool, "Off")).toBe(false)
+    expect(read(Lax.TextBool, "2")).toEqual(fails("bool_parsing"))
   })
 
   it("check bounds on the number read, each bound reported on its own", () => {
@@ -104,7 +104,7 @@ describe("lax numbers and booleans (pydantic's conversion table)", () => {
   it("encode to the plain value, and write duration bounds as pydantic does", () => {
     expect(Schema.encodeSync(Lax.int({ ge: 1 }))(3)).toBe(3)
     expect(Schema.encodeSync(Lax.Bool)(true)).toBe(true)
-    expect(Schema.encodeSync(Lax.QueryBool)(false)).toBe("false")
+    expect(Schema.encodeSync(Lax.TextBool)(false)).toBe("false")
     expect([0, 10, 90, 3601, 86_400, 1.5].map(Lax.durationText)).toEqual([
       "0 seconds",
       "10 seconds",
