@@ -9,6 +9,7 @@ import { DeploymentFilter } from "../deployments/filter.ts"
 import { FlowRunFilter } from "../flow-runs/filter.ts"
 import { FlowFilter } from "../flows/filter.ts"
 import { TaskRunFilter } from "../task-runs/filter.ts"
+import * as Lax from "../domain/lax.ts"
 
 const MAX_METADATA_VALUE = 500
 
@@ -82,7 +83,7 @@ const ids = criterion(Schema.Array(Id))
 
 const sharedCriteria = {
   operator: operatorField,
-  key: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String), exists_: criterion(Schema.Boolean) }, "ArtifactFilterKey")),
+  key: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String), exists_: criterion(Lax.Bool) }, "ArtifactFilterKey")),
   flow_run_id: criterion(strictStruct({ any_: ids }, "ArtifactFilterFlowRunId")),
   task_run_id: criterion(strictStruct({ any_: ids }, "ArtifactFilterTaskRunId")),
   type: criterion(strictStruct({ any_: strings, not_any_: strings }, "ArtifactFilterType"))

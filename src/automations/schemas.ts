@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import * as Lax from "../domain/lax.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { isObject, JsonObject, strictBody } from "../domain/schemas.ts"
 import { StateType } from "../domain/states.ts"
@@ -13,6 +14,7 @@ import { validateTemplate } from "../domain/templates.ts"
 import { Timestamp } from "../domain/time.ts"
 import { LabelPattern, ResourceSpecification } from "../events/filter.ts"
 import { type Precheck, PrecheckAnnotationId } from "../http/input-checks.ts"
+import { valueErrorItem } from "../http/validation.ts"
 
 // ----------------------------------------------------------------------------------------------
 // Triggers
@@ -84,11 +86,8 @@ const EventTriggerSchema = Schema.Struct({
   expect: NamePatternSet,
   for_each: NameSet,
   posture: Schema.Literal("Reactive", "Proactive"),
-  threshold: Schema.optionalWith(Schema.Int, { default: () => 1 }),
-  within: Schema.optionalWith(
-    Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0) || "`within` should be a non-negative timedelta")),
-    { default: () => 0 }
-  )
+  threshold: Schema.optionalWith(Lax.Int, { default: () => 1 }),
+  within: Schema.optionalWith(Lax.float({ ge: 0, text: Lax.durationText }), { default: () => 0 })
 }).pipe(
   Schema.filter((trigger) =>
     trigger.posture === "Proactive" && trigger.within !== 0 && trigger.within < MIN_PROACTIVE_WITHIN
@@ -98,14 +97,15 @@ const EventTriggerSchema = Schema.Struct({
 ).annotations({ identifier: "EventTrigger", ...lenient })
 
 const childTriggers = Schema.Array(Schema.suspend((): Schema.Schema<Trigger, any> => TriggerSchema).annotations({ identifier: "Trigger" }))
-const compositeWithin = Schema.NullOr(Schema.Number.pipe(Schema.greaterThanOrEqualTo(0)))
+// The reference takes any window here; a negative one could never be met, so Baton refuses it.
+const compositeWithin = Schema.NullOr(Lax.float({ ge: 0, text: Lax.durationText }))
 
 const CompoundTriggerSchema = Schema.Struct({
   type: Schema.Literal("compound"),
   id: triggerId,
   triggers: childTriggers,
   within: compositeWithin,
-  require: Schema.Union(Schema.Int, Schema.Literal("any", "all"))
+  require: Schema.Union(Lax.Int, Schema.Literal("any", "all"))
 }).pipe(
   Schema.filter((trigger) =>
     typeof trigger.require !== "number"
@@ -206,7 +206,9 @@ const RunDeployment = Schema.Struct({
   deployment_id: optionalId,
   parameters: Schema.optionalWith(RunDeploymentParameters, { default: () => null }),
   job_variables: Schema.optionalWith(Schema.NullOr(JsonObject), { default: () => null }),
-  schedule_after: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(0)), { default: () => 0 })
+  schedule_after: Schema.optionalWith(Lax.Float.pipe(Schema.filter((seconds) => seconds >= 0 || "schedule_after must be non-negative")), {
+    default: () => 0
+  })
 }).pipe(selectedNeeds("deployment_id")).annotations({ identifier: "RunDeployment", ...lenient })
 const PauseDeployment = Schema.Struct({ type: Schema.Literal("pause-deployment"), ...deploymentTarget }).pipe(selectedNeeds("deployment_id")).annotations({ identifier: "PauseDeployment", ...lenient })
 const ResumeDeployment = Schema.Struct({ type: Schema.Literal("resume-deployment"), ...deploymentTarget }).pipe(selectedNeeds("deployment_id")).annotations({ identifier: "ResumeDeployment", ...lenient })
@@ -217,7 +219,7 @@ const ChangeFlowRunState = Schema.Struct({
   name: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   state: StateType,
   message: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  force: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  force: Schema.optionalWith(Lax.Bool, { default: () => false })
 }).annotations({ identifier: "ChangeFlowRunState", ...lenient })
 const PauseWorkQueue = Schema.Struct({ type: Schema.Literal("pause-work-queue"), ...workQueueTarget }).pipe(selectedNeeds("work_queue_id")).annotations({ identifier: "PauseWorkQueue", ...lenient })
 const ResumeWorkQueue = Schema.Struct({ type: Schema.Literal("resume-work-queue"), ...workQueueTarget }).pipe(selectedNeeds("work_queue_id")).annotations({ identifier: "ResumeWorkQueue", ...lenient })
@@ -298,13 +300,13 @@ const nestedTooDeep = (root: unknown): boolean => {
  */
 const precheckTriggerDepth: Precheck = (body) =>
   nestedTooDeep((body as { trigger?: unknown } | null)?.trigger)
-    ? [{ loc: ["body", "trigger"], msg: `Value error, ${tooDeep}`, type: "value_error" }]
+    ? [valueErrorItem(["body", "trigger"], tooDeep)]
     : []
 
 const automationFields = {
   name: Schema.String,
   description: Schema.optionalWith(Schema.String, { default: () => "" }),
-  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  enabled: Schema.optionalWith(Lax.Bool, { default: () => true }),
   tags: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   trigger: TriggerSchema.pipe(
     Schema.filter((trigger) => !nestedTooDeep(trigger) || tooDeep)
@@ -368,7 +370,7 @@ export const AutomationUpdate = AutomationCore(automationFields, "AutomationUpda
 export type AutomationUpdate = typeof AutomationUpdate.Type
 
 export const AutomationPartialUpdate = strictBody(
-  { enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }) },
+  { enabled: Schema.optionalWith(Lax.Bool, { default: () => true }) },
   "AutomationPartialUpdate"
 )
 
@@ -398,7 +400,7 @@ export const AutomationFilter = strictStruct(
           operator: operatorField,
           all_: criterion(Schema.Array(Schema.String)),
           any_: criterion(Schema.Array(Schema.String)),
-          is_null_: criterion(Schema.Boolean)
+          is_null_: criterion(Lax.Bool)
         },
         "AutomationFilterTags"
       )

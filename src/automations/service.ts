@@ -11,6 +11,7 @@ import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Events } from "../events/service.ts"
 import { NotFound, ValidationError } from "../http/errors.ts"
+import { valueErrorItem } from "../http/validation.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { AUTOMATION_CHANGES_CHANNEL, AutomationChanges } from "./changes.ts"
@@ -125,7 +126,9 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
       const automation = yield* found(yield* Effect.orDie(repo.read(id)))
       const loop = runDeploymentLoop({ ...automation, enabled })
       if (loop !== undefined) {
-        return yield* new ValidationError({ detail: [{ loc: ["body"], msg: `Value error, ${loop}`, type: "value_error", input: { enabled } }] })
+        // As the reference reports it: the automation as it would become, checked as a whole
+        // (its loc is the automation's own, not the request body's).
+        return yield* new ValidationError({ detail: [valueErrorItem([], loop, encodeAutomation({ ...automation, enabled }))] })
       }
       yield* Effect.orDie(repo.setEnabled(id, enabled))
       yield* announce([(yield* Effect.orDie(repo.read(id)))!], "updated")

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
-import { QueryBoolean } from "../domain/schemas.ts"
+import * as Lax from "../domain/lax.ts"
 import {
   BlockDocument,
   BlockDocumentCreate,
@@ -24,7 +24,7 @@ const SlugPath = Schema.Struct({ slug: Schema.String })
 
 /** `include_secrets`: whether secret fields come back as stored instead of obfuscated. */
 export const IncludeSecrets = Schema.Struct({
-  include_secrets: Schema.optionalWith(QueryBoolean, { default: () => false })
+  include_secrets: Schema.optionalWith(Lax.TextBool, { default: () => false })
 })
 
 export class BlockTypesApi extends HttpApiGroup.make("blockTypes")

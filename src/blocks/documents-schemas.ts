@@ -6,6 +6,7 @@ import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonObject, ObjectName, strictBody } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
 import { BlockSchema, BlockSchemaFilter, BlockType, BlockTypeFilter } from "./schemas.ts"
+import * as Lax from "../domain/lax.ts"
 
 export const BlockDocument = Schema.Struct({
   id: Id,
@@ -36,7 +37,7 @@ export const BlockDocumentCreate = strictBody(
     data: Schema.optionalWith(JsonObject, { default: () => ({}) }),
     block_schema_id: Id,
     block_type_id: Id,
-    is_anonymous: Schema.optionalWith(Schema.Boolean, { default: () => false })
+    is_anonymous: Schema.optionalWith(Lax.Bool, { default: () => false })
   },
   "BlockDocumentCreate"
 ).pipe(
@@ -48,7 +49,7 @@ export const BlockDocumentUpdate = strictBody(
   {
     block_schema_id: Schema.optionalWith(Schema.NullOr(Id), { default: () => null }),
     data: Schema.optional(JsonObject),
-    merge_existing_data: Schema.optionalWith(Schema.Boolean, { default: () => true })
+    merge_existing_data: Schema.optionalWith(Lax.Bool, { default: () => true })
   },
   "BlockDocumentUpdate"
 )
@@ -62,7 +63,7 @@ export const BlockDocumentFilter = strictStruct(
     id: criterion(strictStruct({ any_: ids }, "BlockDocumentFilterId")),
     // Anonymous documents are left out unless a filter asks for them.
     is_anonymous: Schema.optionalWith(
-      Schema.NullOr(strictStruct({ eq_: criterion(Schema.Boolean) }, "BlockDocumentFilterIsAnonymous")),
+      Schema.NullOr(strictStruct({ eq_: criterion(Lax.Bool) }, "BlockDocumentFilterIsAnonymous")),
       { default: () => ({ eq_: false }) }
     ),
     block_type_id: criterion(strictStruct({ any_: ids }, "BlockDocumentFilterBlockTypeId")),
@@ -97,7 +98,7 @@ const filters = {
 
 export const ReadBlockDocumentsBody = Schema.Struct({
   ...filters,
-  include_secrets: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  include_secrets: Schema.optionalWith(Lax.Bool, { default: () => false }),
   sort: Schema.optionalWith(Schema.NullOr(BlockDocumentSort), { default: () => "NAME_ASC" as const }),
   offset: OffsetField,
   limit: LimitField

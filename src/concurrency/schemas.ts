@@ -4,21 +4,22 @@ import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { ObjectName, strictBody } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
+import * as Lax from "../domain/lax.ts"
 
-const NonNegativeInt = Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
+const NonNegativeInt = Lax.int({ ge: 0 })
 /**
  * Slots freed a second. Bounded so that the decay (rate × seconds since the last change) stays a
  * finite number however long a limit sits unchanged; a billion a second frees any limit at once.
  */
 export const MAX_SLOT_DECAY_PER_SECOND = 1_000_000_000
-const SlotDecay = Schema.Number.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(MAX_SLOT_DECAY_PER_SECOND))
-const PositiveInt = Schema.Int.pipe(Schema.greaterThan(0))
+const SlotDecay = Lax.float({ ge: 0, le: MAX_SLOT_DECAY_PER_SECOND })
+const PositiveInt = Lax.int({ gt: 0 })
 
 export const ConcurrencyLimitV2Create = strictBody(
   {
     name: ObjectName,
     limit: NonNegativeInt,
-    active: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+    active: Schema.optionalWith(Lax.Bool, { default: () => true }),
     active_slots: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
     denied_slots: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
     slot_decay_per_second: Schema.optionalWith(SlotDecay, { default: () => 0 })
@@ -31,7 +32,7 @@ export const ConcurrencyLimitV2Update = strictBody(
   {
     name: Schema.optional(ObjectName),
     limit: Schema.optional(NonNegativeInt),
-    active: Schema.optional(Schema.Boolean),
+    active: Schema.optional(Lax.Bool),
     active_slots: Schema.optional(NonNegativeInt),
     denied_slots: Schema.optional(NonNegativeInt),
     slot_decay_per_second: Schema.optional(SlotDecay)
@@ -79,34 +80,37 @@ export const LeaseHolder = strictBody(
   "ConcurrencyLeaseHolder"
 )
 
+/** The limits a slot operation names: at least one, as the reference requires. */
+const Names = Schema.Array(Schema.String).pipe(Schema.minItems(1))
+
 const Mode = Schema.optionalWith(Schema.Literal("concurrency", "rate_limit"), { default: () => "concurrency" as const })
 
 export const IncrementBody = Schema.Struct({
   slots: PositiveInt,
-  names: Schema.Array(Schema.String),
+  names: Names,
   mode: Mode,
-  create_if_missing: Schema.optional(Schema.NullOr(Schema.Boolean))
+  create_if_missing: Schema.optional(Schema.NullOr(Lax.Bool))
 })
 
 export const IncrementWithLeaseBody = Schema.Struct({
   slots: PositiveInt,
-  names: Schema.Array(Schema.String),
+  names: Names,
   mode: Mode,
-  lease_duration: Schema.optionalWith(Schema.Number.pipe(Schema.between(60, 86_400)), { default: () => 300 }),
+  lease_duration: Schema.optionalWith(Lax.float({ ge: 60, le: 86_400 }), { default: () => 300 }),
   holder: Schema.optional(Schema.NullOr(LeaseHolder))
 })
 
 export const DecrementBody = Schema.Struct({
   slots: PositiveInt,
-  names: Schema.Array(Schema.String),
-  occupancy_seconds: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.greaterThan(0)))),
-  create_if_missing: Schema.optional(Schema.NullOr(Schema.Boolean))
+  names: Names,
+  occupancy_seconds: Schema.optional(Schema.NullOr(Lax.float({ gt: 0 }))),
+  create_if_missing: Schema.optional(Schema.NullOr(Lax.Bool))
 })
 
 export const DecrementWithLeaseBody = Schema.Struct({ lease_id: Id })
 
 export const RenewLeaseBody = Schema.Struct({
-  lease_duration: Schema.optionalWith(Schema.Number.pipe(Schema.between(60, 86_400)), { default: () => 300 })
+  lease_duration: Schema.optionalWith(Lax.float({ ge: 60, le: 86_400 }), { default: () => 300 })
 })
 
 export const PageBody = Schema.Struct({ offset: OffsetField, limit: LimitField })

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import * as Lax from "../domain/lax.ts"
 
 const strings = criterion(Schema.Array(Schema.String))
 
@@ -14,17 +15,17 @@ export const DeploymentFilter = strictStruct(
     id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)), not_any_: criterion(Schema.Array(Id)) }, "DeploymentFilterId")),
     name: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String) }, "DeploymentFilterName")),
     flow_or_deployment_name: criterion(strictStruct({ like_: criterion(Schema.String) }, "DeploymentOrFlowNameFilter")),
-    paused: criterion(strictStruct({ eq_: criterion(Schema.Boolean) }, "DeploymentFilterPaused")),
+    paused: criterion(strictStruct({ eq_: criterion(Lax.Bool) }, "DeploymentFilterPaused")),
     tags: criterion(
       strictStruct(
-        { operator: operatorField, all_: strings, any_: strings, is_null_: criterion(Schema.Boolean) },
+        { operator: operatorField, all_: strings, any_: strings, is_null_: criterion(Lax.Bool) },
         "DeploymentFilterTags"
       )
     ),
     work_queue_name: criterion(strictStruct({ any_: strings }, "DeploymentFilterWorkQueueName")),
     concurrency_limit: criterion(
       strictStruct(
-        { ge_: criterion(Schema.Int), le_: criterion(Schema.Int), is_null_: criterion(Schema.Boolean) },
+        { ge_: criterion(Lax.Int), le_: criterion(Lax.Int), is_null_: criterion(Lax.Bool) },
         "DeploymentFilterConcurrencyLimit"
       )
     )

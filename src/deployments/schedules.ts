@@ -8,6 +8,7 @@ import { Either, ParseResult, Schema } from "effect"
 import { DateTime, IANAZone } from "luxon"
 // rrule is CommonJS: its named exports are not visible to ESM imports under plain Node.
 import rrule from "rrule"
+import * as Lax from "../domain/lax.ts"
 import { Timestamp } from "../domain/time.ts"
 
 /** The most dates one computation yields, as the reference bounds it. */
@@ -21,6 +22,11 @@ const TimeZone = Schema.String.pipe(
 )
 
 const validCron = (cron: string): string | undefined => {
+  // cron-parser also reads shorter expressions; the reference (croniter) takes 5, 6 or 7 columns.
+  const columns = cron.trim().split(/\s+/).length
+  if (!cron.trim().startsWith("@") && (columns < 5 || columns > 7)) {
+    return `Invalid cron string: '${cron}' (Exactly 5, 6 or 7 columns has to be specified for iterator expression.)`
+  }
   try {
     CronExpressionParser.parse(cron)
     return undefined
@@ -42,7 +48,7 @@ const validRRule = (rule: string): string | undefined => {
 
 export const IntervalSchedule = Schema.Struct({
   /** Seconds between runs. */
-  interval: Schema.Number.pipe(Schema.greaterThan(0)),
+  interval: Lax.Float.pipe(Schema.filter((seconds) => seconds > 0 || "interval must be positive")),
   anchor_date: Schema.optional(Timestamp),
   timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => null })
 }).annotations({ identifier: "IntervalSchedule", parseOptions: { onExcessProperty: "error" } })
@@ -54,7 +60,7 @@ export const CronSchedule = Schema.Struct({
     })
   ),
   timezone: Schema.optionalWith(Schema.NullOr(TimeZone), { default: () => null }),
-  day_or: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  day_or: Schema.optionalWith(Lax.Bool, { default: () => true })
 }).annotations({ identifier: "CronSchedule", parseOptions: { onExcessProperty: "error" } })
 
 export const RRuleSchedule = Schema.Struct({

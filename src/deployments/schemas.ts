@@ -14,14 +14,15 @@ import { TaskRunFilter } from "../task-runs/filter.ts"
 import { WorkPoolFilter, WorkQueueFilter } from "../work-pools/filter.ts"
 import { DeploymentFilter } from "./filter.ts"
 import { Schedule } from "./schedules.ts"
+import * as Lax from "../domain/lax.ts"
 
 export { DeploymentFilter }
 
-const PositiveInt = Schema.Int.pipe(Schema.greaterThan(0))
+const PositiveInt = Lax.int({ gt: 0 })
 
 export const ConcurrencyOptions = Schema.Struct({
   collision_strategy: Schema.Literal("ENQUEUE", "CANCEL_NEW").annotations({ identifier: "ConcurrencyLimitStrategy" }),
-  grace_period_seconds: nullable(Schema.Int.pipe(Schema.between(60, 86_400)))
+  grace_period_seconds: nullable(Lax.int({ ge: 60, le: 86_400 }))
 }).annotations({ identifier: "ConcurrencyOptions" })
 export type ConcurrencyOptions = typeof ConcurrencyOptions.Type
 
@@ -45,7 +46,7 @@ export type DeploymentSchedule = typeof DeploymentSchedule.Type
 
 export const DeploymentScheduleCreate = strictBody(
   {
-    active: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+    active: Schema.optionalWith(Lax.Bool, { default: () => true }),
     schedule: Schedule,
     max_scheduled_runs: nullable(PositiveInt),
     parameters: Schema.optionalWith(JsonObject, { default: () => ({}) }),
@@ -59,7 +60,7 @@ export type DeploymentScheduleCreate = typeof DeploymentScheduleCreate.Type
 /** Every field optional: only the given ones change. */
 export const DeploymentScheduleUpdate = strictBody(
   {
-    active: Schema.optional(Schema.NullOr(Schema.Boolean)),
+    active: Schema.optional(Schema.NullOr(Lax.Bool)),
     schedule: Schema.optional(Schema.NullOr(Schedule)),
     max_scheduled_runs: Schema.optional(Schema.NullOr(PositiveInt)),
     parameters: Schema.optional(JsonObject),
@@ -115,12 +116,12 @@ export const DeploymentCreate = strictBody(
   {
     name: ObjectName,
     flow_id: Id,
-    paused: Schema.optional(Schema.Boolean),
+    paused: Schema.optional(Lax.Bool),
     schedules: Schema.optional(Schema.Array(DeploymentScheduleCreate)),
     concurrency_limit: Schema.optional(Schema.NullOr(PositiveInt)),
     concurrency_options: Schema.optional(Schema.NullOr(ConcurrencyOptions)),
     global_concurrency_limit_id: Schema.optional(Schema.NullOr(Id)),
-    enforce_parameter_schema: Schema.optional(Schema.Boolean),
+    enforce_parameter_schema: Schema.optional(Lax.Bool),
     parameter_openapi_schema: Schema.optional(Schema.NullOr(JsonObject)),
     parameters: Schema.optional(JsonObject),
     tags: Schema.optional(Tags),
@@ -146,7 +147,7 @@ export const DeploymentUpdate = strictBody(
   {
     version: Schema.optional(Schema.NullOr(Schema.String)),
     description: Schema.optional(Schema.NullOr(Schema.String)),
-    paused: Schema.optional(Schema.Boolean),
+    paused: Schema.optional(Lax.Bool),
     schedules: Schema.optional(Schema.Array(DeploymentScheduleUpdate)),
     concurrency_limit: Schema.optional(Schema.NullOr(PositiveInt)),
     concurrency_options: Schema.optional(Schema.NullOr(ConcurrencyOptions)),
@@ -162,7 +163,7 @@ export const DeploymentUpdate = strictBody(
     entrypoint: Schema.optional(Schema.NullOr(Schema.String)),
     storage_document_id: Schema.optional(Schema.NullOr(Id)),
     infrastructure_document_id: Schema.optional(Schema.NullOr(Id)),
-    enforce_parameter_schema: Schema.optional(Schema.NullOr(Schema.Boolean)),
+    enforce_parameter_schema: Schema.optional(Schema.NullOr(Lax.Bool)),
     version_info: Schema.optional(Schema.NullOr(VersionInfo))
   },
   "DeploymentUpdate"
@@ -175,7 +176,7 @@ export const DeploymentFlowRunCreate = strictBody(
     state: nullable(StateCreate),
     name: Schema.optional(Schema.String),
     parameters: Schema.optionalWith(JsonObject, { default: () => ({}) }),
-    enforce_parameter_schema: nullable(Schema.Boolean),
+    enforce_parameter_schema: nullable(Lax.Bool),
     context: Schema.optionalWith(JsonObject, { default: () => ({}) }),
     infrastructure_document_id: nullable(Id),
     empirical_policy: Schema.optionalWith(FlowRunPolicy, { default: () => defaultFlowRunPolicy }),
@@ -230,7 +231,7 @@ export const DeploymentBulkDeleteResponse = BulkDeleteResponse("DeploymentBulkDe
 export const ScheduledFlowRunsBody = Schema.Struct({
   deployment_ids: Schema.Array(Id),
   scheduled_before: Schema.optional(Timestamp),
-  limit: Schema.optional(Schema.NullOr(Schema.Int))
+  limit: Schema.optional(Schema.NullOr(Lax.Int))
 })
 
 /** POST /deployments/{id}/schedule: a window to fill with runs now. */
@@ -238,7 +239,7 @@ export const ScheduleDeploymentBody = Schema.Struct({
   start_time: Schema.optional(Timestamp),
   end_time: Schema.optional(Timestamp),
   /** Seconds (the reference's time delta). */
-  min_time: Schema.optional(Schema.Number),
-  min_runs: Schema.optional(Schema.Int),
-  max_runs: Schema.optional(Schema.Int)
+  min_time: Schema.optional(Lax.Float),
+  min_runs: Schema.optional(Lax.Int),
+  max_runs: Schema.optional(Lax.Int)
 })

@@ -10,6 +10,7 @@ import { FlowsRepo } from "../flows/repo.ts"
 import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
 import { BlockDocumentsRepo } from "../blocks/documents-repo.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
+import { valueErrorItem } from "../http/validation.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
@@ -27,9 +28,15 @@ export const deploymentNotFoundDot = new NotFound({ detail: "Deployment not foun
 const scheduleNotFound = new NotFound({ detail: "Schedule not found." })
 const limitNotFound = new NotFound({ detail: "Concurrency limit not found" })
 
-/** A 422 as the reference's validators raise it: "Value error, …" at `loc` under the body. */
+/**
+ * A 422 as the reference's validators raise it: "Value error, …" at `loc` under the body (its
+ * `input`, the value there as sent, is filled in by the Api middleware).
+ */
 export const valueError = (loc: ReadonlyArray<string | number>, message: string) =>
-  new ValidationError({ detail: [{ loc: ["body", ...loc], msg: `Value error, ${message}`, type: "value_error" }] })
+  new ValidationError({ detail: [valueErrorItem(["body", ...loc], message)] })
+
+/** A 422 the reference's route raises itself (HTTPException): a plain `detail` message. */
+const unprocessable = (detail: string) => new ValidationError({ detail })
 
 
 const json = (value: unknown) => JSON.stringify(value)
@@ -221,14 +228,13 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           for (const p of list) {
             if (p.replaces == null) continue
             if (replaced.has(p.replaces)) {
-              return yield* valueError([], `Multiple schedules have 'replaces' targeting the same slug: ${p.replaces}`)
+              return yield* unprocessable(`Multiple schedules have 'replaces' targeting the same slug: ${p.replaces}`)
             }
             replaced.add(p.replaces)
           }
           for (const p of list) {
             if (p.replaces != null && slugs.has(p.slug!) && !replaced.has(p.slug!)) {
-              return yield* valueError(
-                [],
+              return yield* unprocessable(
                 `Cannot rename schedule from '${p.replaces}' to '${p.slug}': a schedule with slug '${p.slug}' already exists.`
               )
             }
@@ -242,13 +248,13 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
             } else if (p.schedule != null) {
               creates.push(p)
             } else {
-              return yield* valueError([], "Unable to create new deployment schedules without a schedule configuration.")
+              return yield* unprocessable("Unable to create new deployment schedules without a schedule configuration.")
             }
           }
           return { mode: "slugs" as const, patches, creates }
         }
         if (existingHaveSlugs && !providedHaveSlugs) {
-          return yield* valueError([], "Please provide a slug for each schedule in your request to ensure schedules are updated correctly.")
+          return yield* unprocessable("Please provide a slug for each schedule in your request to ensure schedules are updated correctly.")
         }
         return provided === undefined ? { mode: "none" as const } : { mode: "replace" as const, schedules: list }
       })

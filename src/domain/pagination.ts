@@ -2,12 +2,13 @@
 import { Effect, Schema } from "effect"
 import { ValidationError } from "../http/errors.ts"
 import { Id } from "./ids.ts"
+import * as Lax from "./lax.ts"
 import { Settings } from "../settings/settings.ts"
 
 /** `limit` of a filter body: omitted means `server.api.default_limit`. */
-export const LimitField = Schema.optional(Schema.NullOr(Schema.Int))
+export const LimitField = Schema.optional(Schema.NullOr(Lax.Int))
 
-export const OffsetField = Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)), { default: () => 0 })
+export const OffsetField = Schema.optionalWith(Lax.int({ ge: 0 }), { default: () => 0 })
 
 /** The page size to use: the default when omitted; between 0 and the default limit, else 422. */
 export const resolveLimit = (limit: number | null | undefined) =>
@@ -65,7 +66,7 @@ export const queryBodies = <Fields extends Schema.Struct.Fields, Sort extends st
     paginate: Schema.Struct({
       ...filters,
       sort: sortField,
-      page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
+      page: Schema.optionalWith(Lax.int({ ge: 1 }), { default: () => 1 }),
       limit: LimitField
     })
   }
@@ -75,8 +76,8 @@ export const queryBodies = <Fields extends Schema.Struct.Fields, Sort extends st
 export const bulkDeleteBody = <K extends string, S extends Schema.Schema.Any>(key: K, filter: S) =>
   Schema.Struct({
     [key]: Schema.optional(Schema.NullOr(filter)),
-    limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
-  } as { [P in K]: Schema.optional<Schema.NullOr<S>> } & { limit: Schema.optionalWith<Schema.filter<typeof Schema.Int>, { default: () => number }> })
+    limit: Schema.optionalWith(Lax.int({ ge: 1, le: 50 }), { default: () => 50 })
+  } as { [P in K]: Schema.optional<Schema.NullOr<S>> } & { limit: Schema.optionalWith<Schema.Schema<number, unknown>, { default: () => number }> })
 
 /** A bulk delete answer: the ids deleted. */
 export const BulkDeleteResponse = (identifier: string) =>

@@ -5,6 +5,7 @@
  */
 import { Effect, Either } from "effect"
 import { ValidationError } from "../http/errors.ts"
+import { valueErrorItem } from "../http/validation.ts"
 import { checkParameters, describeFailure } from "./json-schema.ts"
 import { renderTemplate, type TemplateBudget, templateBudget, type TemplateFilter, validateTemplate } from "./templates.ts"
 import { isObject } from "./schemas.ts"
@@ -38,7 +39,7 @@ export const checkParameterSize = (parameters: Json, max: number, loc: ReadonlyA
   const problem = parameters === undefined || parameters === null ? undefined : parameterSizeProblem(parameters, max)
   return problem === undefined
     ? Effect.void
-    : Effect.fail(new ValidationError({ detail: [{ loc: ["body", ...loc], msg: `Value error, ${problem}`, type: "value_error" }] }))
+    : Effect.fail(new ValidationError({ detail: [valueErrorItem(["body", ...loc], problem, parameters)] }))
 }
 
 class HydrationError {

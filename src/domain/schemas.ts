@@ -1,5 +1,5 @@
 /** Field schemas several areas share. */
-import { ParseResult, Schema } from "effect"
+import { Schema } from "effect"
 
 /** Names of flows, work queues, blocks …: no / % & > < (they appear in URL paths). */
 export const ObjectName = Schema.String.pipe(
@@ -38,18 +38,3 @@ export const JsonValue = Schema.Union(
 /** A plain JSON object (not an array, not null). */
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
-
-const TRUE_WORDS = new Set(["1", "true", "t", "yes", "y", "on"])
-const FALSE_WORDS = new Set(["0", "false", "f", "no", "n", "off"])
-
-/** A boolean query parameter, read as the reference reads one ("true", "1", "yes", "off" …). */
-export const QueryBoolean = Schema.transformOrFail(Schema.String, Schema.Boolean, {
-  strict: true,
-  decode: (text, _, ast) => {
-    const word = text.trim().toLowerCase()
-    if (TRUE_WORDS.has(word)) return ParseResult.succeed(true)
-    if (FALSE_WORDS.has(word)) return ParseResult.succeed(false)
-    return ParseResult.fail(new ParseResult.Type(ast, text, "Input should be a valid boolean, unable to interpret input"))
-  },
-  encode: (value) => ParseResult.succeed(value ? "true" : "false")
-}).annotations({ identifier: "QueryBoolean" })

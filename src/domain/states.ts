@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Id } from "./ids.ts"
 import { nullable } from "./schemas.ts"
 import { Timestamp } from "./time.ts"
+import * as Lax from "./lax.ts"
 
 export const StateType = Schema.Literal(
   "SCHEDULED",
@@ -42,14 +43,14 @@ export const StateDetails = Schema.Struct({
   scheduled_time: nullable(Timestamp),
   cache_key: nullable(Schema.String),
   cache_expiration: nullable(Timestamp),
-  deferred: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => false }),
-  untrackable_result: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  deferred: Schema.optionalWith(Schema.NullOr(Lax.Bool), { default: () => false }),
+  untrackable_result: Schema.optionalWith(Lax.Bool, { default: () => false }),
   pause_timeout: nullable(Timestamp),
-  pause_reschedule: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  pause_reschedule: Schema.optionalWith(Lax.Bool, { default: () => false }),
   pause_key: nullable(Schema.String),
   run_input_keyset: nullable(Schema.Record({ key: Schema.String, value: Schema.String })),
-  refresh_cache: nullable(Schema.Boolean),
-  retriable: nullable(Schema.Boolean),
+  refresh_cache: nullable(Lax.Bool),
+  retriable: nullable(Lax.Bool),
   transition_id: nullable(Id),
   task_parameters_id: nullable(Id),
   traceparent: nullable(Schema.String),

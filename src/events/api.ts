@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Countable, TimeUnit } from "./counting.ts"
 import { EventFilter } from "./filter.ts"
 import { Event, EventCount, EventPage } from "./schemas.ts"
+import * as Lax from "../domain/lax.ts"
 
 /** The largest page of events. */
 export const EVENT_PAGE_SIZE = 50
@@ -14,7 +15,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       .setPayload(
         Schema.Struct({
           filter: Schema.optional(Schema.NullOr(EventFilter)),
-          limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, EVENT_PAGE_SIZE)), { default: () => EVENT_PAGE_SIZE })
+          limit: Schema.optionalWith(Lax.int({ ge: 0, le: EVENT_PAGE_SIZE }), { default: () => EVENT_PAGE_SIZE })
         })
       )
       .addSuccess(EventPage)
@@ -32,7 +33,7 @@ export class EventsApi extends HttpApiGroup.make("events")
         Schema.Struct({
           filter: EventFilter,
           time_unit: Schema.optionalWith(TimeUnit, { default: () => "day" as const }),
-          time_interval: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(0.01)), { default: () => 1 })
+          time_interval: Schema.optionalWith(Lax.float({ ge: 0.01 }), { default: () => 1 })
         })
       )
       .addSuccess(Schema.Array(EventCount))

@@ -12,6 +12,7 @@ import { parseTextQuery } from "../domain/text-search.ts"
 import { Timestamp } from "../domain/time.ts"
 import { exactValue, globMatches, likePattern, MAX_SINGLE_WILDCARDS, parseGlob, singleWildcards } from "./glob.ts"
 import { type ReceivedEvent, type Resource, resourceId, resourceRole } from "./schemas.ts"
+import * as Lax from "../domain/lax.ts"
 
 const strings = Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
 
@@ -81,7 +82,7 @@ export const EventFilter = strictStruct(
     ),
     resource: Schema.optional(
       Schema.NullOr(
-        strictStruct({ ...ResourceFields, distinct: Schema.optionalWith(Schema.Boolean, { default: () => false }) }, "EventResourceFilter")
+        strictStruct({ ...ResourceFields, distinct: Schema.optionalWith(Lax.Bool, { default: () => false }) }, "EventResourceFilter")
       )
     ),
     related: oneOrMany(EventRelatedFilter),

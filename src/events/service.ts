@@ -6,6 +6,7 @@
 import { Effect } from "effect"
 import { now } from "../domain/time.ts"
 import { type ValidationDetailItem, ValidationError } from "../http/errors.ts"
+import { valueErrorItem } from "../http/validation.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
 import type { Event, ReceivedEvent } from "./schemas.ts"
@@ -20,7 +21,7 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
     const problems = (event: Event, received: Date, loc: ReadonlyArray<string | number>): Array<ValidationDetailItem> => {
       const found: Array<ValidationDetailItem> = []
       const problem = (at: ReadonlyArray<string | number>, message: string, input: unknown) =>
-        found.push({ loc: [...loc, ...at], msg: `Value error, ${message}`, type: "value_error", input })
+        found.push(valueErrorItem([...loc, ...at], message, input))
       if (event.event.length > limits.maximum_event_name_length) {
         problem(["event"], `Event name must be at most ${limits.maximum_event_name_length} characters`, event.event)
       }

@@ -4,10 +4,11 @@ import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "
 import { Id } from "../domain/ids.ts"
 import { StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
+import * as Lax from "../domain/lax.ts"
 
 const ids = criterion(Schema.Array(Id))
 const strings = criterion(Schema.Array(Schema.String))
-const flag = criterion(Schema.Boolean)
+const flag = criterion(Lax.Bool)
 const at = criterion(Timestamp)
 
 export const FlowRunFilter = strictStruct(

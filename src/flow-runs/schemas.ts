@@ -2,6 +2,7 @@
 import { Schema } from "effect"
 import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import * as Lax from "../domain/lax.ts"
 import { BulkDeleteResponse, bulkDeleteBody, PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
@@ -13,12 +14,12 @@ import { WorkPoolFilter, WorkQueueFilter } from "../work-pools/filter.ts"
 import { FlowRunFilter } from "./filter.ts"
 
 export const FlowRunPolicy = Schema.Struct({
-  max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
-  retry_delay_seconds: Schema.optionalWith(Schema.Number, { default: () => 0 }),
-  retries: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
-  retry_delay: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
+  max_retries: Schema.optionalWith(Lax.Int, { default: () => 0 }),
+  retry_delay_seconds: Schema.optionalWith(Lax.Float, { default: () => 0 }),
+  retries: Schema.optionalWith(Schema.NullOr(Lax.Int), { default: () => null }),
+  retry_delay: Schema.optionalWith(Schema.NullOr(Lax.Int), { default: () => null }),
   pause_keys: Schema.optionalWith(Schema.NullOr(Schema.Array(Schema.String)), { default: () => [] }),
-  resuming: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => false }),
+  resuming: Schema.optionalWith(Schema.NullOr(Lax.Bool), { default: () => false }),
   retry_type: Schema.optionalWith(Schema.NullOr(Schema.Literal("in_process", "reschedule")), { default: () => null })
 }).annotations({ identifier: "FlowRunPolicy" })
 export type FlowRunPolicy = typeof FlowRunPolicy.Type
@@ -142,7 +143,7 @@ export const FlowRunBulkDeleteResponse = BulkDeleteResponse("FlowRunBulkDeleteRe
 
 export const SetFlowRunStateBody = Schema.Struct({
   state: StateCreate,
-  force: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  force: Schema.optionalWith(Lax.Bool, { default: () => false })
 })
 
 const SetStateStatus = Schema.Literal("ACCEPT", "REJECT", "ABORT", "WAIT")
@@ -164,7 +165,7 @@ export const OrchestrationResult = Schema.Struct({
 export const HistoryBody = {
   history_start: Timestamp,
   history_end: Timestamp,
-  history_interval_seconds: Schema.Number
+  history_interval_seconds: Lax.Float
 }
 
 // History names its queue filter `work_queues`, as the reference does.
@@ -211,15 +212,15 @@ export const CreateFlowRunInputBody = Schema.Struct({
 
 export const FilterFlowRunInputBody = Schema.Struct({
   prefix: Schema.String,
-  limit: Schema.optionalWith(Schema.Int, { default: () => 1 }),
+  limit: Schema.optionalWith(Lax.Int, { default: () => 1 }),
   exclude_keys: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
 })
 
 export const BulkSetFlowRunStateBody = Schema.Struct({
   flow_runs: criterion(FlowRunFilter),
   state: StateCreate,
-  force: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 50 })
+  force: Schema.optionalWith(Lax.Bool, { default: () => false }),
+  limit: Schema.optionalWith(Lax.int({ ge: 1, le: 50 }), { default: () => 50 })
 })
 
 export const FlowRunBulkSetStateResponse = Schema.Struct({

@@ -2,16 +2,17 @@
 import { Schema } from "effect"
 import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import * as Lax from "../domain/lax.ts"
 
 export const FlowFilter = strictStruct(
   {
     operator: operatorField,
     id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)), not_any_: criterion(Schema.Array(Id)) }, "FlowFilterId")),
-    deployment: criterion(strictStruct({ operator: operatorField, is_null_: criterion(Schema.Boolean) }, "FlowFilterDeployment")),
+    deployment: criterion(strictStruct({ operator: operatorField, is_null_: criterion(Lax.Bool) }, "FlowFilterDeployment")),
     name: criterion(strictStruct({ any_: criterion(Schema.Array(Schema.String)), like_: criterion(Schema.String) }, "FlowFilterName")),
     tags: criterion(
       strictStruct(
-        { operator: operatorField, all_: criterion(Schema.Array(Schema.String)), is_null_: criterion(Schema.Boolean) },
+        { operator: operatorField, all_: criterion(Schema.Array(Schema.String)), is_null_: criterion(Lax.Bool) },
         "FlowFilterTags"
       )
     )

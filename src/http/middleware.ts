@@ -112,7 +112,7 @@ const routeMiss = (routes: ReadonlyArray<Route>, pathname: string): Effect.Effec
 }
 
 /**
- * Decodes path, query and body again, each on its own and reporting every problem, to say where the
+ * Decodes path, headers, query and body again, each on its own and reporting every problem, to say where the
  * request went wrong. A request the router gave to a route that does not take its path (an id that
  * is not a UUID, `/artifacts//latest` read as `/artifacts/latest`) is answered as the reference's
  * router answers it: 405 or 404.
@@ -130,6 +130,10 @@ const explainDecodeFailure = (
     if (Option.isSome(endpoint.pathSchema)) {
       const issue = decodeFailures(endpoint.pathSchema.value, match.params)
       if (Option.isSome(issue)) items.push(...detailItems("path", issue.value))
+    }
+    if (Option.isSome(endpoint.headersSchema)) {
+      const issue = decodeFailures(endpoint.headersSchema.value, request.headers)
+      if (Option.isSome(issue)) items.push(...detailItems("header", issue.value))
     }
     const query = searchParamsRecord(request.url)
     if (Option.isSome(endpoint.urlParamsSchema)) {
@@ -159,6 +163,36 @@ const checkVersionHeader = (match: RouteMatch | undefined, request: HttpServerRe
   if (match === undefined || Context.getOption(match.route.endpoint.annotations, Unversioned)._tag === "Some") return Effect.void
   const problem = versionHeaderProblem(request.headers[VERSION_HEADER])
   return problem === undefined ? Effect.void : Effect.fail(new BadRequest({ detail: problem }))
+}
+
+/** The value at `path` inside `value`, if there is one. */
+const valueAt = (value: unknown, path: ReadonlyArray<string | number>): unknown => {
+  let at = value
+  for (const key of path) {
+    if (at === null || typeof at !== "object" || !Object.hasOwn(at, key)) return undefined
+    at = (at as Record<string | number, unknown>)[key]
+  }
+  return at
+}
+
+/**
+ * A handler's rule checks the decoded body, while the reference's validators report the value as
+ * it was sent: the `input` of each body item a handler left without one is the value at its `loc`
+ * in the request's body.
+ */
+const withInputs = (request: HttpServerRequest.HttpServerRequest, error: ValidationError) => {
+  const detail = error.detail
+  if (typeof detail === "string" || !detail.some((i) => i.input === undefined && i.loc[0] === "body")) return Effect.succeed(error)
+  return Effect.map(Effect.orElseSucceed(request.json, () => undefined), (body) =>
+    body === undefined
+      ? error
+      : new ValidationError({
+        detail: detail.map((i) => {
+          if (i.input !== undefined || i.loc[0] !== "body") return i
+          const input = valueAt(body, i.loc.slice(1))
+          return input === undefined ? i : { ...i, input }
+        })
+      }))
 }
 
 const hasBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH"
@@ -304,7 +338,13 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       const refused = refuseContentType(match, request)
       if (refused !== undefined) return refused
       // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
-      return yield* Effect.zipRight(checkInput(match, request), app as HttpApp.Default<unknown>).pipe(
+      // A handler's 422 items say what was sent where they name no input (see withInputs).
+      const handled = Effect.catchIf(
+        app as HttpApp.Default<unknown>,
+        (error): error is ValidationError => error instanceof ValidationError,
+        (error) => Effect.flatMap(withInputs(request, error), Effect.fail)
+      )
+      return yield* Effect.zipRight(checkInput(match, request), handled).pipe(
         Effect.catchAll((error) => recover(request, error)),
         Effect.catchAllDefect(recoverDefect)
       )

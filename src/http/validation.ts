@@ -1,17 +1,63 @@
 /**
  * Turns a Schema ParseIssue into the reference's 422 detail items: one item per failing field, each
- * with `loc` (starting at "body", "query" or "path"), a pydantic-style `type` and `msg`, the
- * offending `input` and, for bounds and patterns, `ctx`.
+ * with `loc` (starting at "body", "query" or "path"), pydantic's `type` and `msg`, the offending
+ * `input` and, for bounds, lengths, patterns and validators' errors, `ctx`. Bounds and lengths are
+ * read from Schema's own refinements (greaterThanOrEqualTo, between, maxLength, minItems …), so any
+ * schema that uses them is reported as pydantic reports a Field(ge=…, max_length=…).
  */
-import { Option, type ParseResult, Schema, SchemaAST as AST } from "effect"
+import { Option, ParseResult, Schema, SchemaAST as AST } from "effect"
 import type { ValidationDetailItem } from "./errors.ts"
 
-export type Location = "body" | "query" | "path"
+export type Location = "body" | "query" | "path" | "header"
 type Loc = ReadonlyArray<string | number>
 type Item = ValidationDetailItem
 
 const item = (loc: Loc, type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): Item =>
   ctx === undefined ? { loc, type, msg, input } : { loc, type, msg, input, ctx }
+
+/**
+ * A rule's refusal as the reference's validators word it: a `value_error` whose message follows
+ * "Value error, " and whose ctx names the error raised (an empty object on the wire). `input` is
+ * the value refused; a handler that does not hold the body as sent leaves it out and the Api
+ * middleware fills it in from the request.
+ */
+export const valueErrorItem = (loc: Loc, message: string, input?: unknown): Item => ({
+  loc,
+  msg: `Value error, ${message}`,
+  type: "value_error",
+  ...(input === undefined ? {} : { input }),
+  ctx: { error: {} }
+})
+
+/** On the AST of a ParseIssue made by `wireIssue`: the pydantic error type it is reported as. */
+const ErrorTypeAnnotationId: unique symbol = Symbol.for("baton/http/ErrorType")
+
+const markers = new Map<string, AST.AST>()
+
+/**
+ * A failure of `actual` reported as the pydantic error `type` with `msg`, for failures no schema
+ * kind names (text that does not read as a number: `int_parsing`).
+ */
+export const wireIssue = (type: string, msg: string, actual: unknown): ParseResult.ParseIssue => {
+  let ast = markers.get(type)
+  if (ast === undefined) {
+    ast = Schema.Unknown.annotations({ [ErrorTypeAnnotationId]: type }).ast
+    markers.set(type, ast)
+  }
+  return new ParseResult.Type(ast, actual, msg)
+}
+
+/**
+ * On a transformation that only reads a value in another form (a numeric string as a number):
+ * problems of the value it read are reported with the input as it was sent, as pydantic does.
+ */
+export const InputAsSentAnnotationId: unique symbol = Symbol.for("baton/http/InputAsSent")
+
+/**
+ * On a bound refinement: how the reference writes its bound, where that is not the number (a
+ * duration's bound reads "0 seconds").
+ */
+export const BoundTextAnnotationId: unique symbol = Symbol.for("baton/http/BoundText")
 
 export const detailItems = (location: Location, issue: ParseResult.ParseIssue): ReadonlyArray<Item> => {
   try {
@@ -63,7 +109,7 @@ const collect = (loc: Loc, issue: ParseResult.ParseIssue, parent: unknown): Read
     case "Unexpected":
       return [item(loc, "extra_forbidden", "Extra inputs are not permitted", issue.actual)]
     case "Forbidden":
-      return [item(loc, "value_error", issue.message ?? "Value error", issue.actual)]
+      return [valueError(loc, issue.message, issue.actual)]
     case "Type":
       return [typeItem(loc, issue.ast, issue.actual, issue.message)]
   }
@@ -158,6 +204,14 @@ const tagProblem = (loc: Loc, issues: ReadonlyArray<ParseResult.ParseIssue>, act
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** A validator's refusal: "Value error, <message>" (or just "Value error" without one). */
+const valueError = (loc: Loc, message: string | undefined, input: unknown): Item =>
+  message ? valueErrorItem(loc, message, input) : item(loc, "value_error", "Value error", input, { error: {} })
+
+const plural = (n: unknown) => (n === 1 ? "" : "s")
+
+const lengthOf = (value: unknown) => (typeof value === "string" || Array.isArray(value) ? value.length : undefined)
+
 const refinementItem = (loc: Loc, issue: ParseResult.Refinement): Item => {
   const ast = issue.ast
   const json = (AST.getJSONSchemaAnnotation(ast).pipe(Option.getOrUndefined) ?? {}) as Record<string, unknown>
@@ -165,27 +219,54 @@ const refinementItem = (loc: Loc, issue: ParseResult.Refinement): Item => {
   const actual = issue.actual
   const inner = issue.issue
   const custom = inner._tag === "Type" && inner.message !== undefined ? inner.message : undefined
+  // A bound as the reference writes it, in msg and ctx alike.
+  const bound = (value: unknown) => (ast.annotations[BoundTextAnnotationId] as string | undefined) ?? value
+  const greaterEqual = () => item(loc, "greater_than_equal", `Input should be greater than or equal to ${bound(json.minimum)}`, actual, { ge: bound(json.minimum) })
+  const lessEqual = () => item(loc, "less_than_equal", `Input should be less than or equal to ${bound(json.maximum)}`, actual, { le: bound(json.maximum) })
+  const stringTooShort = (min: unknown) =>
+    item(loc, "string_too_short", `String should have at least ${min} character${plural(min)}`, actual, { min_length: min })
+  const stringTooLong = (max: unknown) =>
+    item(loc, "string_too_long", `String should have at most ${max} character${plural(max)}`, actual, { max_length: max })
+  const listTooShort = (min: unknown) =>
+    item(loc, "too_short", `List should have at least ${min} item${plural(min)} after validation, not ${lengthOf(actual)}`, actual, {
+      field_type: "List",
+      min_length: min,
+      actual_length: lengthOf(actual)
+    })
+  const listTooLong = (max: unknown) =>
+    item(loc, "too_long", `List should have at most ${max} item${plural(max)} after validation, not ${lengthOf(actual)}`, actual, {
+      field_type: "List",
+      max_length: max,
+      actual_length: lengthOf(actual)
+    })
   switch (id) {
     case Schema.GreaterThanSchemaId:
-      return item(loc, "greater_than", `Input should be greater than ${json.exclusiveMinimum}`, actual, { gt: json.exclusiveMinimum })
+      return item(loc, "greater_than", `Input should be greater than ${bound(json.exclusiveMinimum)}`, actual, { gt: bound(json.exclusiveMinimum) })
     case Schema.GreaterThanOrEqualToSchemaId:
-      return item(loc, "greater_than_equal", `Input should be greater than or equal to ${json.minimum}`, actual, { ge: json.minimum })
+      return greaterEqual()
     case Schema.LessThanSchemaId:
-      return item(loc, "less_than", `Input should be less than ${json.exclusiveMaximum}`, actual, { lt: json.exclusiveMaximum })
+      return item(loc, "less_than", `Input should be less than ${bound(json.exclusiveMaximum)}`, actual, { lt: bound(json.exclusiveMaximum) })
     case Schema.LessThanOrEqualToSchemaId:
-      return item(loc, "less_than_equal", `Input should be less than or equal to ${json.maximum}`, actual, { le: json.maximum })
+      return lessEqual()
+    case Schema.BetweenSchemaId:
+      // Two bounds in one check: the one the value is beyond, as pydantic checks each on its own.
+      return typeof actual === "number" && actual < (json.minimum as number) ? greaterEqual() : lessEqual()
     case Schema.IntSchemaId:
       return item(loc, "int_from_float", "Input should be a valid integer, got a number with a fractional part", actual)
     case Schema.PatternSchemaId:
       return item(loc, "string_pattern_mismatch", `String should match pattern '${json.pattern}'`, actual, { pattern: json.pattern })
     case Schema.MinLengthSchemaId:
-      return item(loc, "string_too_short", `String should have at least ${json.minLength} characters`, actual, { min_length: json.minLength })
+      return stringTooShort(json.minLength)
     case Schema.MaxLengthSchemaId:
-      return item(loc, "string_too_long", `String should have at most ${json.maxLength} characters`, actual, { max_length: json.maxLength })
+      return stringTooLong(json.maxLength)
+    case Schema.LengthSchemaId:
+      return (lengthOf(actual) ?? 0) < (json.minLength as number) ? stringTooShort(json.minLength) : stringTooLong(json.maxLength)
     case Schema.MinItemsSchemaId:
-      return item(loc, "too_short", `List should have at least ${json.minItems} items`, actual, { min_length: json.minItems })
+      return listTooShort(json.minItems)
     case Schema.MaxItemsSchemaId:
-      return item(loc, "too_long", `List should have at most ${json.maxItems} items`, actual, { max_length: json.maxItems })
+      return listTooLong(json.maxItems)
+    case Schema.ItemsCountSchemaId:
+      return (lengthOf(actual) ?? 0) < (json.minItems as number) ? listTooShort(json.minItems) : listTooLong(json.maxItems)
     case Schema.UUIDSchemaId:
       return item(loc, "uuid_parsing", "Input should be a valid UUID", actual)
     case Schema.ValidDateSchemaId:
@@ -193,25 +274,34 @@ const refinementItem = (loc: Loc, issue: ParseResult.Refinement): Item => {
     case Schema.FiniteSchemaId:
       return item(loc, "finite_number", "Input should be a finite number", actual)
   }
-  const message = custom ?? AST.getDescriptionAnnotation(ast).pipe(Option.getOrUndefined)
-  return item(loc, "value_error", message ? `Value error, ${message}` : "Value error", actual)
+  return valueError(loc, custom ?? AST.getDescriptionAnnotation(ast).pipe(Option.getOrUndefined), actual)
 }
 
 const transformationItems = (loc: Loc, issue: ParseResult.Transformation, parent: unknown): ReadonlyArray<Item> => {
   // A failure of the encoded side (e.g. "not a string") or of the decoded value's checks is
   // reported as that; a failed conversion is reported by what the transformation produces.
-  if (issue.kind !== "Transformation") return collect(loc, issue.issue, parent)
+  if (issue.kind !== "Transformation") {
+    const items = collect(loc, issue.issue, parent)
+    return issue.kind === "Type" && issue.ast.annotations[InputAsSentAnnotationId] === true
+      ? items.map((i) => (i.loc.length === loc.length ? { ...i, input: issue.actual } : i))
+      : items
+  }
+  const inner = issue.issue
+  if (inner._tag === "Type" && errorTypeOf(inner.ast) !== undefined) return [typeItem(loc, inner.ast, inner.actual, inner.message)]
   const kind = describeType(issue.ast.to) ?? describeType(issue.ast)
   if (kind !== undefined) return [item(loc, kind.type, kind.msg, issue.actual)]
-  const inner = issue.issue
   const message = inner._tag === "Type" || inner._tag === "Forbidden" ? inner.message : undefined
-  return [item(loc, "value_error", message ? `Value error, ${message}` : "Value error", issue.actual)]
+  return [valueError(loc, message, issue.actual)]
 }
 
+const errorTypeOf = (ast: AST.AST) => ast.annotations[ErrorTypeAnnotationId] as string | undefined
+
 const typeItem = (loc: Loc, ast: AST.AST, actual: unknown, message: string | undefined): Item => {
+  const named = errorTypeOf(ast)
+  if (named !== undefined) return item(loc, named, message ?? named, actual)
   const kind = describeType(ast)
   if (kind !== undefined) return item(loc, kind.type, kind.msg, actual, kind.ctx)
-  return item(loc, "value_error", message ? `Value error, ${message}` : "Value error", actual)
+  return valueError(loc, message, actual)
 }
 
 interface Kind {

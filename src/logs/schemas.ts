@@ -6,6 +6,7 @@ import { LimitField } from "../domain/pagination.ts"
 import { nullable, strictBody } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
 import { parseTextQuery } from "../domain/text-search.ts"
+import * as Lax from "../domain/lax.ts"
 
 export const Log = Schema.Struct({
   id: Id,
@@ -23,7 +24,7 @@ export type Log = typeof Log.Type
 export const LogCreate = strictBody(
   {
     name: Schema.String,
-    level: Schema.Int,
+    level: Lax.Int,
     message: Schema.String,
     timestamp: Timestamp,
     flow_run_id: nullable(Id),
@@ -38,11 +39,11 @@ const at = criterion(Timestamp)
 export const LogFilter = strictStruct(
   {
     operator: operatorField,
-    level: criterion(strictStruct({ ge_: criterion(Schema.Int), le_: criterion(Schema.Int) }, "LogFilterLevel")),
+    level: criterion(strictStruct({ ge_: criterion(Lax.Int), le_: criterion(Lax.Int) }, "LogFilterLevel")),
     timestamp: criterion(strictStruct({ before_: at, after_: at }, "LogFilterTimestamp")),
     flow_run_id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "LogFilterFlowRunId")),
     task_run_id: criterion(
-      strictStruct({ any_: criterion(Schema.Array(Id)), is_null_: criterion(Schema.Boolean) }, "LogFilterTaskRunId")
+      strictStruct({ any_: criterion(Schema.Array(Id)), is_null_: criterion(Lax.Bool) }, "LogFilterTaskRunId")
     ),
     text: criterion(strictStruct({ query: Schema.String.pipe(Schema.maxLength(200)) }, "LogFilterTextSearch"))
   },
@@ -76,6 +77,6 @@ export type LogSort = typeof LogSort.Type
 export const ReadLogsBody = Schema.Struct({
   logs: criterion(LogFilter),
   sort: Schema.optionalWith(Schema.NullOr(LogSort), { default: () => "TIMESTAMP_ASC" as const }),
-  offset: Schema.optionalWith(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))), { default: () => 0 }),
+  offset: Schema.optionalWith(Schema.NullOr(Lax.int({ ge: 0 })), { default: () => 0 }),
   limit: LimitField
 })

@@ -4,9 +4,10 @@ import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "
 import { Id } from "../domain/ids.ts"
 import { StateType } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
+import * as Lax from "../domain/lax.ts"
 
 const strings = criterion(Schema.Array(Schema.String))
-const flag = criterion(Schema.Boolean)
+const flag = criterion(Lax.Bool)
 const at = criterion(Timestamp)
 
 export const TaskRunFilter = strictStruct(
@@ -34,7 +35,7 @@ export const TaskRunFilter = strictStruct(
         {
           operator: operatorField,
           any_: criterion(Schema.Array(Id)),
-          is_null_: Schema.optionalWith(Schema.NullOr(Schema.Boolean), { default: () => false })
+          is_null_: Schema.optionalWith(Schema.NullOr(Lax.Bool), { default: () => false })
         },
         "TaskRunFilterFlowRunId"
       )

@@ -2,6 +2,7 @@
 import { Schema } from "effect"
 import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import * as Lax from "../domain/lax.ts"
 import { PaginationResponse, queryBodies } from "../domain/pagination.ts"
 import { JsonObject, Labels, nullable, Tags } from "../domain/schemas.ts"
 import { State, StateCreate, StateType } from "../domain/states.ts"
@@ -11,14 +12,20 @@ import { FlowFilter } from "../flows/schemas.ts"
 import { DeploymentFilter } from "../deployments/filter.ts"
 import { TaskRunFilter } from "./filter.ts"
 
+/** At most 50 delays, as the reference's validator allows. */
+const RetryDelay = Schema.NullOr(Schema.Union(Lax.Float, Schema.Array(Lax.Float))).pipe(
+  Schema.filter((delay) => !Array.isArray(delay) || delay.length <= 50 || "Can not configure more than 50 retry delays per task.")
+)
+
 export const TaskRunPolicy = Schema.Struct({
-  max_retries: Schema.optionalWith(Schema.Int, { default: () => 0 }),
-  retry_delay_seconds: Schema.optionalWith(Schema.Number, { default: () => 0 }),
-  retries: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
-  retry_delay: Schema.optionalWith(Schema.NullOr(Schema.Union(Schema.Number, Schema.Array(Schema.Number))), {
-    default: () => null
-  }),
-  retry_jitter_factor: Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null })
+  max_retries: Schema.optionalWith(Lax.Int, { default: () => 0 }),
+  retry_delay_seconds: Schema.optionalWith(Lax.Float, { default: () => 0 }),
+  retries: Schema.optionalWith(Schema.NullOr(Lax.Int), { default: () => null }),
+  retry_delay: Schema.optionalWith(RetryDelay, { default: () => null }),
+  retry_jitter_factor: Schema.optionalWith(
+    Schema.NullOr(Lax.Float).pipe(Schema.filter((factor) => factor === null || factor >= 0 || "`retry_jitter_factor` must be >= 0.")),
+    { default: () => null }
+  )
 }).annotations({ identifier: "TaskRunPolicy" })
 export type TaskRunPolicy = typeof TaskRunPolicy.Type
 

@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { DeploymentFilter } from "../deployments/filter.ts"
 import { criterion } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
+import * as Lax from "../domain/lax.ts"
 import { OffsetField } from "../domain/pagination.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { StateType } from "../domain/states.ts"
@@ -57,10 +58,7 @@ export const HISTORY_LIMIT = 1000
 export const UiFlowRunHistoryBody = Schema.Struct({
   sort: Schema.optionalWith(FlowRunSort, { default: () => "EXPECTED_START_TIME_DESC" as const }),
   // The reference bounds it above only (a negative limit fails in its database): Baton says 422.
-  limit: Schema.optionalWith(
-    Schema.Int.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(HISTORY_LIMIT)),
-    { default: () => HISTORY_LIMIT }
-  ),
+  limit: Schema.optionalWith(Lax.int({ ge: 0, le: HISTORY_LIMIT }), { default: () => HISTORY_LIMIT }),
   offset: OffsetField,
   flows: criterion(FlowFilter),
   flow_runs: criterion(FlowRunFilter),

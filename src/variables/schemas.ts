@@ -5,15 +5,16 @@ import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonValue, strictBody, Tags } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
+import * as Lax from "../domain/lax.ts"
 
 export const MAX_VARIABLE_VALUE_LENGTH = 5000
 
-/** Lowercase letters, digits, dashes and underscores; at most 255 characters. */
+/** At most 255 characters (checked first, as the reference does); lowercase letters, digits, dashes and underscores. */
 const VariableName = Schema.String.pipe(
+  Schema.maxLength(255),
   Schema.filter((name) =>
     /^[a-z0-9_-]*$/.test(name) || "Variable name must only contain lowercase letters, numbers, and dashes or underscores."
-  ),
-  Schema.maxLength(255)
+  )
 )
 
 /** Any JSON value; its compact JSON at most 5000 bytes. */
@@ -64,7 +65,7 @@ export const VariableFilter = strictStruct(
     ),
     tags: criterion(
       strictStruct(
-        { operator: operatorField, all_: criterion(Schema.Array(Schema.String)), is_null_: criterion(Schema.Boolean) },
+        { operator: operatorField, all_: criterion(Schema.Array(Schema.String)), is_null_: criterion(Lax.Bool) },
         "VariableFilterTags"
       )
     )

@@ -10,6 +10,7 @@ import { Timestamp } from "../domain/time.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { WorkerFilter, WorkPoolFilter, WorkQueueFilter } from "./filter.ts"
 import { MAX_WAIT_SECONDS } from "./long-poll.ts"
+import * as Lax from "../domain/lax.ts"
 
 export { WorkerFilter, WorkPoolFilter, WorkQueueFilter }
 
@@ -18,8 +19,8 @@ const NonEmptyishName = ObjectName.pipe(
   Schema.filter((name) => trim(name, `'" `) !== "" || "name cannot be an empty string")
 )
 
-const NonNegativeInt = Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
-const PositiveInt = Schema.Int.pipe(Schema.greaterThan(0))
+const NonNegativeInt = Lax.int({ ge: 0 })
+const PositiveInt = Lax.int({ gt: 0 })
 
 export const QueueFilter = Schema.Struct({
   tags: Schema.optionalWith(Schema.NullOr(Schema.Array(Schema.String)), { default: () => null }),
@@ -83,7 +84,7 @@ export const WorkPoolCreate = strictBody(
     description: nullable(Schema.String),
     type: Schema.optionalWith(Schema.String, { default: () => "prefect-agent" }),
     base_job_template: Schema.optionalWith(BaseJobTemplate, { default: () => ({}) }),
-    is_paused: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+    is_paused: Schema.optionalWith(Lax.Bool, { default: () => false }),
     concurrency_limit: nullable(NonNegativeInt),
     storage_configuration: Schema.optional(WorkPoolStorageConfiguration)
   },
@@ -95,7 +96,7 @@ export type WorkPoolCreate = typeof WorkPoolCreate.Type
 export const WorkPoolUpdate = strictBody(
   {
     description: Schema.optional(Schema.NullOr(Schema.String)),
-    is_paused: Schema.optional(Schema.NullOr(Schema.Boolean)),
+    is_paused: Schema.optional(Schema.NullOr(Lax.Bool)),
     base_job_template: Schema.optional(Schema.NullOr(BaseJobTemplate)),
     concurrency_limit: Schema.optional(Schema.NullOr(NonNegativeInt)),
     storage_configuration: Schema.optional(Schema.NullOr(WorkPoolStorageConfiguration))
@@ -132,7 +133,7 @@ export const WorkQueueCreate = strictBody(
   {
     name: ObjectName,
     description: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => "" }),
-    is_paused: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+    is_paused: Schema.optionalWith(Lax.Bool, { default: () => false }),
     concurrency_limit: nullable(NonNegativeInt),
     priority: nullable(PositiveInt),
     filter: nullable(QueueFilter)
@@ -146,7 +147,7 @@ export const WorkQueueUpdate = strictBody(
   {
     name: Schema.optional(Schema.NullOr(ObjectName)),
     description: Schema.optional(Schema.NullOr(Schema.String)),
-    is_paused: Schema.optional(Schema.Boolean),
+    is_paused: Schema.optional(Lax.Bool),
     concurrency_limit: Schema.optional(Schema.NullOr(NonNegativeInt)),
     priority: Schema.optional(Schema.NullOr(PositiveInt)),
     last_polled: Schema.optional(Schema.NullOr(Timestamp)),
@@ -240,7 +241,7 @@ export const ReadWorkersBody = Schema.Struct({
 
 export const HeartbeatBody = Schema.Struct({
   name: Schema.String,
-  heartbeat_interval_seconds: Schema.optional(Schema.NullOr(Schema.Int))
+  heartbeat_interval_seconds: Schema.optional(Schema.NullOr(Lax.Int))
 })
 
 export const PoolScheduledRunsBody = Schema.Struct({
@@ -250,7 +251,7 @@ export const PoolScheduledRunsBody = Schema.Struct({
   limit: LimitField,
   /** Baton's extension: seconds to hold a poll that finds nothing until a run becomes due (0: answer at once). */
   wait_seconds: Schema.optionalWith(
-    Schema.Number.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(MAX_WAIT_SECONDS)),
+    Lax.float({ ge: 0, le: MAX_WAIT_SECONDS }),
     { default: () => 0 }
   )
 })
@@ -261,13 +262,13 @@ export const QueueRunsBody = Schema.Struct({
 })
 
 export const PoolConcurrencyStatusBody = Schema.Struct({
-  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
+  page: Schema.optionalWith(Lax.int({ ge: 1 }), { default: () => 1 }),
   limit: LimitField,
-  flow_run_limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 200)), { default: () => 10 })
+  flow_run_limit: Schema.optionalWith(Lax.int({ ge: 0, le: 200 }), { default: () => 10 })
 })
 
 export const QueueConcurrencyStatusBody = Schema.Struct({
-  page: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1 }),
+  page: Schema.optionalWith(Lax.int({ ge: 1 }), { default: () => 1 }),
   limit: LimitField
 })
 

@@ -12,6 +12,7 @@ import {
   WorkQueueStatusDetail,
   WorkQueueUpdate
 } from "../work-pools/schemas.ts"
+import * as Lax from "../domain/lax.ts"
 
 const IdPath = Schema.Struct({ id: Id })
 
@@ -27,7 +28,7 @@ export class WorkQueuesApi extends HttpApiGroup.make("workQueues")
     HttpApiEndpoint.post("runs", "/:id/get_runs")
       .setPath(IdPath)
       .setPayload(QueueRunsBody)
-      .setHeaders(Schema.Struct({ "x-prefect-ui": Schema.optional(Schema.BooleanFromString) }))
+      .setHeaders(Schema.Struct({ "x-prefect-ui": Schema.optional(Lax.TextBool) }))
       .addSuccess(Schema.Array(FlowRun))
   )
   .add(

@@ -129,7 +129,7 @@ describe("automations", () => {
         const started = Date.now()
         for (const within of [true, false]) {
           expect(yield* problem(automation("bad", { trigger: nested(480, within) }))).toEqual([
-            { loc: ["body", "trigger"], type: "value_error", msg: "Value error, Triggers may be nested at most 10 deep" }
+            { loc: ["body", "trigger"], type: "value_error", msg: "Value error, Triggers may be nested at most 10 deep", ctx: { error: {} } }
           ])
         }
         expect(Date.now() - started).toBeLessThan(1000)

@@ -125,6 +125,9 @@ describe("schedules", () => {
 
   it("rejects bad expressions, time zones and intervals", () => {
     expect(Either.isLeft(decodeSchedule({ cron: "61 * * * *" }))).toBe(true)
+    // Five to seven columns, as the reference's croniter takes them.
+    expect(Either.isLeft(decodeSchedule({ cron: "* * *" }))).toBe(true)
+    expect(Either.isRight(decodeSchedule({ cron: "0 0 * * * 0" }))).toBe(true)
     expect(Either.isLeft(decodeSchedule({ cron: "0 9 * * *", timezone: "Mars/Olympus" }))).toBe(true)
     expect(Either.isLeft(decodeSchedule({ rrule: "FREQ=SOMETIMES" }))).toBe(true)
     expect(Either.isLeft(decodeSchedule({ interval: 0 }))).toBe(true)

@@ -149,7 +149,7 @@ describe("flow runs", () => {
 
         const badPolicy = yield* request("PATCH", `/flow_runs/${run.id}`, { body: { empirical_policy: { retries: "many" } } })
         expect(badPolicy.status).toBe(422)
-        expect(badPolicy.body.detail[0]).toMatchObject({ loc: ["body", "empirical_policy", "retries"], type: "int_type" })
+        expect(badPolicy.body.detail[0]).toMatchObject({ loc: ["body", "empirical_policy", "retries"], type: "int_parsing", input: "many" })
         const badField = yield* request("PATCH", `/flow_runs/${run.id}`, { body: { state_type: "RUNNING" } })
         expect(badField.status).toBe(422)
         expect((yield* request("PATCH", `/flow_runs/${MISSING}`, { body: { name: "x" } })).status).toBe(404)

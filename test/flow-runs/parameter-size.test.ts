@@ -9,13 +9,15 @@ const MISSING = "0b6f3a52-1c7e-4d35-9a4e-6f1d2c3b4a59"
 const large = { key: "a".repeat(100) }
 const small = { key: "a" }
 
-/** The reference's 422 for parameters over server.api.max_parameter_size (50 here). */
-const tooLarge = (bytes: number, loc: ReadonlyArray<string | number> = ["body", "parameters"]) => ({
+/** The reference's 422 for `parameters` over server.api.max_parameter_size (50 here), its validator's value_error. */
+const tooLarge = (bytes: number, parameters: unknown = large) => ({
   detail: [
     {
-      loc,
+      loc: ["body", "parameters"],
       msg: `Value error, Flow run parameters must be less than 50 bytes when serialized (got ${bytes} bytes).`,
-      type: "value_error"
+      type: "value_error",
+      input: parameters,
+      ctx: { error: {} }
     }
   ]
 })
@@ -41,7 +43,7 @@ describe("server.api.max_parameter_size", () => {
         expect((yield* request("PATCH", `/flow_runs/${run.id}`, { body: { parameters: { key: "b" } } })).status).toBe(204)
         // Counted as the reference counts: non-ASCII characters escaped (\u00e9, 6 bytes each).
         const accented = yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, parameters: { k: "é".repeat(10) } } })
-        expect(accented.body).toEqual(tooLarge(68))
+        expect(accented.body).toEqual(tooLarge(68, { k: "é".repeat(10) }))
       })
     )
 

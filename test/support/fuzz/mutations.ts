@@ -104,6 +104,11 @@ const MALFORMED_DATES = [
 const NEGATIVE_NUMBERS = [-1, -0.5, -(2 ** 31), -(2 ** 53) - 2, -1e308, raw("-0"), raw("-1e400")]
 const HUGE_NUMBERS = [2 ** 31, 2 ** 53 + 2, 2 ** 64, 1e308, raw("1e400"), raw("123456789012345678901234567890"), 0.1 + 0.2]
 
+/**
+ * A value of another JSON type. Some are still valid where the reference reads lax (0 or 1 for a
+ * boolean, true for a number): the judge asks only that a request be answered well, and that a
+ * refused one change nothing, not that every mutation be refused.
+ */
 const otherTypeThan = (random: Random, value: Json): Json => {
   const candidates: Array<Json> = [0, 1.5, "text", true, [], {}, [1, "two", null], { nested: { value: 1 } }]
   const kind = (v: Json) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v)
