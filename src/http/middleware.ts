@@ -112,10 +112,10 @@ const routeMiss = (routes: ReadonlyArray<Route>, pathname: string): Effect.Effec
 }
 
 /**
- * Decodes path, headers, query and body again, each on its own and reporting every problem, to say where the
- * request went wrong. A request the router gave to a route that does not take its path (an id that
- * is not a UUID, `/artifacts//latest` read as `/artifacts/latest`) is answered as the reference's
- * router answers it: 405 or 404.
+ * Decodes path, headers, query and body again, each on its own and reporting every problem, to say
+ * where the request went wrong. A request the router gave to a route that does not take its path
+ * (an id that is not a UUID, `/artifacts//latest` read as `/artifacts/latest`) is answered as the
+ * reference's router answers it: 405 or 404.
  */
 const explainDecodeFailure = (
   routes: ReadonlyArray<Route>,
