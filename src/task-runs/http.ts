@@ -34,9 +34,7 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
           )
           // A flow run id that names no flow run.
           if (result === undefined) return yield* integrityConflict()
-          const { id, created } = result
-          const run = (yield* Effect.orDie(runs.read(id)))!
-          return yield* createdOrFound(TaskRun, run, created)
+          return yield* createdOrFound(TaskRun, result.run, result.created)
         })
       )
       .handle("read", ({ path }) =>

@@ -83,6 +83,8 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     /**
      * Creates a task run in its first state; the same flow run (or none), task key and dynamic key
      * return the existing one. Fails with the unique violation when the id belongs to another run.
+     * The run answered is read in the same transaction, so a delete racing the create cannot take
+     * it away from the answer.
      */
     const create = Effect.fn("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
       const id = input.id ?? (yield* newId)
@@ -103,7 +105,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       const sameTask = input.flow_run_id === null
         ? sql`ON CONFLICT (task_key, dynamic_key) WHERE flow_run_id IS NULL DO NOTHING`
         : sql`ON CONFLICT (flow_run_id, task_key, dynamic_key) DO NOTHING`
-      const result = yield* sql.withTransaction(
+      const attempt = sql.withTransaction(
         Effect.gen(function* () {
           const inserted = yield* sql<TaskRunRow & { readonly id: string }>`
             INSERT INTO task_run (
@@ -120,21 +122,31 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
           `
           if (inserted.length === 0) {
             // The conflicting run committed before this statement went ahead, so this one sees it.
+            // Locked until the answer is read: a delete meanwhile waits for this transaction.
             const existing = yield* sql<{ id: string }>`
               SELECT id FROM task_run
               WHERE ${input.flow_run_id === null ? sql`flow_run_id IS NULL` : sql`flow_run_id = ${input.flow_run_id}`}
                 AND task_key = ${input.task_key} AND dynamic_key = ${input.dynamic_key}
+              FOR SHARE
             `
-            return { id: existing[0]!.id, created: false, state: null as State | null }
+            // Deleted since the insert saw it: the caller tries again.
+            if (existing.length === 0) return undefined
+            return { id: existing[0]!.id, created: false, state: null as State | null, run: (yield* read(existing[0]!.id))! }
           }
           // A new run has no state yet: the inserted row is all writeState needs.
           const row = { ...inserted[0]!, state: null, last_state_timestamp: null }
           const state = yield* states.writeState("task_run", row, input.state, input.empirical_policy)
-          return { id, created: true, state: state as State | null }
+          // Read before commit: a delete once committed must not leave the answer without its run.
+          return { id, created: true, state: state as State | null, run: (yield* read(id))! }
         })
       )
+      let result = yield* attempt
+      // The run this one clashed with went away in between (deleted): insert again. Each round
+      // needs a create and a delete of the same task to race it, so a few rounds always suffice.
+      for (let round = 1; result === undefined && round < 5; round++) result = yield* attempt
+      if (result === undefined) return yield* Effect.die(new Error("a task run with this key kept appearing and disappearing"))
       if (result.created && result.state !== null) yield* states.published("task_run", result.id, null, result.state)
-      return { id: result.id, created: result.created }
+      return { id: result.id, created: result.created, run: result.run }
     })
 
     /** The facts the task rules read, looked up inside the transition's transaction. */

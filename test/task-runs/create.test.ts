@@ -63,6 +63,25 @@ describe("task run create", () => {
         expect(yield* withoutFlowRunNamed("raced-run")).toHaveLength(1)
       }))
 
+    it.effect("a create racing the deletion of the run it repeats answers that run or a new one, never 500", () =>
+      Effect.gen(function* () {
+        const body = { flow_run_id: null, task_key: "raced", dynamic_key: "0" }
+        const statuses = new Set<number>()
+        for (let round = 0; round < 30; round++) {
+          const existing = ok(yield* create(body))
+          const answers = yield* Effect.all(
+            [request("DELETE", `/task_runs/${existing.id}`), create(body), create(body)],
+            { concurrency: "unbounded" }
+          )
+          for (const answer of answers) statuses.add(answer.status)
+        }
+        expect([...statuses].filter((status) => ![200, 201, 204, 404].includes(status))).toEqual([])
+        // Whatever the interleavings, the task has one run again: the next create finds it.
+        const last = ok(yield* create(body))
+        expect(ok(yield* create(body), 200).id).toBe(last.id)
+      })
+    )
+
     it.effect("a client-provided id is used, and an id another task run has answers 409", () =>
       Effect.gen(function* () {
         const flowRunId = yield* flowRun("client-ids")
