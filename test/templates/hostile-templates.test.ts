@@ -120,7 +120,9 @@ describe("hostile templates", () => {
           {
             loc: ["body", "parameters", "outer", "inner", "template"],
             msg: expect.stringMatching(/^Value error, Invalid jinja: Unexpected end of template\. The innermost block that needs to be closed is 'for'\.$/),
-            type: "value_error"
+            type: "value_error",
+            input: "{% for x in y %}",
+            ctx: { error: {} }
           }
         ])
         const literalRange = yield* request("POST", "/deployments/", { body: { name: "bad", flow_id: flowId, parameters: { x: jinja(RANGE) } } })
