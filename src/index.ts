@@ -2,8 +2,11 @@
  * Baton as a library: the Layers that make up the server, the Api (derive a typed client with
  * `HttpApiClient.make(BatonApi, { baseUrl })`) and the settings.
  */
-export { BatonApi } from "./http/api.ts"
-export * as Errors from "./http/errors.ts"
+export { BatonApi } from "./api.ts"
+/** The errors the Api answers with (NotFound, Conflict, ValidationError …), as a typed client fails with them. */
+export * as Errors from "./domain/errors.ts"
+/** Their wire forms with statuses, and the protocol's own errors (401, 405, 413 …). */
+export * as HttpErrors from "./http/errors.ts"
 export {
   apiServer,
   apiServerWith,

@@ -81,7 +81,7 @@ import { FlowsLive } from "./flows/http.ts"
 import { FlowsRepo } from "./flows/repo.ts"
 import * as Database from "./database/client.ts"
 import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
-import { BatonApi } from "./http/api.ts"
+import { BatonApi } from "./api.ts"
 import * as ApiDocs from "./http/docs.ts"
 import { edge } from "./http/edge.ts"
 import { makeNodeServer } from "./http/node-server.ts"
@@ -97,6 +97,7 @@ import { TaskRunRecorder } from "./task-runs/recorder.ts"
 import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
 import { UiFlowRunsLive, UiFlowsLive, UiSchemasLive, UiTaskRunsLive } from "./ui/http.ts"
 import { UiRepo } from "./ui/repo.ts"
+import { uiOutside } from "./ui/serve.ts"
 import { services } from "./services/registry.ts"
 import { runServices } from "./services/runner.ts"
 import { VacuumRepo } from "./services/vacuum-repo.ts"
@@ -221,7 +222,7 @@ export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOut
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
     Effect.map(Effect.all([Settings, UiStatic]), ([settings, ui]) =>
-      HttpApiBuilder.serve(edge(settings, ui.bundle)).pipe(
+      HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundle))).pipe(
         // A tracer span per request costs throughput and nothing exports spans.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(apiMiddleware(api)),

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { StorageDefaults } from "../blocks/storage-defaults.ts"
-import { BatonApi } from "../http/api.ts"
+import { BatonApi } from "../api.ts"
 import { Settings, settingsReport } from "../settings/settings.ts"
 import { COMPATIBLE_SERVER_VERSION } from "../version.ts"
 

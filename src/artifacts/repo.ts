@@ -5,7 +5,7 @@
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
-import { queryCondition } from "../database/query.ts"
+import { queryCondition } from "../queries/query.ts"
 import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"

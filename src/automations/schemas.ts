@@ -14,7 +14,7 @@ import { validateTemplate } from "../domain/templates.ts"
 import { Timestamp } from "../domain/time.ts"
 import { LabelPattern, ResourceSpecification } from "../events/filter.ts"
 import { type Precheck, PrecheckAnnotationId } from "../http/input-checks.ts"
-import { valueErrorItem } from "../http/validation.ts"
+import { valueErrorItem } from "../domain/problems.ts"
 
 // ----------------------------------------------------------------------------------------------
 // Triggers

@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
-import { BatonApi } from "../http/api.ts"
-import { NotFound } from "../http/errors.ts"
+import { BatonApi } from "../api.ts"
+import { NotFound } from "../domain/errors.ts"
 import { BlockDocuments } from "./documents-service.ts"
 
 const notFound = new NotFound({ detail: "Block document not found" })

@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { v4 } from "uuid"
 import { isObject } from "../domain/schemas.ts"
-import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../http/errors.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
 import { type DocumentRow, BlockDocumentsRepo, type ReferenceRow } from "./documents-repo.ts"
 import type {
   BlockDocument,

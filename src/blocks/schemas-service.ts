@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { isUniqueViolation } from "../database/errors.ts"
 import { isObject } from "../domain/schemas.ts"
-import { Conflict, ValidationError } from "../http/errors.ts"
+import { Conflict, ValidationError } from "../domain/errors.ts"
 import { blockSchemaChecksum, collectRefs, definitionKey, nonBlockDefinitions } from "./checksum.ts"
 import { type BlockSchemaCreate, DEFAULT_BLOCK_SCHEMA_VERSION } from "./schemas.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"

@@ -6,7 +6,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Schema } from "effect"
 import { ConfigurationRepo } from "../configuration/repo.ts"
 import { Id } from "../domain/ids.ts"
-import { NotFound, ValidationError } from "../http/errors.ts"
+import { NotFound, ValidationError } from "../domain/errors.ts"
 import { BlockDocumentsRepo } from "./documents-repo.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
 

@@ -7,8 +7,8 @@ import { Effect } from "effect"
 import { SYSTEM_BLOCK_SCHEMA_VERSION } from "../blocks/registration.ts"
 import { blockSchemaChecksum } from "../blocks/checksum.ts"
 import { blockTypeOf, systemBlocks } from "../blocks/system-blocks.ts"
-import { BatonApi } from "../http/api.ts"
-import { NotFound } from "../http/errors.ts"
+import { BatonApi } from "../api.ts"
+import { NotFound } from "../domain/errors.ts"
 import workerMetadata from "./views/aggregate-worker-metadata.json" with { type: "json" }
 
 /** The system blocks as a collection lists its block types: by slug, each with its schema. */

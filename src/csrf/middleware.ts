@@ -9,7 +9,8 @@ import { HttpApiBuilder, type HttpApp, HttpServerRequest } from "@effect/platfor
 import { Effect, Layer } from "effect"
 import { sameSecret } from "../domain/secrets.ts"
 import { now } from "../domain/time.ts"
-import { errorResponse, Forbidden, ForbiddenResponse } from "../http/errors.ts"
+import { errorResponse, ForbiddenResponse } from "../http/errors.ts"
+import { Forbidden } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { CsrfTokensRepo } from "./repo.ts"
 

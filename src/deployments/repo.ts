@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Schema } from "effect"
-import { queryCondition } from "../database/query.ts"
+import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Deployment, type DeploymentFilter, DeploymentSchedule, type DeploymentSort } from "./schemas.ts"

@@ -14,7 +14,7 @@
  * StrictFloat and str) the plain Schema types are used instead.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { BoundTextAnnotationId, InputAsSentAnnotationId, wireIssue } from "../http/validation.ts"
+import { BoundTextAnnotationId, InputAsSentAnnotationId, wireIssue } from "./problems.ts"
 
 /** pydantic's bounds (Field(ge=…, le=…)); `text` writes them as the reference does (a duration's "0 seconds"). */
 export interface Bounds {

@@ -1,6 +1,6 @@
 /** Offset/limit pages with the server's default limit, as the reference's filter operations take them. */
 import { Effect, Schema } from "effect"
-import { ValidationError } from "../http/errors.ts"
+import { ValidationError } from "./errors.ts"
 import { Id } from "./ids.ts"
 import * as Lax from "./lax.ts"
 import { Settings } from "../settings/settings.ts"

@@ -4,8 +4,8 @@
  * words it.
  */
 import { Effect, Either } from "effect"
-import { ValidationError } from "../http/errors.ts"
-import { valueErrorItem } from "../http/validation.ts"
+import { ValidationError } from "./errors.ts"
+import { valueErrorItem } from "./problems.ts"
 import { checkParameters, describeFailure } from "./json-schema.ts"
 import { renderTemplate, type TemplateBudget, templateBudget, type TemplateFilter, validateTemplate } from "./templates.ts"
 import { isObject } from "./schemas.ts"

@@ -5,8 +5,9 @@
  */
 import { Effect } from "effect"
 import { now } from "../domain/time.ts"
-import { type ValidationDetailItem, ValidationError } from "../http/errors.ts"
-import { valueErrorItem } from "../http/validation.ts"
+import { type ValidationDetailItem } from "../domain/problems.ts"
+import { ValidationError } from "../domain/errors.ts"
+import { valueErrorItem } from "../domain/problems.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
 import type { Event, ReceivedEvent } from "./schemas.ts"

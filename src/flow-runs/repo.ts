@@ -2,7 +2,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { ConcurrencyRules, type DeploymentConcurrency, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
-import { queryCondition } from "../database/query.ts"
+import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"

@@ -1,7 +1,7 @@
 /** Flows in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { queryCondition } from "../database/query.ts"
+import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import type { Flow, FlowFilter, FlowSort } from "./schemas.ts"

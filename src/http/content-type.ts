@@ -11,7 +11,7 @@
  */
 import { HttpMethod, type HttpServerRequest } from "@effect/platform"
 import type { SchemaAST as AST } from "effect"
-import type { ValidationDetailItem } from "./errors.ts"
+import type { ValidationDetailItem } from "../domain/problems.ts"
 
 /** On a payload schema: its endpoint also takes the body as the text of a `text/plain` request. */
 export const TakesTextAnnotationId: unique symbol = Symbol.for("baton/http/TakesText")

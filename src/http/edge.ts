@@ -1,21 +1,19 @@
 /**
  * What every request goes through before the Api sees it: CORS, the base path, the shared
  * credential (./auth.ts), the body limit (./limits.ts), trailing slashes, empty bodies, request
- * logging and the last-resort answer for an unexpected failure. Outside the base path:
- * /ui-settings, the UI when one is served, and a JSON 404 for anything else.
+ * logging and the last-resort answer for an unexpected failure. Outside the base path: what the
+ * server hands in (the UI and /ui-settings), else a JSON 404.
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Either, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
-import type { UiBundle } from "../ui/bundle.ts"
-import { notFound, uiApp } from "../ui/serve.ts"
-import { uiSettingsRoute } from "../ui/ui-settings.ts"
 import { basicAuth } from "./auth.ts"
 import { corsMiddleware } from "./cors.ts"
 import { announcesBody, isJsonMediaType, mediaTypeOf } from "./content-type.ts"
 import { bodyLimit, withBody } from "./limits.ts"
 import { safeCause } from "./log-safe.ts"
 import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
+import { notFound } from "./responses.ts"
 import { unavailableAnswerForCause } from "./unavailable.ts"
 
 export { normalizeBasePath, stripBasePath, stripTrailingSlash } from "./paths.ts"
@@ -42,16 +40,26 @@ const EMPTY_OBJECT = Buffer.from("{}")
 const internalError = HttpServerResponse.unsafeJson({ exception_message: "Internal Server Error" }, { status: 500 })
 
 /**
- * Serves `api` under the base path; outside it /ui-settings, the UI `bundle` when there is one, and
- * a JSON 404 for anything else.
+ * What the server answers besides the Api (a UI and its /ui-settings), handed to the edge by the
+ * server so that this kit knows no area.
  */
-export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = Option.none()) => {
+export interface Outside {
+  /** The answer for a path wherever it is (/ui-settings answers beside the base path too), if any. */
+  readonly first: (method: string, pathname: string) => HttpServerResponse.HttpServerResponse | undefined
+  /** The answer for a path outside the base path. */
+  readonly serve: (
+    request: HttpServerRequest.HttpServerRequest,
+    pathname: string
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+}
+
+/** Nothing besides the Api: a JSON 404 outside the base path. */
+export const nothingOutside: Outside = { first: () => undefined, serve: () => Effect.succeed(notFound) }
+
+/** Serves `api` under the base path, and `outside` beside it. */
+export const edge = (settings: SettingsValue, outside: Outside = nothingOutside) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
-  const uiSettings = uiSettingsRoute(settings, bundle)
-  const ui = Option.map(bundle, uiApp)
-  const outside = (request: HttpServerRequest.HttpServerRequest, pathname: string) =>
-    Option.isSome(ui) ? ui.value(request, pathname) : Effect.succeed(notFound)
   const refusedWithoutCredential = basicAuth(settings)
   const limit = bodyLimit(settings)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
@@ -59,10 +67,10 @@ export const edge = (settings: SettingsValue, bundle: Option.Option<UiBundle> = 
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = pathnameOf(request.url)
-      const settingsAnswer = uiSettings.answer(request.method, pathname)
-      if (settingsAnswer !== undefined) return settingsAnswer
+      const first = outside.first(request.method, pathname)
+      if (first !== undefined) return first
       const below = stripBasePath(request.url, basePath)
-      if (below === undefined) return yield* outside(request, pathname)
+      if (below === undefined) return yield* outside.serve(request, pathname)
       const url = stripTrailingSlash(below)
       // Answers given here get the CORS headers on their way out like the Api's (cors.ts marks
       // every response), so a UI on another origin can read a 401 or a 413.

@@ -1,39 +1,11 @@
 /**
- * The errors every endpoint may answer with, declared once on the Api. On the wire each is just
- * the reference's body (`{"detail": …}`): the class tag never leaves the server.
+ * The errors every endpoint may answer with, declared once on the Api: the domain's (../domain/errors.ts)
+ * and the protocol's own (below), each given its status. On the wire each is just the reference's
+ * body (`{"detail": …}`): the class tag never leaves the server.
  */
 import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Schema } from "effect"
-
-/** One entry of a 422 answer, in the reference's shape. */
-export const ValidationDetailItem = Schema.Struct({
-  loc: Schema.Array(Schema.Union(Schema.String, Schema.Number)),
-  msg: Schema.String,
-  type: Schema.String,
-  input: Schema.optional(Schema.Unknown),
-  ctx: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-}).annotations({ identifier: "ValidationErrorItem" })
-export type ValidationDetailItem = typeof ValidationDetailItem.Type
-
-/**
- * `detail` is either the reference's list of field problems or, for rules a handler checks itself
- * (e.g. "Invalid limit: must be less than or equal to 200."), a plain message.
- */
-const ValidationDetail = Schema.Union(Schema.Array(ValidationDetailItem), Schema.String)
-
-export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
-  detail: ValidationDetail
-}) {}
-
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { detail: Schema.String }) {}
-
-export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", { detail: Schema.String }) {}
-
-export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { detail: Schema.String }) {}
-
-export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", { detail: Schema.String }) {}
-
-export class Gone extends Schema.TaggedError<Gone>()("Gone", { detail: Schema.String }) {}
+import { BadRequest, Conflict, Forbidden, Gone, Locked, NotFound, ValidationDetail, ValidationError } from "../domain/errors.ts"
 
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
   detail: Schema.String
@@ -51,9 +23,6 @@ export class RequestHeaderFieldsTooLarge extends Schema.TaggedError<RequestHeade
   "RequestHeaderFieldsTooLarge",
   { detail: Schema.String }
 ) {}
-
-/** A concurrency limit is full (answered with Retry-After by the handlers that take slots). */
-export class Locked extends Schema.TaggedError<Locked>()("Locked", { detail: Schema.String }) {}
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   detail: Schema.String
@@ -97,9 +66,3 @@ export const errorResponse = <A, I>(
 ): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(Schema.encodeSync(schema)(error), { status: HttpApiSchema.getStatusError(schema), headers })
 
-/** The reference's answer when a write names an object that does not exist or breaks a unique key. */
-export const integrityConflict = () =>
-  new Conflict({
-    detail:
-      "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
-  })

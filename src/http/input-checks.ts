@@ -4,7 +4,7 @@
  * cannot write back), and text that PostgreSQL cannot store (a NUL character, an unpaired UTF-16
  * surrogate) anywhere in the path, the query or the body.
  */
-import type { ValidationDetailItem } from "./errors.ts"
+import type { ValidationDetailItem } from "../domain/problems.ts"
 
 /**
  * The deepest nesting of lists and objects accepted in a body. The reference's JSON parser gives up

@@ -10,7 +10,8 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Either, Option, Stream } from "effect"
 import type { IncomingMessage } from "node:http"
 import type { SettingsValue } from "../settings/settings.ts"
-import { BadRequest, BadRequestResponse, errorResponse, PayloadTooLarge, PayloadTooLargeResponse } from "./errors.ts"
+import { BadRequest } from "../domain/errors.ts"
+import { BadRequestResponse, errorResponse, PayloadTooLarge, PayloadTooLargeResponse } from "./errors.ts"
 
 const grouped = (n: number) => n.toLocaleString("en-US")
 

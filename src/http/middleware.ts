@@ -13,18 +13,9 @@ import {
 import { Cause, Context, Effect, Either, Option, Schema } from "effect"
 import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
 import { isTooManyParameters, MAX_STATEMENT_PARAMETERS, type TooManyParameters } from "../database/statements.ts"
-import {
-  BadRequest,
-  type Conflict,
-  errorResponse,
-  integrityConflict,
-  MethodNotAllowed,
-  MethodNotAllowedResponse,
-  NotFound,
-  ValidationError,
-  type ValidationDetailItem,
-  ValidationErrorResponse
-} from "./errors.ts"
+import { BadRequest, type Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { errorResponse, MethodNotAllowed, MethodNotAllowedResponse, ValidationErrorResponse } from "./errors.ts"
+import { type ValidationDetailItem } from "../domain/problems.ts"
 import { Unversioned, VERSION_HEADER, versionHeaderProblem } from "./api-version.ts"
 import { announcesBody, contentTypeProblem } from "./content-type.ts"
 import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, type Precheck, PrecheckAnnotationId, mayHoldUnstorableText, nestsDeeperThan, unstorable, unstorableItem, unstorableItems } from "./input-checks.ts"

@@ -7,3 +7,6 @@ export const createdOrFound = <A, I>(schema: Schema.Schema<A, I>, value: A, crea
   Effect.map(Effect.orDie(Schema.encode(schema)(value)), (json) =>
     HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 })
   )
+
+/** The reference's answer for a path nothing serves. */
+export const notFound = HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })

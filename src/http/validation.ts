@@ -6,7 +6,7 @@
  * schema that uses them is reported as pydantic reports a Field(ge=…, max_length=…).
  */
 import { Option, ParseResult, Schema, SchemaAST as AST } from "effect"
-import type { ValidationDetailItem } from "./errors.ts"
+import { BoundTextAnnotationId, ErrorTypeAnnotationId, InputAsSentAnnotationId, type ValidationDetailItem, valueErrorItem } from "../domain/problems.ts"
 
 export type Location = "body" | "query" | "path" | "header"
 type Loc = ReadonlyArray<string | number>
@@ -14,50 +14,6 @@ type Item = ValidationDetailItem
 
 const item = (loc: Loc, type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): Item =>
   ctx === undefined ? { loc, type, msg, input } : { loc, type, msg, input, ctx }
-
-/**
- * A rule's refusal as the reference's validators word it: a `value_error` whose message follows
- * "Value error, " and whose ctx names the error raised (an empty object on the wire). `input` is
- * the value refused; a handler that does not hold the body as sent leaves it out and the Api
- * middleware fills it in from the request.
- */
-export const valueErrorItem = (loc: Loc, message: string, input?: unknown): Item => ({
-  loc,
-  msg: `Value error, ${message}`,
-  type: "value_error",
-  ...(input === undefined ? {} : { input }),
-  ctx: { error: {} }
-})
-
-/** On the AST of a ParseIssue made by `wireIssue`: the pydantic error type it is reported as. */
-const ErrorTypeAnnotationId: unique symbol = Symbol.for("baton/http/ErrorType")
-
-const markers = new Map<string, AST.AST>()
-
-/**
- * A failure of `actual` reported as the pydantic error `type` with `msg`, for failures no schema
- * kind names (text that does not read as a number: `int_parsing`).
- */
-export const wireIssue = (type: string, msg: string, actual: unknown): ParseResult.ParseIssue => {
-  let ast = markers.get(type)
-  if (ast === undefined) {
-    ast = Schema.Unknown.annotations({ [ErrorTypeAnnotationId]: type }).ast
-    markers.set(type, ast)
-  }
-  return new ParseResult.Type(ast, actual, msg)
-}
-
-/**
- * On a transformation that only reads a value in another form (a numeric string as a number):
- * problems of the value it read are reported with the input as it was sent, as pydantic does.
- */
-export const InputAsSentAnnotationId: unique symbol = Symbol.for("baton/http/InputAsSent")
-
-/**
- * On a bound refinement: how the reference writes its bound, where that is not the number (a
- * duration's bound reads "0 seconds").
- */
-export const BoundTextAnnotationId: unique symbol = Symbol.for("baton/http/BoundText")
 
 export const detailItems = (location: Location, issue: ParseResult.ParseIssue): ReadonlyArray<Item> => {
   try {

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
-import { BatonApi } from "../http/api.ts"
+import { BatonApi } from "../api.ts"
 import { LogsRepo } from "./repo.ts"
 import { LogStream } from "./stream.ts"
 

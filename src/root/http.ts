@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SqlClient } from "@effect/sql"
 import { ping } from "../database/client.ts"
 import { Settings } from "../settings/settings.ts"
-import { BatonApi } from "../http/api.ts"
+import { BatonApi } from "../api.ts"
 import { API_VERSION } from "../version.ts"
 import { DatabaseNotReady } from "./api.ts"
 

@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Random, Schema } from "effect"
 import { ConcurrencyRules } from "../concurrency/rules.ts"
-import { queryCondition } from "../database/query.ts"
+import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { State, StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"

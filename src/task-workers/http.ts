@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { BatonApi } from "../http/api.ts"
+import { BatonApi } from "../api.ts"
 
 /**
  * Task workers are the clients subscribed to scheduled task runs over the task-run websocket; until

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { validateTemplate } from "../domain/templates.ts"
-import { BatonApi } from "../http/api.ts"
+import { BatonApi } from "../api.ts"
 import { TemplateInvalid } from "./api.ts"
 
 export const TemplatesLive = HttpApiBuilder.group(BatonApi, "templates", (handlers) =>

@@ -1,7 +1,7 @@
 /** The UI's summaries in SQL: each answer one query, over the filters every area compiles the same way. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { queryCondition } from "../database/query.ts"
+import { queryCondition } from "../queries/query.ts"
 import type { StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { flowRunOrder, flowRunPage, type FlowRunQuery } from "../flow-runs/repo.ts"

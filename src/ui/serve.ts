@@ -9,8 +9,12 @@ import * as fs from "node:fs/promises"
 import { promisify } from "node:util"
 import * as zlib from "node:zlib"
 import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import type { Outside } from "../http/edge.ts"
+import { notFound } from "../http/responses.ts"
+import type { SettingsValue } from "../settings/settings.ts"
 import type { UiBundle, UiFile } from "./bundle.ts"
+import { uiSettingsRoute } from "./ui-settings.ts"
 
 const gzip = promisify(zlib.gzip)
 
@@ -23,7 +27,6 @@ const GZIP_MINIMUM = 500
  */
 const RESERVED = new Set(["api", "docs", "redoc", "openapi.json", "health", "ready", "version", "hello", "metrics", "ui-settings"])
 
-export const notFound = HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })
 
 const methodNotAllowed = HttpServerResponse.unsafeJson(
   { detail: "Method Not Allowed" },
@@ -152,5 +155,15 @@ export const uiApp = (bundle: UiBundle) => {
       return serveFile(request, bundle.index)
     }
     return Effect.succeed(notFound)
+  }
+}
+
+/** What the server answers beside the Api: /ui-settings wherever it is asked for, and the UI `bundle` if there is one. */
+export const uiOutside = (settings: SettingsValue, bundle: Option.Option<UiBundle>): Outside => {
+  const uiSettings = uiSettingsRoute(settings, bundle)
+  const ui = Option.map(bundle, uiApp)
+  return {
+    first: uiSettings.answer,
+    serve: (request, pathname) => (Option.isSome(ui) ? ui.value(request, pathname) : Effect.succeed(notFound))
   }
 }

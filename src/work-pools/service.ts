@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { NotFound } from "../http/errors.ts"
+import { NotFound } from "../domain/errors.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 

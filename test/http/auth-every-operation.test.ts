@@ -6,7 +6,7 @@
 import { HttpApi } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { BatonApi } from "../../src/http/api.ts"
+import { BatonApi } from "../../src/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const AUTH = "operator:correct horse battery staple"

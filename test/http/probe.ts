@@ -6,8 +6,8 @@
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Schema } from "effect"
-import { BatonApi } from "../../src/http/api.ts"
-import { Conflict, NotFound } from "../../src/http/errors.ts"
+import { BatonApi } from "../../src/api.ts"
+import { Conflict, NotFound } from "../../src/domain/errors.ts"
 import { GroupsLive } from "../../src/server.ts"
 
 const Item = Schema.Struct({

@@ -6,7 +6,7 @@
 import { HttpApiClient, type HttpApi, HttpServer, FetchHttpClient } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
-import { BatonApi } from "../../src/http/api.ts"
+import { BatonApi } from "../../src/api.ts"
 import { ApiLive, AreasLive, HttpServerLive, serveApi } from "../../src/server.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
 import { Transitions } from "../../src/orchestration/transitions.ts"

@@ -5,7 +5,7 @@
  */
 import { HttpApi } from "@effect/platform"
 import { Option, Schema } from "effect"
-import { BatonApi } from "../../../src/http/api.ts"
+import { BatonApi } from "../../../src/api.ts"
 
 export interface FuzzOperation {
   /** `group.endpoint`, e.g. `flows.create`. */

@@ -3,28 +3,28 @@
  * derives its routes and the OpenAPI document from it.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
-import { AdminApi } from "../admin/api.ts"
-import { ConcurrencyLimitsApi, ConcurrencyLimitsV2Api } from "../concurrency/api.ts"
-import { DeploymentsApi } from "../deployments/api.ts"
-import { LogsApi } from "../logs/api.ts"
-import { ArtifactsApi } from "../artifacts/api.ts"
-import { CollectionsApi } from "../collections/api.ts"
-import { CsrfApi } from "../csrf/api.ts"
-import { TemplatesApi } from "../templates/api.ts"
-import { EventsApi } from "../events/api.ts"
-import { AutomationsApi } from "../automations/api.ts"
-import { BlockCapabilitiesApi, BlockDocumentsApi, BlockSchemasApi, BlockTypesApi } from "../blocks/api.ts"
-import { SavedSearchesApi } from "../saved-searches/api.ts"
-import { VariablesApi } from "../variables/api.ts"
-import { TaskWorkersApi } from "../task-workers/api.ts"
-import { WorkPoolsApi } from "../work-pools/api.ts"
-import { WorkQueuesApi } from "../work-queues/api.ts"
-import { FlowRunStatesApi, FlowRunsApi } from "../flow-runs/api.ts"
-import { FlowsApi } from "../flows/api.ts"
-import { TaskRunStatesApi, TaskRunsApi } from "../task-runs/api.ts"
-import { RootApi } from "../root/api.ts"
-import { UiFlowRunsApi, UiFlowsApi, UiSchemasApi, UiTaskRunsApi } from "../ui/api.ts"
-import { API_VERSION } from "../version.ts"
+import { AdminApi } from "./admin/api.ts"
+import { ConcurrencyLimitsApi, ConcurrencyLimitsV2Api } from "./concurrency/api.ts"
+import { DeploymentsApi } from "./deployments/api.ts"
+import { LogsApi } from "./logs/api.ts"
+import { ArtifactsApi } from "./artifacts/api.ts"
+import { CollectionsApi } from "./collections/api.ts"
+import { CsrfApi } from "./csrf/api.ts"
+import { TemplatesApi } from "./templates/api.ts"
+import { EventsApi } from "./events/api.ts"
+import { AutomationsApi } from "./automations/api.ts"
+import { BlockCapabilitiesApi, BlockDocumentsApi, BlockSchemasApi, BlockTypesApi } from "./blocks/api.ts"
+import { SavedSearchesApi } from "./saved-searches/api.ts"
+import { VariablesApi } from "./variables/api.ts"
+import { TaskWorkersApi } from "./task-workers/api.ts"
+import { WorkPoolsApi } from "./work-pools/api.ts"
+import { WorkQueuesApi } from "./work-queues/api.ts"
+import { FlowRunStatesApi, FlowRunsApi } from "./flow-runs/api.ts"
+import { FlowsApi } from "./flows/api.ts"
+import { TaskRunStatesApi, TaskRunsApi } from "./task-runs/api.ts"
+import { RootApi } from "./root/api.ts"
+import { UiFlowRunsApi, UiFlowsApi, UiSchemasApi, UiTaskRunsApi } from "./ui/api.ts"
+import { API_VERSION } from "./version.ts"
 import {
   BadRequestResponse,
   ConflictResponse,
@@ -38,7 +38,7 @@ import {
   ServiceUnavailableResponse,
   UnauthorizedResponse,
   ValidationErrorResponse
-} from "./errors.ts"
+} from "./http/errors.ts"
 
 export class BatonApi extends HttpApi.make("baton")
   .add(RootApi)
@@ -79,10 +79,10 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(GoneResponse)
   .addError(MethodNotAllowedResponse)
   .addError(ServiceUnavailableResponse)
-  // Answered in front of the Api (./auth.ts, ./limits.ts); declared so clients and the OpenAPI document know them.
+  // Answered in front of the Api (http/auth.ts, http/limits.ts); declared so clients and the OpenAPI document know them.
   .addError(UnauthorizedResponse)
   .addError(PayloadTooLargeResponse)
-  // Answered by the HTTP server itself (./node-server.ts): a request too slow to arrive, a head over 16 KB.
+  // Answered by the HTTP server itself (http/node-server.ts): a request too slow to arrive, a head over 16 KB.
   .addError(RequestTimeoutResponse)
   .addError(RequestHeaderFieldsTooLargeResponse)
   .annotate(OpenApi.Title, "Baton REST API")
