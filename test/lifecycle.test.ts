@@ -2,13 +2,12 @@ import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { apiServer, apiServerWith, BatonApi, DatabaseLive, serveApi, HttpServerLive, SettingsLayer } from "../src/index.ts"
 import { ProbedApi, ProbedHandlers } from "./http/probe.ts"
+import { seededHome } from "./support/database.ts"
 
 const portOf = (server: HttpServer.HttpServer) =>
   server.address._tag === "TcpAddress" ? server.address.port : Number.NaN
@@ -56,9 +55,9 @@ describe("embedding and shutdown", () => {
     60_000
   )
 
-  it.live("finishes a request in flight when the server shuts down", () =>
+  it.scopedLive("finishes a request in flight when the server shuts down", () =>
     Effect.gen(function* () {
-      const home = mkdtempSync(join(tmpdir(), "baton-inflight-"))
+      const home = yield* seededHome
       const server = serveApi(ProbedApi, ProbedHandlers).pipe(
         Layer.provideMerge(HttpServerLive),
         Layer.provideMerge(DatabaseLive),
@@ -81,9 +80,9 @@ describe("embedding and shutdown", () => {
     60_000
   )
 
-  it.live("runs the API without services and the services without the API", () =>
+  it.scopedLive("runs the API without services and the services without the API", () =>
     Effect.gen(function* () {
-      const home = mkdtempSync(join(tmpdir(), "baton-split-"))
+      const home = yield* seededHome
       const apiOnly = apiServerWith({ services: false }).pipe(
         Layer.provideMerge(DatabaseLive),
         Layer.provideMerge(SettingsLayer({ home, "server.api.port": 0 }))
@@ -96,73 +95,6 @@ describe("embedding and shutdown", () => {
         })
       )
       expect(status).toBe(200)
-    }),
-    60_000
-  )
-})
-
-interface Spawned {
-  readonly lines: Array<string>
-  readonly stderr: Array<string>
-  readonly exit: Promise<number | null>
-  readonly child: ReturnType<typeof spawn>
-}
-
-const baton = (args: ReadonlyArray<string>, env: Record<string, string>): Spawned => {
-  const child = spawn(process.execPath, [fileURLToPath(new URL("../bin/baton.mjs", import.meta.url)), ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  const lines: Array<string> = []
-  const stderr: Array<string> = []
-  child.stdout!.on("data", (chunk) => lines.push(...String(chunk).split("\n").filter(Boolean)))
-  child.stderr!.on("data", (chunk) => stderr.push(...String(chunk).split("\n").filter(Boolean)))
-  const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-  return { lines, stderr, exit, child }
-}
-
-const waitFor = async (check: () => string | undefined, ms: number): Promise<string> => {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    const found = check()
-    if (found !== undefined) return found
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  throw new Error("timed out")
-}
-
-describe("the baton command", () => {
-  it.live("starts the server, answers, stops cleanly on SIGTERM and starts again on the same data", () =>
-    Effect.promise(async () => {
-      const home = mkdtempSync(join(tmpdir(), "baton-cli-"))
-      for (const round of [1, 2]) {
-        const proc = baton(["server", "start", "--port", "0"], { BATON_HOME: home })
-        const line = await waitFor(() => proc.lines.find((l) => l.includes("API at ")), 30_000)
-        const url = line.slice(line.indexOf("http"))
-        const ready = await fetch(`${url}/ready`)
-        expect(ready.status, `round ${round}`).toBe(200)
-        proc.child.kill("SIGTERM")
-        expect(await proc.exit).toBe(0)
-        expect(proc.stderr.join("\n")).toBe("")
-      }
-    }),
-    90_000
-  )
-
-  it.live("prints the settings with secrets obfuscated, and stops on a bad value with one line", () =>
-    Effect.promise(async () => {
-      const ok = baton(["settings"], { BATON_API_KEY: "hidden-key", BATON_SERVER_API_PORT: "4321" })
-      expect(await ok.exit).toBe(0)
-      const report = JSON.parse(ok.lines.join("\n"))
-      expect(report.api.key).toBe("********")
-      expect(report.server.api.port).toBe(4321)
-      expect(ok.lines.join("\n")).not.toContain("hidden-key")
-
-      const bad = baton(["server", "start"], { BATON_SERVER_API_PORT: "abc" })
-      expect(await bad.exit).toBe(1)
-      expect(bad.stderr).toEqual([expect.stringContaining("BATON_SERVER_API_PORT")])
-      expect(bad.stderr[0]).toContain('"abc"')
-      expect(bad.stderr[0]).toContain("integer")
     }),
     60_000
   )

@@ -5,30 +5,11 @@
  * with no half-applied transition; a second server on the same home is refused while one runs. Run only with the embedded test database (the PostgreSQL run has
  * kill-postgres.test.ts); the home starts from the run's migrated template, so no start migrates.
  */
-import { PGlite } from "@electric-sql/pglite"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
-import { inject } from "vitest"
-import { onServer } from "../support/database.ts"
+import { onServer, seededHome } from "../support/database.ts"
 import { call, ensureBundle, ok, type ServerProcess, startServerProcess } from "../support/server-process.ts"
 import { type AcceptedState, invariantViolations, setStateBurst, type StoredRun, until } from "./kill-invariants.ts"
-
-/** A BATON_HOME whose embedded database is a copy of the run's migrated template. */
-const seededHome = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), "baton-kill-embedded-"))
-    const db = await PGlite.create({
-      dataDir: path.join(home, "database"),
-      loadDataDir: new Blob([fs.readFileSync(inject("embeddedDump"))])
-    })
-    await db.close()
-    return home
-  }),
-  (home) => Effect.sync(() => fs.rmSync(home, { recursive: true, force: true }))
-)
 
 const scopedServer = (options: Parameters<typeof startServerProcess>[0]) =>
   Effect.acquireRelease(Effect.promise(() => startServerProcess(options)), (server) => Effect.promise(() => server.kill("SIGKILL")))

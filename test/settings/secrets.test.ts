@@ -1,8 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Layer } from "effect"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import * as Database from "../../src/database/client.ts"
+import { SECRET_VALUES, SECRETS } from "../support/secrets.ts"
 import { loadSettings, obfuscateUrlPassword, type SettingsOverrides, settingsReport } from "../../src/settings/settings.ts"
 
 const load = (env: Record<string, string> = {}, overrides: SettingsOverrides = {}) =>
@@ -10,32 +9,6 @@ const load = (env: Record<string, string> = {}, overrides: SettingsOverrides = {
 
 const at = (tree: unknown, key: string): unknown => key.split(".").reduce<any>((node, k) => node?.[k], tree)
 
-/** `baton <args>` with `env`: its exit code, stdout and stderr. */
-const baton = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.promise(
-    () =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [fileURLToPath(new URL("../../bin/baton.mjs", import.meta.url)), ...args], {
-          env: { ...process.env, ...env },
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-        let stdout = ""
-        let stderr = ""
-        child.stdout.on("data", (chunk) => (stdout += chunk))
-        child.stderr.on("data", (chunk) => (stderr += chunk))
-        child.on("exit", (code) => resolve({ code, stdout, stderr }))
-      })
-  )
-
-const SECRETS = {
-  BATON_SERVER_API_AUTH_STRING: "admin:auth-secret-1",
-  BATON_API_AUTH_STRING: "admin:auth-secret-2",
-  BATON_API_KEY: "key-secret-3",
-  BATON_SERVER_DATABASE_CONNECTION_URL: "postgresql://baton:url-secret-4@db.internal:5432/baton",
-  BATON_SERVER_DATABASE_PASSWORD: "password-secret-5",
-  BATON_SERVER_EVENTS_REDIS_URL: "redis://:redis-secret-6@cache.internal:6379/0"
-}
-const SECRET_VALUES = ["auth-secret-1", "auth-secret-2", "key-secret-3", "url-secret-4", "password-secret-5", "redis-secret-6"]
 
 describe("secrets in the settings report", () => {
   it.effect("obfuscates every secret setting and the password of any URL a setting holds", () =>
@@ -78,14 +51,4 @@ describe("secrets in the settings report", () => {
       expect(text).not.toContain("url-secret-4")
     })
   )
-
-  it.live("prints the settings with every secret obfuscated (`baton settings`)", () =>
-    Effect.gen(function* () {
-      const { code, stdout, stderr } = yield* baton(["settings"], SECRETS)
-      expect(code, stderr).toBe(0)
-      const report = JSON.parse(stdout)
-      expect(report.server.api.auth_string).toBe("********")
-      expect(report.server.events.redis_url).toBe("redis://:********@cache.internal:6379/0")
-      for (const secret of SECRET_VALUES) expect(stdout + stderr).not.toContain(secret)
-    }), 60_000)
 })

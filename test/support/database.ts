@@ -2,16 +2,23 @@
  * Each test file's own database, created from the run's migrated template and dropped afterwards:
  * an embedded PGlite loaded from the template dump and served on a socket (the same path production
  * uses), or, with TEST_DATABASE_URL, a PostgreSQL database copied from the template database.
+ *
+ * Embedded, loading a PGlite takes most of a second, so each test worker keeps one loaded and hands
+ * it to its files one after another, emptied of every row (the template holds no rows but the
+ * migrations table) as each file takes it. A file that wants a second database while the worker's
+ * is taken gets a PGlite of its own.
  */
+import { PGlite } from "@electric-sql/pglite"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { inject } from "vitest"
 import { serveEmbedded } from "../../src/database/embedded.ts"
+import { MIGRATIONS_TABLE } from "../../src/database/migrator.ts"
 import { withDatabase } from "./global-setup.ts"
 
 const testDatabaseUrl = () => process.env.TEST_DATABASE_URL
@@ -44,6 +51,62 @@ const serverDatabase = (url: string, template: string | undefined) =>
     (name) => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
   )
 
+interface WorkerDatabase {
+  readonly socketDir: string
+  taken: boolean
+}
+
+/** The worker's loaded PGlite, kept for the life of the process (globalThis: files share it). */
+const workerDatabase = (): Promise<WorkerDatabase> => {
+  const holder = globalThis as { batonWorkerDatabase?: Promise<WorkerDatabase> }
+  holder.batonWorkerDatabase ??= Effect.runPromise(
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "baton-db-"))
+      process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }))
+      const dump = new Blob([fs.readFileSync(inject("embeddedDump"))])
+      // Its scope is never closed: the database lives as long as the worker.
+      const scope = yield* Scope.make()
+      yield* serveEmbedded({ socketDir: dir, loadDataDir: dump }).pipe(Scope.extend(scope), Effect.orDie)
+      return { socketDir: dir, taken: false }
+    })
+  )
+  return holder.batonWorkerDatabase
+}
+
+/** Empties every table but the migrations' own, as the template left them. */
+const emptyTables = (socketDir: string) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ host: socketDir, user: "postgres", database: "postgres" })
+    await client.connect()
+    try {
+      const { rows } = await client.query<{ name: string }>(
+        `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> '${MIGRATIONS_TABLE}'`
+      )
+      if (rows.length > 0) await client.query(`TRUNCATE ${rows.map((row) => row.name).join(", ")} RESTART IDENTITY CASCADE`)
+    } finally {
+      await client.end()
+    }
+  })
+
+/** The worker's database for this scope when it is free, emptied; undefined when another scope has it. */
+const takeWorkerDatabase = Effect.acquireRelease(
+  Effect.flatMap(
+    Effect.promise(() => workerDatabase()),
+    (database) => {
+      if (database.taken) return Effect.succeed(undefined)
+      database.taken = true
+      return Effect.as(emptyTables(database.socketDir), database)
+    }
+  ),
+  (database) =>
+    Effect.sync(() => {
+      if (database) database.taken = false
+    })
+)
+
+const embeddedClient = (socketDir: string) =>
+  PgClient.layer({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 }).pipe(Layer.orDie)
+
 export interface ScopedDatabase {
   /** A new connection pool to the database (several may be open at once). */
   readonly connect: () => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient>
@@ -61,14 +124,14 @@ export const scopedDatabase = (options: { readonly migrated: boolean }) =>
         PgClient.layer({ url: Redacted.make(withDatabase(url, name)), maxConnections: 10 }).pipe(Layer.orDie)
       return { connect, url: withDatabase(url, name) } satisfies ScopedDatabase
     }
+    if (options.migrated) {
+      const shared = yield* takeWorkerDatabase
+      if (shared) return { connect: () => embeddedClient(shared.socketDir), url: undefined } satisfies ScopedDatabase
+    }
     const dir = yield* tempDir
-    const dump = options.migrated ? new Blob([fs.readFileSync(inject("embeddedDump"))]) : undefined
-    const embedded = yield* serveEmbedded({ socketDir: dir, ...(dump ? { loadDataDir: dump } : {}) }).pipe(Effect.orDie)
-    const connect = () =>
-      PgClient.layer({ host: embedded.socketDir, username: "postgres", database: "postgres", maxConnections: 1 }).pipe(
-        Layer.orDie
-      )
-    return { connect, url: undefined } satisfies ScopedDatabase
+    const dump = new Blob([fs.readFileSync(inject(options.migrated ? "embeddedDump" : "emptyEmbeddedDump"))])
+    const embedded = yield* serveEmbedded({ socketDir: dir, loadDataDir: dump }).pipe(Effect.orDie)
+    return { connect: () => embeddedClient(embedded.socketDir), url: undefined } satisfies ScopedDatabase
   })
 
 const clientFor = (options: { readonly migrated: boolean }) =>
@@ -79,6 +142,25 @@ export const TestDatabase = clientFor({ migrated: true })
 
 /** A fresh database with no tables at all, for migration tests. */
 export const FreshDatabase = clientFor({ migrated: false })
+
+/**
+ * A BATON_HOME whose embedded database is a copy of the run's migrated template, removed with the
+ * scope: a server started on it neither runs initdb nor migrates (seconds each). A run against
+ * PostgreSQL has no embedded template: there the home starts empty.
+ */
+export const seededHome = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "baton-home-"))
+    if (!inject("embeddedDump")) return home
+    const db = await PGlite.create({
+      dataDir: path.join(home, "database"),
+      loadDataDir: new Blob([fs.readFileSync(inject("embeddedDump"))])
+    })
+    await db.close()
+    return home
+  }),
+  (home) => Effect.sync(() => fs.rmSync(home, { recursive: true, force: true }))
+)
 
 /** Whether the tests run against a real PostgreSQL server. */
 export const onServer = () => testDatabaseUrl() !== undefined

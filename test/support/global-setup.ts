@@ -16,6 +16,8 @@ import { migrate } from "../../src/database/migrator.ts"
 declare module "vitest" {
   export interface ProvidedContext {
     embeddedDump: string
+    /** A dump of an embedded database with no tables, for migration tests (initdb costs seconds). */
+    emptyEmbeddedDump: string
     templateDatabase: string
   }
 }
@@ -39,6 +41,7 @@ export default async function setup(project: TestProject) {
     await migrateWith(PgClient.layer({ url: Redacted.make(withDatabase(url, template)), maxConnections: 1 }))
     project.provide("templateDatabase", template)
     project.provide("embeddedDump", "")
+    project.provide("emptyEmbeddedDump", "")
     return async () => {
       await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`)
       await admin.end()
@@ -46,17 +49,24 @@ export default async function setup(project: TestProject) {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "baton-test-"))
   const dumpFile = path.join(dir, "template.tar.gz")
+  const emptyDumpFile = path.join(dir, "empty.tar.gz")
   await Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
         const embedded = yield* serveEmbedded({ socketDir: path.join(dir, "run") })
+        const write = (file: string) =>
+          Effect.promise(async () => {
+            const dump = await embedded.db.dumpDataDir("gzip")
+            fs.writeFileSync(file, Buffer.from(await dump.arrayBuffer()))
+          })
+        yield* write(emptyDumpFile)
         yield* Effect.provide(migrate, PgClient.layer({ host: embedded.socketDir, username: "postgres", database: "postgres", maxConnections: 1 }))
-        const dump = yield* Effect.promise(() => embedded.db.dumpDataDir("gzip"))
-        fs.writeFileSync(dumpFile, Buffer.from(yield* Effect.promise(() => dump.arrayBuffer())))
+        yield* write(dumpFile)
       })
     )
   )
   project.provide("embeddedDump", dumpFile)
+  project.provide("emptyEmbeddedDump", emptyDumpFile)
   project.provide("templateDatabase", "")
   return () => fs.rmSync(dir, { recursive: true, force: true })
 }

@@ -18,7 +18,8 @@ import { fileURLToPath } from "node:url"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const BUNDLE_DIR = path.join(ROOT, ".scratch", "test-bundle")
-const BUNDLE = path.join(BUNDLE_DIR, "main.js")
+/** The server built as `npm run build` builds dist/main.js (current once `ensureBundle` returns). */
+export const BUNDLE = path.join(BUNDLE_DIR, "main.js")
 // Outside the bundle's directory, which a build replaces.
 const BUILD_LOCK = path.join(os.tmpdir(), `baton-test-bundle-lock-${createHash("sha1").update(ROOT).digest("hex").slice(0, 12)}`)
 

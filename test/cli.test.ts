@@ -1,0 +1,83 @@
+/**
+ * The `baton` command: a server started, stopped with SIGTERM and started again on its data (from
+ * the bundle, as `npm start` runs it: through tsx each start would take seconds longer); the
+ * settings report and a bad setting refused with one line (through bin/baton.mjs, as a user types it).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { seededHome } from "./support/database.ts"
+import { SECRET_VALUES, SECRETS } from "./support/secrets.ts"
+import { BUNDLE, ensureBundle } from "./support/server-process.ts"
+
+interface Spawned {
+  readonly lines: Array<string>
+  readonly stderr: Array<string>
+  readonly exit: Promise<number | null>
+  readonly child: ReturnType<typeof spawn>
+}
+
+const BIN = fileURLToPath(new URL("../bin/baton.mjs", import.meta.url))
+
+const baton = (args: ReadonlyArray<string>, env: Record<string, string>, entry = BIN): Spawned => {
+  const child = spawn(process.execPath, [entry, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  const lines: Array<string> = []
+  const stderr: Array<string> = []
+  child.stdout!.on("data", (chunk) => lines.push(...String(chunk).split("\n").filter(Boolean)))
+  child.stderr!.on("data", (chunk) => stderr.push(...String(chunk).split("\n").filter(Boolean)))
+  const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  return { lines, stderr, exit, child }
+}
+
+const waitFor = async (check: () => string | undefined, ms: number): Promise<string> => {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    const found = check()
+    if (found !== undefined) return found
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error("timed out")
+}
+
+describe("the baton command", () => {
+  it.scopedLive("starts the server, answers, stops cleanly on SIGTERM and starts again on the same data", () =>
+    Effect.flatMap(seededHome, (home) => Effect.promise(async () => {
+      await ensureBundle()
+      for (const round of [1, 2]) {
+        const proc = baton(["server", "start", "--port", "0"], { BATON_HOME: home }, BUNDLE)
+        const line = await waitFor(() => proc.lines.find((l) => l.includes("API at ")), 30_000)
+        const url = line.slice(line.indexOf("http"))
+        const ready = await fetch(`${url}/ready`)
+        expect(ready.status, `round ${round}`).toBe(200)
+        proc.child.kill("SIGTERM")
+        expect(await proc.exit).toBe(0)
+        expect(proc.stderr.join("\n")).toBe("")
+      }
+    })),
+    90_000
+  )
+
+  it.live("prints the settings with secrets obfuscated, and stops on a bad value with one line", () =>
+    Effect.promise(async () => {
+      const ok = baton(["settings"], { ...SECRETS, BATON_SERVER_API_PORT: "4321" })
+      expect(await ok.exit, ok.stderr.join("\n")).toBe(0)
+      const report = JSON.parse(ok.lines.join("\n"))
+      expect(report.api.key).toBe("********")
+      expect(report.server.api.auth_string).toBe("********")
+      expect(report.server.events.redis_url).toBe("redis://:********@cache.internal:6379/0")
+      expect(report.server.api.port).toBe(4321)
+      for (const secret of SECRET_VALUES) expect([...ok.lines, ...ok.stderr].join("\n")).not.toContain(secret)
+
+      const bad = baton(["server", "start"], { BATON_SERVER_API_PORT: "abc" })
+      expect(await bad.exit).toBe(1)
+      expect(bad.stderr).toEqual([expect.stringContaining("BATON_SERVER_API_PORT")])
+      expect(bad.stderr[0]).toContain('"abc"')
+      expect(bad.stderr[0]).toContain("integer")
+    }),
+    60_000
+  )
+})
