@@ -5,16 +5,15 @@
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
-import { queryCondition } from "../queries/query.ts"
-import { compileFilter } from "../domain/filters.ts"
+import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import {
   type Artifact,
   type ArtifactCollection,
   type ArtifactCreate,
-  artifactCollectionFilterSpec,
-  artifactFilterSpec,
+  ArtifactCollectionFilter,
+  ArtifactFilter,
   type ArtifactSort
 } from "./schemas.ts"
 
@@ -26,7 +25,7 @@ const orderBy = (table: string): Record<ArtifactSort, string> => ({
   KEY_ASC: `${table}.key ASC NULLS FIRST, ${table}.id DESC`
 })
 
-export type ArtifactQuery = Readonly<Record<string, unknown>> & { readonly artifacts?: unknown }
+export type ArtifactQuery = RelatedFilters & { readonly artifacts?: unknown }
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
 
@@ -37,7 +36,10 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
     /** A query's condition on `table`: its own `artifacts` filter and its flows, runs and deployments. */
     const where = (table: "artifact" | "artifact_collection", query: ArtifactQuery): Statement.Fragment =>
       sql.and([
-        compileFilter(sql, query.artifacts as Record<string, unknown> | null | undefined, table === "artifact" ? artifactFilterSpec : artifactCollectionFilterSpec),
+        // The body schema of each route decoded `artifacts` with the filter of its table.
+        table === "artifact"
+          ? ArtifactFilter.compile(sql, query.artifacts as typeof ArtifactFilter.Type | null | undefined)
+          : ArtifactCollectionFilter.compile(sql, query.artifacts as typeof ArtifactCollectionFilter.Type | null | undefined),
         queryCondition(sql, table, { flows: query.flows, flow_runs: query.flow_runs, task_runs: query.task_runs, deployments: query.deployments })
       ])
 

@@ -1,6 +1,6 @@
 /** Artifacts on the wire: records, create/update bodies, filters and sorts, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion, Criterion, Field, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonValue, nullable, strictBody } from "../domain/schemas.ts"
@@ -78,41 +78,30 @@ export const ArtifactUpdate = strictBody(
 )
 export type ArtifactUpdate = typeof ArtifactUpdate.Type
 
-const strings = criterion(Schema.Array(Schema.String))
-const ids = criterion(Schema.Array(Id))
-
-const sharedCriteria = {
-  operator: operatorField,
-  key: criterion(strictStruct({ any_: strings, like_: criterion(Schema.String), exists_: criterion(Lax.Bool) }, "ArtifactFilterKey")),
-  flow_run_id: criterion(strictStruct({ any_: ids }, "ArtifactFilterFlowRunId")),
-  task_run_id: criterion(strictStruct({ any_: ids }, "ArtifactFilterTaskRunId")),
-  type: criterion(strictStruct({ any_: strings, not_any_: strings }, "ArtifactFilterType"))
-}
-
-export const ArtifactFilter = strictStruct(
-  { ...sharedCriteria, id: criterion(strictStruct({ any_: ids }, "ArtifactFilterId")) },
-  "ArtifactFilter"
-)
-
-export const ArtifactCollectionFilter = strictStruct(
-  { ...sharedCriteria, latest_id: criterion(strictStruct({ any_: ids }, "ArtifactCollectionFilterLatestId")) },
-  "ArtifactCollectionFilter"
-)
-
-const specFor = (table: string): FilterSpec => ({
-  id: Field.oneOf(`${table}.id`, "uuid"),
-  latest_id: Field.oneOf(`${table}.latest_id`, "uuid"),
-  key: (sql, c) => [
-    ...Field.text(`${table}.key`)(sql, c),
-    ...(c.exists_ === true ? [sql`${sql.unsafe(table)}.key IS NOT NULL`] : c.exists_ === false ? [sql`${sql.unsafe(table)}.key IS NULL`] : [])
-  ],
-  flow_run_id: Field.oneOf(`${table}.flow_run_id`, "uuid"),
-  task_run_id: Field.oneOf(`${table}.task_run_id`, "uuid"),
-  type: Field.oneOf(`${table}.type`, "text")
+/** The criteria artifacts and latest artifacts share, on either table. */
+const artifactCriteria = (table: string) => ({
+  key: Criterion.custom(
+    "ArtifactFilterKey",
+    { any_: criterion(Schema.Array(Schema.String)), like_: criterion(Schema.String), exists_: criterion(Lax.Bool) },
+    (sql, c) => [
+      ...Field.text(`${table}.key`)(sql, c),
+      ...(c.exists_ === true ? [sql`${sql.unsafe(table)}.key IS NOT NULL`] : c.exists_ === false ? [sql`${sql.unsafe(table)}.key IS NULL`] : [])
+    ]
+  ),
+  flow_run_id: Criterion.oneOf("ArtifactFilterFlowRunId", `${table}.flow_run_id`, "uuid", Id, ["any_"]),
+  task_run_id: Criterion.oneOf("ArtifactFilterTaskRunId", `${table}.task_run_id`, "uuid", Id, ["any_"]),
+  type: Criterion.oneOf("ArtifactFilterType", `${table}.type`, "text", Schema.String, ["any_", "not_any_"])
 })
 
-export const artifactFilterSpec = specFor("artifact")
-export const artifactCollectionFilterSpec = specFor("artifact_collection")
+export const ArtifactFilter = Filter.make("ArtifactFilter", {
+  ...artifactCriteria("artifact"),
+  id: Criterion.oneOf("ArtifactFilterId", "artifact.id", "uuid", Id, ["any_"])
+})
+
+export const ArtifactCollectionFilter = Filter.make("ArtifactCollectionFilter", {
+  ...artifactCriteria("artifact_collection"),
+  latest_id: Criterion.oneOf("ArtifactCollectionFilterLatestId", "artifact_collection.latest_id", "uuid", Id, ["any_"])
+})
 
 export const ArtifactSort = Schema.Literal("CREATED_DESC", "UPDATED_DESC", "ID_DESC", "KEY_DESC", "KEY_ASC").annotations({
   identifier: "ArtifactSort"

@@ -2,10 +2,9 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Notifications from "../database/notifications.ts"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { type Automation, type AutomationFilter, automationFilterSpec, type AutomationSort, type AutomationUpdate } from "./schemas.ts"
+import { type Automation, AutomationFilter, type AutomationSort, type AutomationUpdate } from "./schemas.ts"
 
 const orderBy: Record<AutomationSort, string> = {
   CREATED_DESC: "automation.created DESC, automation.id",
@@ -28,7 +27,7 @@ export interface AutomationsSnapshot {
 export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/AutomationsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const where = (filter: AutomationFilter | null | undefined) => compileFilter(sql, filter, automationFilterSpec)
+    const where = (filter: AutomationFilter | null | undefined) => AutomationFilter.compile(sql, filter)
 
     const columns = (fields: AutomationFields) => ({
       name: fields.name,

@@ -4,7 +4,7 @@
  * `schedule_after`) are seconds.
  */
 import { Schema } from "effect"
-import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion, Criterion, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import * as Lax from "../domain/lax.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
@@ -389,32 +389,12 @@ export const Automation = Schema.Struct({
 }).annotations({ identifier: "Automation" })
 export type Automation = typeof Automation.Type
 
-export const AutomationFilter = strictStruct(
-  {
-    operator: operatorField,
-    name: criterion(strictStruct({ any_: criterion(Schema.Array(Schema.String)) }, "AutomationFilterName")),
-    created: criterion(strictStruct({ before_: criterion(Timestamp) }, "AutomationFilterCreated")),
-    tags: criterion(
-      strictStruct(
-        {
-          operator: operatorField,
-          all_: criterion(Schema.Array(Schema.String)),
-          any_: criterion(Schema.Array(Schema.String)),
-          is_null_: criterion(Lax.Bool)
-        },
-        "AutomationFilterTags"
-      )
-    )
-  },
-  "AutomationFilter"
-)
+export const AutomationFilter = Filter.make("AutomationFilter", {
+  name: Criterion.oneOf("AutomationFilterName", "automation.name", "text", Schema.String, ["any_"]),
+  created: Criterion.time("AutomationFilterCreated", "automation.created", ["before_"]),
+  tags: Criterion.tags("AutomationFilterTags", "automation.tags", ["operator", "all_", "any_", "is_null_"])
+})
 export type AutomationFilter = typeof AutomationFilter.Type
-
-export const automationFilterSpec: FilterSpec = {
-  name: Field.oneOf("automation.name", "text"),
-  created: Field.time("automation.created"),
-  tags: Field.tags("automation.tags")
-}
 
 export const AutomationSort = Schema.Literal("CREATED_DESC", "UPDATED_DESC", "NAME_ASC", "NAME_DESC").annotations({
   identifier: "AutomationSort"

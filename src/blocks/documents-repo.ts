@@ -3,16 +3,10 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { inTransaction } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import {
-  type BlockDocumentFilter,
-  blockDocumentFilterSpec,
-  type BlockDocumentQuery,
-  type BlockDocumentSort
-} from "./documents-schemas.ts"
-import { blockSchemaFilterSpec, blockTypeFilterSpec } from "./schemas.ts"
+import { BlockDocumentFilter, type BlockDocumentQuery, type BlockDocumentSort } from "./documents-schemas.ts"
+import { BlockSchemaFilter, BlockTypeFilter } from "./schemas.ts"
 
 /** A stored document as its row holds it (data still sealed). */
 export interface DocumentRow {
@@ -54,15 +48,15 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     const sql = yield* SqlClient.SqlClient
 
     const where = (query: BlockDocumentQuery) => sql.and([
-      compileFilter(sql, query.block_documents ?? NAMED_ONLY, blockDocumentFilterSpec),
+      BlockDocumentFilter.compile(sql, query.block_documents ?? NAMED_ONLY),
       query.block_types == null
         ? sql`TRUE`
         : sql`EXISTS (SELECT 1 FROM block_type WHERE block_type.id = block_document.block_type_id
-                 AND ${compileFilter(sql, query.block_types, blockTypeFilterSpec)})`,
+                 AND ${BlockTypeFilter.compile(sql, query.block_types)})`,
       query.block_schemas == null
         ? sql`TRUE`
         : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.id = block_document.block_schema_id
-                 AND ${compileFilter(sql, query.block_schemas, blockSchemaFilterSpec)})`
+                 AND ${BlockSchemaFilter.compile(sql, query.block_schemas)})`
     ])
 
     /** The ids of the documents the query matches, in `sort` order (a null limit is no limit). */

@@ -1,6 +1,6 @@
 /** Block documents on the wire: records, bodies, filters and sorts, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion, Criterion, Field, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonObject, ObjectName, strictBody } from "../domain/schemas.ts"
@@ -55,35 +55,25 @@ export const BlockDocumentUpdate = strictBody(
 )
 export type BlockDocumentUpdate = typeof BlockDocumentUpdate.Type
 
-const ids = criterion(Schema.Array(Id))
-
-export const BlockDocumentFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: ids }, "BlockDocumentFilterId")),
-    // Anonymous documents are left out unless a filter asks for them.
-    is_anonymous: Schema.optionalWith(
-      Schema.NullOr(strictStruct({ eq_: criterion(Lax.Bool) }, "BlockDocumentFilterIsAnonymous")),
-      { default: () => ({ eq_: false }) }
-    ),
-    block_type_id: criterion(strictStruct({ any_: ids }, "BlockDocumentFilterBlockTypeId")),
-    name: criterion(
-      strictStruct({ any_: criterion(Schema.Array(Schema.String)), like_: criterion(Schema.String) }, "BlockDocumentFilterName")
-    )
-  },
-  "BlockDocumentFilter"
-)
+export const BlockDocumentFilter = Filter.make("BlockDocumentFilter", {
+  id: Criterion.oneOf("BlockDocumentFilterId", "block_document.id", "uuid", Id, ["any_"]),
+  // Anonymous documents are left out unless a filter asks for them.
+  is_anonymous: Criterion.withDefault(
+    Criterion.custom("BlockDocumentFilterIsAnonymous", { eq_: criterion(Lax.Bool) }, (sql, c) =>
+      c.eq_ != null ? [sql`block_document.is_anonymous = ${c.eq_}`] : []),
+    () => ({ eq_: false })
+  ),
+  block_type_id: Criterion.oneOf("BlockDocumentFilterBlockTypeId", "block_document.block_type_id", "uuid", Id, ["any_"]),
+  name: Criterion.custom(
+    "BlockDocumentFilterName",
+    { any_: criterion(Schema.Array(Schema.String)), like_: criterion(Schema.String) },
+    (sql, c) => [
+      ...Field.oneOf("block_document.name", "text")(sql, c),
+      ...(c.like_ ? [sql`block_document.name ILIKE ${"%" + c.like_ + "%"}`] : [])
+    ]
+  )
+})
 export type BlockDocumentFilter = typeof BlockDocumentFilter.Type
-
-export const blockDocumentFilterSpec: FilterSpec = {
-  id: Field.oneOf("block_document.id", "uuid"),
-  is_anonymous: (sql, c) => (c.eq_ != null ? [sql`block_document.is_anonymous = ${c.eq_}`] : []),
-  block_type_id: Field.oneOf("block_document.block_type_id", "uuid"),
-  name: (sql, c) => [
-    ...Field.oneOf("block_document.name", "text")(sql, c),
-    ...(c.like_ ? [sql`block_document.name ILIKE ${"%" + c.like_ + "%"}`] : [])
-  ]
-}
 
 export const BlockDocumentSort = Schema.Literal("NAME_DESC", "NAME_ASC", "BLOCK_TYPE_AND_NAME_ASC").annotations({
   identifier: "BlockDocumentSort"

@@ -7,11 +7,10 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { inTransaction } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { isObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
-import { type BlockSchema, type BlockSchemaFilter, blockSchemaFilterSpec, type BlockType, type SchemaReference } from "./schemas.ts"
+import { type BlockSchema, BlockSchemaFilter, type BlockType, type SchemaReference } from "./schemas.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
 
 interface SchemaRow {
@@ -174,7 +173,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
       readonly limit: number
     }) {
       const ids = yield* sql<{ id: string }>`
-        SELECT id FROM block_schema WHERE ${compileFilter(sql, options.filter, blockSchemaFilterSpec)}
+        SELECT id FROM block_schema WHERE ${BlockSchemaFilter.compile(sql, options.filter)}
         ORDER BY created DESC, id DESC LIMIT ${options.limit} OFFSET ${options.offset}
       `
       return yield* readMany(ids.map((r) => r.id))

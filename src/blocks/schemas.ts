@@ -1,6 +1,6 @@
 /** Block types and block schemas on the wire: records, bodies and filters, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion, Criterion, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonObject, nullable, ObjectName, strictBody } from "../domain/schemas.ts"
@@ -75,44 +75,23 @@ export const BlockSchemaCreate = strictBody(
 )
 export type BlockSchemaCreate = typeof BlockSchemaCreate.Type
 
-const strings = criterion(Schema.Array(Schema.String))
-const ids = criterion(Schema.Array(Id))
-
 /** Block type criteria are always all required (no operator). */
-export const BlockTypeFilter = strictStruct(
-  {
-    name: criterion(strictStruct({ like_: criterion(Schema.String) }, "BlockTypeFilterName")),
-    slug: criterion(strictStruct({ any_: strings }, "BlockTypeFilterSlug"))
-  },
-  "BlockTypeFilter"
-)
+export const BlockTypeFilter = Filter.all("BlockTypeFilter", {
+  name: Criterion.custom("BlockTypeFilterName", { like_: criterion(Schema.String) }, (sql, c) =>
+    c.like_ ? [sql`block_type.name ILIKE ${"%" + c.like_ + "%"}`] : []),
+  slug: Criterion.oneOf("BlockTypeFilterSlug", "block_type.slug", "text", Schema.String, ["any_"])
+})
 export type BlockTypeFilter = typeof BlockTypeFilter.Type
 
-export const BlockSchemaFilter = strictStruct(
-  {
-    operator: operatorField,
-    block_type_id: criterion(strictStruct({ any_: ids }, "BlockSchemaFilterBlockTypeId")),
-    block_capabilities: criterion(strictStruct({ all_: strings }, "BlockSchemaFilterCapabilities")),
-    id: criterion(strictStruct({ any_: ids }, "BlockSchemaFilterId")),
-    version: criterion(strictStruct({ any_: strings }, "BlockSchemaFilterVersion"))
-  },
-  "BlockSchemaFilter"
-)
-export type BlockSchemaFilter = typeof BlockSchemaFilter.Type
-
-export const blockTypeFilterSpec: FilterSpec = {
-  name: (sql, c) => (c.like_ ? [sql`block_type.name ILIKE ${"%" + c.like_ + "%"}`] : []),
-  slug: Field.oneOf("block_type.slug", "text")
-}
-
-export const blockSchemaFilterSpec: FilterSpec = {
-  block_type_id: Field.oneOf("block_schema.block_type_id", "uuid"),
+export const BlockSchemaFilter = Filter.make("BlockSchemaFilter", {
+  block_type_id: Criterion.oneOf("BlockSchemaFilterBlockTypeId", "block_schema.block_type_id", "uuid", Id, ["any_"]),
   // An empty list asks for nothing.
-  block_capabilities: (sql, c) =>
-    c.all_ != null && c.all_.length > 0 ? [sql`block_schema.capabilities @> ${JSON.stringify(c.all_)}::jsonb`] : [],
-  id: Field.oneOf("block_schema.id", "uuid"),
-  version: Field.oneOf("block_schema.version", "text")
-}
+  block_capabilities: Criterion.custom("BlockSchemaFilterCapabilities", { all_: criterion(Schema.Array(Schema.String)) }, (sql, c) =>
+    c.all_ != null && c.all_.length > 0 ? [sql`block_schema.capabilities @> ${JSON.stringify(c.all_)}::jsonb`] : []),
+  id: Criterion.oneOf("BlockSchemaFilterId", "block_schema.id", "uuid", Id, ["any_"]),
+  version: Criterion.oneOf("BlockSchemaFilterVersion", "block_schema.version", "text", Schema.String, ["any_"])
+})
+export type BlockSchemaFilter = typeof BlockSchemaFilter.Type
 
 export const ReadBlockTypesBody = Schema.Struct({
   block_types: criterion(BlockTypeFilter),

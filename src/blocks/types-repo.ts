@@ -1,16 +1,9 @@
 /** Block types in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import {
-  type BlockSchemaFilter,
-  blockSchemaFilterSpec,
-  type BlockType,
-  type BlockTypeFilter,
-  blockTypeFilterSpec
-} from "./schemas.ts"
+import { BlockSchemaFilter, type BlockType, BlockTypeFilter } from "./schemas.ts"
 
 /** A block type's own fields. */
 export type BlockTypeValues = Omit<BlockType, "id" | "created" | "updated" | "is_protected">
@@ -61,12 +54,12 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
     }) =>
       sql<BlockType>`
         SELECT * FROM block_type
-        WHERE ${compileFilter(sql, options.block_types, blockTypeFilterSpec)}
+        WHERE ${BlockTypeFilter.compile(sql, options.block_types)}
           AND ${
         options.block_schemas == null
           ? sql`TRUE`
           : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id
-                   AND ${compileFilter(sql, options.block_schemas, blockSchemaFilterSpec)})`
+                   AND ${BlockSchemaFilter.compile(sql, options.block_schemas)})`
       }
         ORDER BY name ASC, id
         LIMIT ${options.limit} OFFSET ${options.offset}

@@ -13,6 +13,7 @@
  * the runs gives; sums are added exactly as numeric and rounded once (the plain query adds run times as
  * doubles, so its last binary digit may differ).
  */
+import type { RelatedFilters } from "../queries/query.ts"
 import type { Statement } from "@effect/sql"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
@@ -50,7 +51,7 @@ const present = (criteria: Criteria) =>
  * The body's filter as a RollupFilter, or undefined when it filters on anything else: a related
  * object, another field of the run, not_any_, or or_ between two criteria.
  */
-export const rollupFilter = (query: Criteria): RollupFilter | undefined => {
+export const rollupFilter = (query: RelatedFilters): RollupFilter | undefined => {
   let filter: { -readonly [K in keyof RollupFilter]: RollupFilter[K] } = {}
   for (const [key, value] of Object.entries(query)) {
     if (NOT_FILTERS.has(key) || value === null || value === undefined) continue

@@ -2,11 +2,10 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { ConcurrencyRules, type DeploymentConcurrency, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
-import { queryCondition } from "../queries/query.ts"
+import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import type { FlowFilter } from "../flows/schemas.ts"
 import type { Rule, RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { estimates } from "../orchestration/global-policy.ts"
@@ -142,10 +141,7 @@ export interface NewFlowRun {
 }
 
 /** The filters a flow run query combines: the runs' own and those of related objects. */
-export type FlowRunQuery = Readonly<Record<string, unknown>> & {
-  readonly flows?: FlowFilter | null | undefined
-  readonly flow_runs?: FlowRunFilter | null | undefined
-}
+export type FlowRunQuery = RelatedFilters
 
 /**
  * The query of one page of flow_run rows (`SELECT flow_run.* …`, sorted, limited). A filter on several

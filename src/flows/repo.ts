@@ -1,13 +1,13 @@
 /** Flows in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { queryCondition } from "../queries/query.ts"
+import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import type { Flow, FlowFilter, FlowSort } from "./schemas.ts"
 
 /** The filters a flow query combines: the flows' own and those of related runs, deployments and pools. */
-export type FlowQuery = Readonly<Record<string, unknown>> & { readonly flows?: FlowFilter | null | undefined }
+export type FlowQuery = RelatedFilters
 
 const orderBy: Record<FlowSort, string> = {
   CREATED_DESC: "flow.created DESC, flow.id",

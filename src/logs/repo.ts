@@ -1,10 +1,9 @@
 /** Logs in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { type Log, type LogCreate, type LogFilter, logFilterSpec, type LogSort } from "./schemas.ts"
+import { type Log, type LogCreate, LogFilter, type LogSort } from "./schemas.ts"
 
 /** Rows per insert statement. */
 const INSERT_BATCH = 1000
@@ -57,7 +56,7 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
       readonly limit: number
     }) =>
       sql<Log>`
-        SELECT * FROM log WHERE ${compileFilter(sql, options.filter, logFilterSpec)}
+        SELECT * FROM log WHERE ${LogFilter.compile(sql, options.filter)}
         ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
       `
 

@@ -1,6 +1,6 @@
 /** Logs on the wire: records, create bodies, filter and sort, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, type FilterSpec, Field, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion, Criterion, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { LimitField } from "../domain/pagination.ts"
 import { nullable, strictBody } from "../domain/schemas.ts"
@@ -34,33 +34,16 @@ export const LogCreate = strictBody(
 )
 export type LogCreate = typeof LogCreate.Type
 
-const at = criterion(Timestamp)
-
-export const LogFilter = strictStruct(
-  {
-    operator: operatorField,
-    level: criterion(strictStruct({ ge_: criterion(Lax.Int), le_: criterion(Lax.Int) }, "LogFilterLevel")),
-    timestamp: criterion(strictStruct({ before_: at, after_: at }, "LogFilterTimestamp")),
-    flow_run_id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "LogFilterFlowRunId")),
-    task_run_id: criterion(
-      strictStruct({ any_: criterion(Schema.Array(Id)), is_null_: criterion(Lax.Bool) }, "LogFilterTaskRunId")
-    ),
-    text: criterion(strictStruct({ query: Schema.String.pipe(Schema.maxLength(200)) }, "LogFilterTextSearch"))
-  },
-  "LogFilter"
-)
-export type LogFilter = typeof LogFilter.Type
-
 /** A log's searchable text: its message and logger name, lowercased. */
 const searchable = "lower(log.message || ' ' || log.name)"
 
-export const logFilterSpec: FilterSpec = {
-  level: Field.range("log.level"),
-  timestamp: Field.time("log.timestamp"),
-  flow_run_id: Field.oneOf("log.flow_run_id", "uuid"),
-  task_run_id: Field.oneOf("log.task_run_id", "uuid"),
+export const LogFilter = Filter.make("LogFilter", {
+  level: Criterion.range("LogFilterLevel", "log.level", ["ge_", "le_"]),
+  timestamp: Criterion.time("LogFilterTimestamp", "log.timestamp", ["before_", "after_"]),
+  flow_run_id: Criterion.oneOf("LogFilterFlowRunId", "log.flow_run_id", "uuid", Id, ["any_"]),
+  task_run_id: Criterion.oneOf("LogFilterTaskRunId", "log.task_run_id", "uuid", Id, ["any_", "is_null_"]),
   // Any plain term, every +term, no -term: case-insensitive substrings of the message or logger name.
-  text: (sql, c) => {
+  text: Criterion.custom("LogFilterTextSearch", { query: Schema.String.pipe(Schema.maxLength(200)) }, (sql, c) => {
     const query = parseTextQuery(c.query)
     const contains = (term: string) => sql`${sql.unsafe(searchable)} LIKE ${"%" + term.toLowerCase() + "%"}`
     return [
@@ -68,8 +51,9 @@ export const logFilterSpec: FilterSpec = {
       ...query.exclude.map((term) => sql`NOT (${contains(term)})`),
       ...query.required.map(contains)
     ]
-  }
-}
+  })
+})
+export type LogFilter = typeof LogFilter.Type
 
 export const LogSort = Schema.Literal("TIMESTAMP_ASC", "TIMESTAMP_DESC").annotations({ identifier: "LogSort" })
 export type LogSort = typeof LogSort.Type

@@ -7,12 +7,22 @@
  */
 import type { Statement } from "@effect/sql"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { deploymentFilterSpec } from "../deployments/filter.ts"
-import { compileFilter, type FilterSpec } from "../domain/filters.ts"
-import { flowRunFilterSpec } from "../flow-runs/filter.ts"
-import { flowFilterSpec } from "../flows/filter.ts"
-import { taskRunFilterSpec } from "../task-runs/filter.ts"
-import { workPoolFilterSpec, workQueueFilterSpec } from "../work-pools/filter.ts"
+import { DeploymentFilter } from "../deployments/filter.ts"
+import { FlowRunFilter } from "../flow-runs/filter.ts"
+import { FlowFilter } from "../flows/filter.ts"
+import { TaskRunFilter } from "../task-runs/filter.ts"
+import { WorkPoolFilter, WorkQueueFilter } from "../work-pools/filter.ts"
+
+/** The filters a query body may carry on each kind of object, as their schemas decoded them. */
+export interface RelatedFilters {
+  readonly flows?: FlowFilter | null | undefined
+  readonly flow_runs?: FlowRunFilter | null | undefined
+  readonly task_runs?: TaskRunFilter | null | undefined
+  readonly deployments?: DeploymentFilter | null | undefined
+  readonly work_pools?: WorkPoolFilter | null | undefined
+  readonly work_pool_queues?: WorkQueueFilter | null | undefined
+  readonly work_queues?: WorkQueueFilter | null | undefined
+}
 
 export type Entity =
   | "flow"
@@ -24,26 +34,19 @@ export type Entity =
   | "artifact"
   | "artifact_collection"
 
-/** The body key of each entity's filter. */
-const keys: Record<string, Exclude<Entity, "artifact" | "artifact_collection">> = {
-  flows: "flow",
-  flow_runs: "flow_run",
-  task_runs: "task_run",
-  deployments: "deployment",
-  work_pools: "work_pool",
-  work_pool_queues: "work_queue",
-  work_queues: "work_queue"
-}
+type Fragment = Statement.Fragment
 
-/** Artifacts compile their own filter (its key names the latest-artifact filter too); they only reach others. */
-const specs: Record<Exclude<Entity, "artifact" | "artifact_collection">, FilterSpec> = {
-  flow: flowFilterSpec,
-  flow_run: flowRunFilterSpec,
-  task_run: taskRunFilterSpec,
-  deployment: deploymentFilterSpec,
-  work_pool: workPoolFilterSpec,
-  work_queue: workQueueFilterSpec
-}
+/** Each filter of a body as a condition on its own table, with the entity it filters. */
+const conditionsOf = (sql: SqlClient, body: RelatedFilters) =>
+  [
+    ["flow", body.flows && FlowFilter.compile(sql, body.flows)],
+    ["flow_run", body.flow_runs && FlowRunFilter.compile(sql, body.flow_runs)],
+    ["task_run", body.task_runs && TaskRunFilter.compile(sql, body.task_runs)],
+    ["deployment", body.deployments && DeploymentFilter.compile(sql, body.deployments)],
+    ["work_pool", body.work_pools && WorkPoolFilter.compile(sql, body.work_pools)],
+    ["work_queue", body.work_pool_queues && WorkQueueFilter.compile(sql, body.work_pool_queues)],
+    ["work_queue", body.work_queues && WorkQueueFilter.compile(sql, body.work_queues)]
+  ] as const
 
 const queueOf = (column: string) => `work_queue WHERE work_queue.id = ${column}`
 const poolOf = (column: string) =>
@@ -99,22 +102,14 @@ const paths: Record<Entity, Partial<Record<Entity, string>>> = {
   }
 }
 
-type Fragment = Statement.Fragment
-
 /**
  * The condition a query body puts on rows of `target`. Filters the target cannot reach (and keys that
  * are not filters, such as sort or limit) are ignored; the body schema decides which are accepted.
  */
-export const queryCondition = (
-  sql: SqlClient,
-  target: Entity,
-  body: Readonly<Record<string, unknown>>
-): Fragment => {
+export const queryCondition = (sql: SqlClient, target: Entity, body: RelatedFilters): Fragment => {
   const conditions: Array<Fragment> = []
-  for (const [key, filter] of Object.entries(body)) {
-    const entity = keys[key]
-    if (entity === undefined || filter === null || filter === undefined) continue
-    const condition = compileFilter(sql, filter as Record<string, unknown>, specs[entity])
+  for (const [entity, condition] of conditionsOf(sql, body)) {
+    if (!condition) continue
     if (entity === target) {
       conditions.push(condition)
       continue

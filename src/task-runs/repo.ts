@@ -2,17 +2,15 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Random, Schema } from "effect"
 import { ConcurrencyRules } from "../concurrency/rules.ts"
-import { queryCondition } from "../queries/query.ts"
+import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { State, StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import type { FlowRunFilter } from "../flow-runs/schemas.ts"
-import type { FlowFilter } from "../flows/schemas.ts"
 import { estimates } from "../orchestration/global-policy.ts"
 import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import { coreTaskPolicy, minimalTaskPolicy, type TaskRuleRun } from "../orchestration/task-policy.ts"
 import { Settings } from "../settings/settings.ts"
-import { type TaskRun, type TaskRunCreate, type TaskRunFilter, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
+import { type TaskRun, type TaskRunCreate, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
 
 const orderBy: Record<TaskRunSort, string> = {
   ID_DESC: "task_run.id DESC",
@@ -44,11 +42,7 @@ const toTaskRun = (row: TaskRunRow, at: Date): TaskRun => {
 }
 
 /** The filters a task run query combines: the runs' own and those of related objects. */
-export type TaskRunQuery = Readonly<Record<string, unknown>> & {
-  readonly flows?: FlowFilter | null | undefined
-  readonly flow_runs?: FlowRunFilter | null | undefined
-  readonly task_runs?: TaskRunFilter | null | undefined
-}
+export type TaskRunQuery = RelatedFilters
 
 export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRunsRepo", {
   effect: Effect.gen(function* () {

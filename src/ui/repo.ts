@@ -1,7 +1,7 @@
 /** The UI's summaries in SQL: each answer one query, over the filters every area compiles the same way. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { queryCondition } from "../queries/query.ts"
+import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import type { StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { flowRunOrder, flowRunPage, type FlowRunQuery } from "../flow-runs/repo.ts"
@@ -112,7 +112,7 @@ export class UiRepo extends Effect.Service<UiRepo>()("baton/UiRepo", {
      * The matching task runs in a final state counted per bucket of start time, failed (Failed,
      * Crashed) and completed (the others) apart; runs outside the buckets are left out.
      */
-    const taskRunCountsPerBucket = (query: Readonly<Record<string, unknown>>, buckets: Buckets) =>
+    const taskRunCountsPerBucket = (query: RelatedFilters, buckets: Buckets) =>
       Effect.gen(function* () {
         // Exact to the microsecond: the bucket of a start time is floor((start − first) / width).
         const rows = yield* sql<{ bucket: string; failed: string; completed: string }>`
@@ -134,7 +134,7 @@ export class UiRepo extends Effect.Service<UiRepo>()("baton/UiRepo", {
       })
 
     /** The matching task runs counted per state type, every type present. */
-    const taskRunCountsByState = (query: Readonly<Record<string, unknown>>) =>
+    const taskRunCountsByState = (query: RelatedFilters) =>
       Effect.map(
         sql<{ state_type: StateType; count: string }>`
           SELECT task_run.state_type, count(*) AS count FROM task_run

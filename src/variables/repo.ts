@@ -1,10 +1,9 @@
 /** Variables in SQL. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { type Variable, type VariableFilter, variableFilterSpec, type VariableSort } from "./schemas.ts"
+import { type Variable, VariableFilter, type VariableSort } from "./schemas.ts"
 
 const orderBy: Record<VariableSort, string> = {
   CREATED_DESC: "created DESC, id",
@@ -16,7 +15,7 @@ const orderBy: Record<VariableSort, string> = {
 export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/VariablesRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const where = (filter: VariableFilter | null | undefined) => compileFilter(sql, filter, variableFilterSpec)
+    const where = (filter: VariableFilter | null | undefined) => VariableFilter.compile(sql, filter)
 
     /** Creates the variable; undefined when the name is taken. */
     const create = Effect.fn("VariablesRepo.create")(function* (input: {

@@ -1,11 +1,10 @@
 /** Variables on the wire: records, create/update bodies, filter and sort, as the reference has them. */
 import { Schema } from "effect"
-import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { criterion, Criterion, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
 import { JsonValue, strictBody, Tags } from "../domain/schemas.ts"
 import { Timestamp } from "../domain/time.ts"
-import * as Lax from "../domain/lax.ts"
 
 export const MAX_VARIABLE_VALUE_LENGTH = 5000
 
@@ -56,29 +55,12 @@ export const VariableUpdate = strictBody(
 )
 export type VariableUpdate = typeof VariableUpdate.Type
 
-export const VariableFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "VariableFilterId")),
-    name: criterion(
-      strictStruct({ any_: criterion(Schema.Array(Schema.String)), like_: criterion(Schema.String) }, "VariableFilterName")
-    ),
-    tags: criterion(
-      strictStruct(
-        { operator: operatorField, all_: criterion(Schema.Array(Schema.String)), is_null_: criterion(Lax.Bool) },
-        "VariableFilterTags"
-      )
-    )
-  },
-  "VariableFilter"
-)
+export const VariableFilter = Filter.make("VariableFilter", {
+  id: Criterion.oneOf("VariableFilterId", "variable.id", "uuid", Id, ["any_"]),
+  name: Criterion.text("VariableFilterName", "variable.name", ["any_", "like_"]),
+  tags: Criterion.tags("VariableFilterTags", "variable.tags", ["operator", "all_", "is_null_"])
+})
 export type VariableFilter = typeof VariableFilter.Type
-
-export const variableFilterSpec: FilterSpec = {
-  id: Field.oneOf("variable.id", "uuid"),
-  name: Field.text("variable.name"),
-  tags: Field.tags("variable.tags")
-}
 
 export const VariableSort = Schema.Literal("CREATED_DESC", "UPDATED_DESC", "NAME_DESC", "NAME_ASC").annotations({
   identifier: "VariableSort"

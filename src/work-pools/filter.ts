@@ -1,64 +1,29 @@
 /**
- * WorkPoolFilter and WorkQueueFilter: wire schemas and conditions on the `work_pool` and `work_queue`
- * tables. Deployment and run queries accept them, so they live apart from the area's other schemas.
+ * WorkPoolFilter, WorkQueueFilter and WorkerFilter: their criteria, each its wire schema and its
+ * condition on the `work_pool`, `work_queue` and `worker` tables. Deployment and run queries accept
+ * the first two, so they live apart from the area's other schemas.
  */
 import { Schema } from "effect"
-import { criterion, Field, type FilterSpec, operatorField, strictStruct } from "../domain/filters.ts"
+import { Criterion, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
-import { Timestamp } from "../domain/time.ts"
 
-const strings = criterion(Schema.Array(Schema.String))
-
-export const WorkPoolFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "WorkPoolFilterId")),
-    name: criterion(strictStruct({ any_: strings }, "WorkPoolFilterName")),
-    type: criterion(strictStruct({ any_: strings }, "WorkPoolFilterType"))
-  },
-  "WorkPoolFilter"
-)
+export const WorkPoolFilter = Filter.make("WorkPoolFilter", {
+  id: Criterion.oneOf("WorkPoolFilterId", "work_pool.id", "uuid", Id, ["any_"]),
+  name: Criterion.oneOf("WorkPoolFilterName", "work_pool.name", "text", Schema.String, ["any_"]),
+  type: Criterion.oneOf("WorkPoolFilterType", "work_pool.type", "text", Schema.String, ["any_"])
+})
 export type WorkPoolFilter = typeof WorkPoolFilter.Type
 
-export const WorkQueueFilter = strictStruct(
-  {
-    operator: operatorField,
-    id: criterion(strictStruct({ any_: criterion(Schema.Array(Id)) }, "WorkQueueFilterId")),
-    name: criterion(strictStruct({ any_: strings, startswith_: strings }, "WorkQueueFilterName"))
-  },
-  "WorkQueueFilter"
-)
+export const WorkQueueFilter = Filter.make("WorkQueueFilter", {
+  id: Criterion.oneOf("WorkQueueFilterId", "work_queue.id", "uuid", Id, ["any_"]),
+  name: Criterion.text("WorkQueueFilterName", "work_queue.name", ["any_", "startswith_"])
+})
 export type WorkQueueFilter = typeof WorkQueueFilter.Type
 
-const at = criterion(Timestamp)
+const WorkerStatus = Schema.Literal("ONLINE", "OFFLINE")
 
-export const WorkerFilter = strictStruct(
-  {
-    operator: operatorField,
-    last_heartbeat_time: criterion(strictStruct({ before_: at, after_: at }, "WorkerFilterLastHeartbeatTime")),
-    status: criterion(
-      strictStruct(
-        { any_: criterion(Schema.Array(Schema.Literal("ONLINE", "OFFLINE"))), not_any_: criterion(Schema.Array(Schema.Literal("ONLINE", "OFFLINE"))) },
-        "WorkerFilterStatus"
-      )
-    )
-  },
-  "WorkerFilter"
-)
+export const WorkerFilter = Filter.make("WorkerFilter", {
+  last_heartbeat_time: Criterion.time("WorkerFilterLastHeartbeatTime", "worker.last_heartbeat_time", ["before_", "after_"]),
+  status: Criterion.oneOf("WorkerFilterStatus", "worker.status", "text", WorkerStatus, ["any_", "not_any_"])
+})
 export type WorkerFilter = typeof WorkerFilter.Type
-
-export const workerFilterSpec: FilterSpec = {
-  last_heartbeat_time: Field.time("worker.last_heartbeat_time"),
-  status: Field.oneOf("worker.status", "text")
-}
-
-export const workPoolFilterSpec: FilterSpec = {
-  id: Field.oneOf("work_pool.id", "uuid"),
-  name: Field.oneOf("work_pool.name", "text"),
-  type: Field.oneOf("work_pool.type", "text")
-}
-
-export const workQueueFilterSpec: FilterSpec = {
-  id: Field.oneOf("work_queue.id", "uuid"),
-  name: Field.text("work_queue.name")
-}

@@ -2,11 +2,10 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Schema } from "effect"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { workQueueFilterSpec } from "./filter.ts"
-import { type WorkQueueFilter, WorkQueue } from "./schemas.ts"
+import { WorkQueueFilter } from "./filter.ts"
+import { WorkQueue } from "./schemas.ts"
 
 /** The stored queue row with its pool's name (what the rules read). */
 export interface WorkQueueRow {
@@ -124,7 +123,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       records(
         sql.and([
           options.poolId === undefined ? sql`TRUE` : sql`work_queue.work_pool_id = ${options.poolId}`,
-          compileFilter(sql, options.filter, workQueueFilterSpec)
+          WorkQueueFilter.compile(sql, options.filter)
         ]),
         {
           slots: options.slots,

@@ -2,12 +2,11 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Schema } from "effect"
-import { compileFilter } from "../domain/filters.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { workerFilterSpec, workPoolFilterSpec } from "./filter.ts"
+import { WorkerFilter, WorkPoolFilter } from "./filter.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
-import { type WorkerFilter, type WorkPoolFilter, WorkPool } from "./schemas.ts"
+import { WorkPool } from "./schemas.ts"
 
 export interface WorkPoolRow {
   readonly id: string
@@ -86,13 +85,13 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
 
     const filter = (options: { readonly filter: WorkPoolFilter | null | undefined; readonly offset: number; readonly limit: number }) =>
       records(
-        compileFilter(sql, options.filter, workPoolFilterSpec),
+        WorkPoolFilter.compile(sql, options.filter),
         sql`ORDER BY work_pool.name LIMIT ${options.limit} OFFSET ${options.offset}`
       )
 
     const count = (poolFilter: WorkPoolFilter | null | undefined) =>
       Effect.map(
-        sql<{ count: string }>`SELECT count(*) AS count FROM work_pool WHERE ${compileFilter(sql, poolFilter, workPoolFilterSpec)}`,
+        sql<{ count: string }>`SELECT count(*) AS count FROM work_pool WHERE ${WorkPoolFilter.compile(sql, poolFilter)}`,
         (rows) => Number(rows[0]!.count)
       )
 
@@ -168,7 +167,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     }) =>
       sql<WorkerRow>`
         SELECT * FROM worker
-        WHERE work_pool_id = ${options.poolId} AND ${compileFilter(sql, options.filter, workerFilterSpec)}
+        WHERE work_pool_id = ${options.poolId} AND ${WorkerFilter.compile(sql, options.filter)}
         ORDER BY last_heartbeat_time DESC NULLS LAST, id
         LIMIT ${options.limit} OFFSET ${options.offset}
       `
