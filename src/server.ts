@@ -98,8 +98,7 @@ import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
 import { UiFlowRunsLive, UiFlowsLive, UiSchemasLive, UiTaskRunsLive } from "./ui/http.ts"
 import { UiRepo } from "./ui/repo.ts"
 import { uiOutside } from "./ui/serve.ts"
-import { services } from "./services/registry.ts"
-import { runServices } from "./services/runner.ts"
+import { runBackgroundServices } from "./services/registry.ts"
 import { VacuumRepo } from "./services/vacuum-repo.ts"
 import * as SettingsModule from "./settings/settings.ts"
 import { Settings } from "./settings/settings.ts"
@@ -115,68 +114,77 @@ export const DatabaseLive: Layer.Layer<
   Layer.provideMerge(Database.layerFromSettings)
 )
 
-/** The repositories and area services the handlers and background services share, tier on tier. */
-export const AreasLive = TriggersEngine.Default.pipe(
-  Layer.provideMerge(AutomationActions.Default),
-  Layer.provideMerge(Layer.mergeAll(
-  Deployments.Default,
-  DeploymentRuns.Default,
-  WorkPools.Default,
+/**
+ * The repositories and area services the handlers and background services use. Each brings the
+ * services it needs (its `dependencies`); Layers are memoised by reference within one build, so a
+ * service many need is still built once, and the handlers, the background services and this
+ * Layer's output share one instance of each. Settings and the database come from below.
+ */
+const areas = Layer.mergeAll(
+  ArtifactsRepo.Default,
+  AutomationActions.Default,
+  AutomationChanges.Default,
+  Automations.Default,
+  AutomationsRepo.Default,
   BlockDocuments.Default,
+  BlockDocumentsRepo.Default,
   BlockRegistration.Default,
+  BlockSchemas.Default,
+  BlockSchemasRepo.Default,
+  BlockTypesRepo.Default,
+  BucketsRepo.Default,
+  ConcurrencyLimitsRepo.Default,
+  ConcurrencyRules.Default,
+  ConcurrencySlots.Default,
+  ConfigurationRepo.Default,
+  CsrfTokensRepo.Default,
+  DeploymentRuns.Default,
+  Deployments.Default,
+  DeploymentScheduler.Default,
+  DeploymentsRepo.Default,
+  Encryption.Default,
+  EventBus.Default,
   EventPersister.Default,
+  Events.Default,
+  EventsRepo.Default,
+  FlowRunResume.Default,
+  FlowRunsRepo.Default,
+  FlowsRepo.Default,
+  Hydration.Default,
+  LeaseStorageLive,
+  LogsRepo.Default,
+  LogStream.Default,
+  PollRepo.Default,
   RunEventsLive,
+  RunResourcesRepo.Default,
+  RunsDue.Default,
+  RunStatesRepo.Default,
+  SavedSearchesRepo.Default,
+  ScheduledRunsRepo.Default,
+  StatusChanges.Default,
   StatusEventsLive,
+  StatusResourcesRepo.Default,
+  StorageDefaults.Default,
   TaskRunRecorder.Default,
-  Automations.Default
-  )),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      DeploymentScheduler.Default,
-      WorkQueueLookup.Default,
-      BlockSchemas.Default,
-      StorageDefaults.Default,
-      Encryption.Default,
-      Events.Default,
-      FlowRunResume.Default
-    )
-  ),
-  Layer.provideMerge(Layer.mergeAll(FlowRunsRepo.Default, TaskRunsRepo.Default, Hydration.Default)),
-  Layer.provideMerge(ConcurrencyRules.Default),
-  Layer.provideMerge(Layer.mergeAll(ConcurrencySlots.Default, WorkPoolsRepo.Default, BlockSchemasRepo.Default)),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      FlowsRepo.Default,
-      DeploymentsRepo.Default,
-      ScheduledRunsRepo.Default,
-      WorkQueuesRepo.Default,
-      PollRepo.Default,
-      ConcurrencyLimitsRepo.Default,
-      VariablesRepo.Default,
-      SavedSearchesRepo.Default,
-      LogsRepo.Default,
-      ArtifactsRepo.Default,
-      BlockTypesRepo.Default,
-      BlockDocumentsRepo.Default,
-      ConfigurationRepo.Default,
-      CsrfTokensRepo.Default,
-      LogStream.Default,
-      EventsRepo.Default,
-      RunResourcesRepo.Default,
-      StatusResourcesRepo.Default,
-      TaskRunRecorderRepo.Default,
-      VacuumRepo.Default,
-      EventBus.Default,
-      AutomationsRepo.Default,
-      AutomationChanges.Default,
-      BucketsRepo.Default,
-      UiRepo.Default,
-      LeaseStorageLive
-    )
-  ),
-  Layer.provideMerge(Layer.mergeAll(RunStatesRepo.Default, RunsDue.Default)),
-  Layer.provideMerge(Layer.mergeAll(Transitions.Default, StatusChanges.Default))
+  TaskRunRecorderRepo.Default,
+  TaskRunsRepo.Default,
+  Transitions.Default,
+  TriggersEngine.Default,
+  UiRepo.Default,
+  VacuumRepo.Default,
+  VariablesRepo.Default,
+  WorkPools.Default,
+  WorkPoolsRepo.Default,
+  WorkQueueLookup.Default,
+  WorkQueuesRepo.Default
 )
+
+// Typed so that a service needing more than the settings and the database fails here.
+export const AreasLive: Layer.Layer<
+  Layer.Layer.Success<typeof areas>,
+  Layer.Layer.Error<typeof areas>,
+  DatabaseServices | Settings
+> = areas
 
 /** The handlers of every area's group. */
 export const GroupsLive = Layer.mergeAll(
@@ -255,8 +263,8 @@ export const BlocksOnStartLive = Layer.effectDiscard(
   Effect.flatMap(BlockRegistration, (registration) => registration.registerOnStart())
 ).pipe(Layer.provide(AreasLive))
 
-/** Every background service, each started when its settings enable it. */
-export const ServicesLive = runServices(services).pipe(Layer.provide(AreasLive), Layer.provide(StatementsLive))
+/** Every background service registered (src/services/registry.ts), each started when its settings enable it. */
+export const ServicesLive = runBackgroundServices().pipe(Layer.provide(AreasLive), Layer.provide(StatementsLive))
 
 /**
  * The API server without its Settings and Database, for programs (and tests) that bring their own;

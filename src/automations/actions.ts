@@ -470,5 +470,21 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
     const drain = Effect.flatMap(Queue.takeAll(queue), (batch) => performAll(Chunk.toReadonlyArray(batch)))
 
     return { enqueue, perform, tick, drain } as const
-  })
+  }),
+  dependencies: [
+    Automations.Default,
+    BlockDocuments.Default,
+    DeploymentRuns.Default,
+    Deployments.Default,
+    DeploymentsRepo.Default,
+    Events.Default,
+    FlowRunResume.Default,
+    FlowRunsRepo.Default,
+    FlowsRepo.Default,
+    TaskRunsRepo.Default,
+    VariablesRepo.Default,
+    WorkPools.Default,
+    WorkPoolsRepo.Default,
+    WorkQueuesRepo.Default
+  ]
 }) {}

@@ -148,5 +148,12 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
     })
 
     return { create, replace, setEnabled, remove, removeOwnedBy } as const
-  })
+  }),
+  dependencies: [
+    AutomationChanges.Default,
+    AutomationsRepo.Default,
+    DeploymentsRepo.Default,
+    Events.Default,
+    WorkPoolsRepo.Default
+  ]
 }) {}

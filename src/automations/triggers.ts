@@ -27,6 +27,7 @@ import { EventsRepo } from "../events/repo.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
 import { Events } from "../events/service.ts"
 import { Settings } from "../settings/settings.ts"
+import { defineService, registerServices } from "../services/runner.ts"
 import { AutomationActions } from "./actions.ts"
 import { type Bucket, BucketsRepo } from "./buckets-repo.ts"
 import { AUTOMATION_CHANGES_CHANNEL, type AutomationChange, AutomationChanges } from "./changes.ts"
@@ -474,7 +475,16 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     })
 
     return { reactiveTick, periodicTick, drain, listenForChanges } as const
-  })
+  }),
+  dependencies: [
+    AutomationActions.Default,
+    AutomationChanges.Default,
+    AutomationsRepo.Default,
+    BucketsRepo.Default,
+    EventBus.Default,
+    Events.Default,
+    EventsRepo.Default
+  ]
 }) {}
 
 /** A child firing read back from its JSON: its dates as Dates again. */
@@ -486,3 +496,34 @@ const reviveFiring = (json: any): Firing => ({
     : null,
   triggering_firings: (json.triggering_firings ?? []).map(reviveFiring)
 })
+
+/** The triggers service's loops, and the loop that performs the actions they trigger. */
+export const TriggersService = registerServices(
+  defineService({
+    name: "triggers",
+    // An iteration waits for events and evaluates them.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(TriggersEngine, (engine) => engine.reactiveTick)
+  }),
+  defineService({
+    name: "triggers",
+    loop: "proactive",
+    // Proactive triggers, reloading changed automations and sweeping closed buckets, at this granularity.
+    interval: (s) => s.server.events.proactive_granularity,
+    tick: Effect.flatMap(TriggersEngine, (engine) => engine.periodicTick)
+  }),
+  defineService({
+    name: "triggers",
+    loop: "automation changes",
+    // Listens until the connection is lost, then listens again after the reconnect interval.
+    interval: (s) => Duration.seconds(s.server.services.triggers.pg_notify_reconnect_interval_seconds),
+    tick: Effect.flatMap(TriggersEngine, (engine) => engine.listenForChanges)
+  }),
+  defineService({
+    name: "triggers",
+    loop: "actions",
+    // An iteration waits for triggered actions and performs them.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(AutomationActions, (actions) => actions.tick)
+  })
+)

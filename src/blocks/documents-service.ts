@@ -241,5 +241,12 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
     })
 
     return { read, readByName, readMany, filter, count, create, update, remove } as const
-  })
+  }),
+  dependencies: [
+    BlockDocumentsRepo.Default,
+    BlockSchemasRepo.Default,
+    BlockTypesRepo.Default,
+    Encryption.Default,
+    StorageDefaults.Default
+  ]
 }) {}

@@ -68,5 +68,6 @@ export class Encryption extends Effect.Service<Encryption>()("baton/Encryption",
     const decrypt = (token: string) => Effect.flatMap(key, (k) => Effect.try({ try: () => open(k, token), catch: (e) => e }).pipe(Effect.orDie))
 
     return { encrypt, decrypt } as const
-  })
+  }),
+  dependencies: [ConfigurationRepo.Default]
 }) {}

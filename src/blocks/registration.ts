@@ -59,5 +59,6 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
     })
 
     return { registerAll, registerOnStart } as const
-  })
+  }),
+  dependencies: [BlockSchemas.Default, BlockTypesRepo.Default, ConfigurationRepo.Default]
 }) {}

@@ -214,5 +214,6 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
       capabilities,
       transaction
     } as const
-  })
+  }),
+  dependencies: [BlockTypesRepo.Default]
 }) {}

@@ -107,5 +107,6 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
     })
 
     return { create } as const
-  })
+  }),
+  dependencies: [BlockSchemasRepo.Default, BlockTypesRepo.Default]
 }) {}

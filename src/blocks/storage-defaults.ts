@@ -71,5 +71,6 @@ export class StorageDefaults extends Effect.Service<StorageDefaults>()("baton/St
       })
 
     return { read, set, clear, clearWhenDeleting } as const
-  })
+  }),
+  dependencies: [BlockDocumentsRepo.Default, BlockSchemasRepo.Default, ConfigurationRepo.Default]
 }) {}

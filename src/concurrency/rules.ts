@@ -215,5 +215,6 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
       })
 
     return { secureFlow, releaseFlow, releaseDeletedFlow, secureTask, releaseTask } as const
-  })
+  }),
+  dependencies: [ConcurrencyLimitsRepo.Default, ConcurrencySlots.Default, DeploymentsRepo.Default]
 }) {}

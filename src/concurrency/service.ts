@@ -6,7 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { Data, Effect, Random } from "effect"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
-import { type LeaseHolder, LeaseStorage } from "./leases.ts"
+import { type LeaseHolder, LeaseStorage, LeaseStorageLive } from "./leases.ts"
 import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
 
 /** A lease held "for good" (the v1 tag limits and task runs): about a hundred years. */
@@ -102,5 +102,6 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
       Effect.map(leases.holders(limitId), (holders) => holders.filter((h) => h.holder.id === holderId).map((h) => h.leaseId))
 
     return { take, retryAfter, lease, release, revokeAllOn, heldBy, leases } as const
-  })
+  }),
+  dependencies: [ConcurrencyLimitsRepo.Default, LeaseStorageLive]
 }) {}

@@ -308,5 +308,6 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       deleteSchedules,
       deleteScheduledRuns
     } as const
-  })
+  }),
+  dependencies: [StatusChanges.Default]
 }) {}

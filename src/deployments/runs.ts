@@ -253,5 +253,13 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     })
 
     return { createFlowRun, createFlowRuns, scheduledFlowRuns, scheduleRuns, workQueueCheck } as const
-  })
+  }),
+  dependencies: [
+    DeploymentScheduler.Default,
+    DeploymentsRepo.Default,
+    FlowRunsRepo.Default,
+    Hydration.Default,
+    WorkQueueLookup.Default,
+    WorkQueuesRepo.Default
+  ]
 }) {}

@@ -95,5 +95,6 @@ export class DeploymentScheduler extends Effect.Service<DeploymentScheduler>()("
     }).pipe(Effect.withSpan("DeploymentScheduler.scheduleRecent"))
 
     return { schedule, scheduleDue, scheduleRecent } as const
-  })
+  }),
+  dependencies: [RunsDue.Default, ScheduledRunsRepo.Default]
 }) {}

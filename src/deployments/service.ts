@@ -447,5 +447,14 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       deleteSchedule,
       read: (id: string) => readOrFail(id, deploymentNotFound)
     } as const
-  })
+  }),
+  dependencies: [
+    BlockDocumentsRepo.Default,
+    ConcurrencyLimitsRepo.Default,
+    DeploymentsRepo.Default,
+    FlowsRepo.Default,
+    Hydration.Default,
+    WorkPoolsRepo.Default,
+    WorkQueueLookup.Default
+  ]
 }) {}

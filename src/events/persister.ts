@@ -12,6 +12,7 @@ import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
 import { Settings } from "../settings/settings.ts"
+import { defineService, registerServices } from "../services/runner.ts"
 import { EventBus } from "./bus.ts"
 import { EventsRepo } from "./repo.ts"
 import type { ReceivedEvent } from "./schemas.ts"
@@ -96,5 +97,15 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     yield* Effect.addFinalizer(() => Effect.asVoid(drain))
 
     return { tick, drain, trim } as const
-  })
+  }),
+  dependencies: [EventBus.Default, EventsRepo.Default]
 }) {}
+
+export const EventPersisterService = registerServices(
+  defineService({
+    name: "event_persister",
+    // An iteration itself waits (up to flush_interval) for events to write.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(EventPersister, (persister) => persister.tick)
+  })
+)

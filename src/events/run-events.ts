@@ -120,4 +120,4 @@ export const RunEventsLive = Layer.scopedDiscard(
       Effect.forkScoped
     )
   })
-)
+).pipe(Layer.provide(Layer.mergeAll(Transitions.Default, EventBus.Default, RunResourcesRepo.Default)))

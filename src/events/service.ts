@@ -59,5 +59,6 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
     })
 
     return { receive, emit } as const
-  })
+  }),
+  dependencies: [EventBus.Default]
 }) {}

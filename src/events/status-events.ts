@@ -91,4 +91,4 @@ export const StatusEventsLive = Layer.scopedDiscard(
       Effect.forkScoped
     )
   })
-)
+).pipe(Layer.provide(Layer.mergeAll(StatusChanges.Default, StatusResourcesRepo.Default, Events.Default)))

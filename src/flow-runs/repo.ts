@@ -511,6 +511,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       readInput,
       deleteInput
     } as const
-  })
+  }),
+  dependencies: [ConcurrencyRules.Default, RunStatesRepo.Default]
 }) {}
 

@@ -67,5 +67,6 @@ export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRu
     })
 
     return { resume } as const
-  })
+  }),
+  dependencies: [FlowRunsRepo.Default, Hydration.Default]
 }) {}

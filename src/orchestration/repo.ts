@@ -394,5 +394,6 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     })
 
     return { readRow, planFirstState, writeState, published, transition, readState, readStates, estimatedLateness, history } as const
-  })
+  }),
+  dependencies: [Transitions.Default]
 }) {}

@@ -8,6 +8,7 @@ import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
+import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 200
 const DAY_MS = 86_400_000
@@ -48,3 +49,11 @@ export const cleanUpCancellations = Effect.gen(function* () {
     flowRuns.setState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), true)
   )
 })
+
+export const CancellationCleanupService = registerServices(
+  defineService({
+    name: "cancellation_cleanup",
+    interval: loopSeconds((s) => s.cancellation_cleanup),
+    tick: cleanUpCancellations
+  })
+)

@@ -9,6 +9,7 @@ import { now } from "../domain/time.ts"
 import { EventsRepo } from "../events/repo.ts"
 import { Settings } from "../settings/settings.ts"
 import { VacuumRepo } from "./vacuum-repo.ts"
+import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 /** Runs `deleteBatch` until a batch comes back short; the total. */
 const inBatches = <E, R>(batchSize: number, deleteBatch: Effect.Effect<number, E, R>) =>
@@ -36,3 +37,7 @@ export const vacuum = Effect.gen(function* () {
   }
   return { events: deletedEvents, flowRuns: deletedRuns }
 })
+
+export const DbVacuumService = registerServices(
+  defineService({ name: "db_vacuum", interval: loopSeconds((s) => s.db_vacuum), tick: vacuum })
+)

@@ -9,6 +9,7 @@ import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
+import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 export const checkReadiness = Effect.gen(function* () {
   const settings = (yield* Settings).server.services.foreman
@@ -24,3 +25,7 @@ export const checkReadiness = Effect.gen(function* () {
   yield* deployments.markStale(ago(settings.deployment_last_polled_timeout_seconds), at)
   yield* queues.markStale(ago(settings.work_queue_last_polled_timeout_seconds), at)
 })
+
+export const ForemanService = registerServices(
+  defineService({ name: "foreman", interval: loopSeconds((s) => s.foreman), tick: checkReadiness })
+)

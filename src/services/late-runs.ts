@@ -9,6 +9,7 @@ import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { markLateRunsPolicy } from "../orchestration/flow-policy.ts"
 import { Settings } from "../settings/settings.ts"
+import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 400
 
@@ -34,3 +35,7 @@ export const markLateRuns = Effect.gen(function* () {
     )
   }
 })
+
+export const LateRunsService = registerServices(
+  defineService({ name: "late_runs", interval: loopSeconds((s) => s.late_runs), tick: markLateRuns })
+)

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 200
 
@@ -22,3 +23,7 @@ export const failExpiredPauses = Effect.gen(function* () {
     )
   }
 })
+
+export const PauseExpirationsService = registerServices(
+  defineService({ name: "pause_expirations", interval: loopSeconds((s) => s.pause_expirations), tick: failExpiredPauses })
+)

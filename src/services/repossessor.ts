@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { ConcurrencySlots } from "../concurrency/service.ts"
+import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 100
 
@@ -21,3 +22,7 @@ export const repossessExpiredLeases = Effect.gen(function* () {
     yield* slots.release(id).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`Could not revoke lease ${id}`, cause)))
   }
 })
+
+export const RepossessorService = registerServices(
+  defineService({ name: "repossessor", interval: loopSeconds((s) => s.repossessor), tick: repossessExpiredLeases })
+)

@@ -2,8 +2,11 @@
  * The one service runner: each background service is a fiber in the server's scope that runs its
  * iteration (`tick`) at once and then every `interval`, logs a failed iteration and goes on, and is
  * interrupted when the scope closes. Timing comes from Effect's Clock, so TestClock drives it.
+ *
+ * A service registers itself: its own Layer (`registerServices`) adds it to the BackgroundServices
+ * of the build, and `runRegistered` runs whatever was added.
  */
-import { Cause, type Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { unavailability, unavailabilityReason } from "../database/errors.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 
@@ -21,6 +24,12 @@ export interface BackgroundService<R = never> {
 }
 
 export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
+
+type ServicesSettings = SettingsValue["server"]["services"]
+
+/** The interval a service's `loop_seconds` setting says. */
+export const loopSeconds = (pick: (s: ServicesSettings) => { readonly loop_seconds: number }) => (settings: SettingsValue) =>
+  Duration.seconds(pick(settings.server.services).loop_seconds)
 
 /** The failure or defect of `cause` that says the database is unavailable, if one does. */
 const unavailableIn = (cause: Cause.Cause<unknown>) =>
@@ -68,4 +77,49 @@ export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): L
         yield* Effect.logDebug(`Service ${service.loop === undefined ? service.name : `${service.name} (${service.loop})`} started`)
       }
     })
+  )
+
+/** The background services registered in one build of the server, in the order they were added. */
+export class BackgroundServices extends Effect.Service<BackgroundServices>()("baton/BackgroundServices", {
+  sync: () => {
+    const added: Array<BackgroundService> = []
+    return {
+      add: (service: BackgroundService) => Effect.sync(() => void added.push(service)),
+      all: Effect.sync((): ReadonlyArray<BackgroundService> => [...added])
+    }
+  }
+}) {}
+
+/** What the iterations of a service use. */
+type ServiceContext<S> = S extends BackgroundService<infer R> ? R : never
+
+/**
+ * A Layer that registers `services` (the loops of one service). Their iterations use the services
+ * this Layer is built with, so the server's instances serve them (or, in a test, the test's).
+ */
+export const registerServices = <const Services extends ReadonlyArray<BackgroundService<any>>>(
+  ...services: Services
+): Layer.Layer<never, never, BackgroundServices | ServiceContext<Services[number]>> =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const context = yield* Effect.context<ServiceContext<Services[number]>>()
+      const registry = yield* BackgroundServices
+      for (const service of services) {
+        yield* registry.add({ ...service, tick: Effect.provide(service.tick, context) as Effect.Effect<void, unknown> })
+      }
+    })
+  )
+
+/**
+ * Runs the registered services (those `only` picks) as runServices does. The registrations build
+ * concurrently, so they are run in the order of their names (a service's loops in their own order).
+ */
+export const runRegistered = (
+  only: (service: BackgroundService) => boolean = () => true
+): Layer.Layer<never, never, Settings | BackgroundServices> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.flatMap(BackgroundServices, (registry) => registry.all),
+      (all) => runServices(all.filter(only).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
+    )
   )

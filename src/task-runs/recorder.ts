@@ -13,6 +13,7 @@ import { EventBus } from "../events/bus.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
 import { safeCause } from "../http/log-safe.ts"
 import { Settings } from "../settings/settings.ts"
+import { defineService, registerServices } from "../services/runner.ts"
 import { type RecordedTaskRun, TaskRunRecorderRepo } from "./recorder-repo.ts"
 
 const MAX_RETRIES = 5
@@ -114,5 +115,15 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
     yield* Effect.addFinalizer(() => drain)
 
     return { tick, drain } as const
-  })
+  }),
+  dependencies: [EventBus.Default, TaskRunRecorderRepo.Default]
 }) {}
+
+export const TaskRunRecorderService = registerServices(
+  defineService({
+    name: "task_run_recorder",
+    // An iteration itself waits (up to flush_interval) for task run events to record.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(TaskRunRecorder, (recorder) => recorder.tick)
+  })
+)

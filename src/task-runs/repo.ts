@@ -317,5 +317,6 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       count,
       remove
     } as const
-  })
+  }),
+  dependencies: [ConcurrencyRules.Default, RunStatesRepo.Default]
 }) {}

@@ -26,5 +26,6 @@ export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
         hydrateKeepingProblems(value, { variable: variable(values) })
       )
     return { hydrate: hydrateValue, hydrateForCheck } as const
-  })
+  }),
+  dependencies: [VariablesRepo.Default]
 }) {}

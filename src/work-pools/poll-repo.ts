@@ -214,5 +214,6 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
       )
 
     return { pollTarget, markPolled, dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime } as const
-  })
+  }),
+  dependencies: [StatusChanges.Default]
 }) {}

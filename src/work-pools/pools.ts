@@ -227,5 +227,13 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     })
 
     return { pool, record, create, update, remove, createQueue, createAgentQueue, queueIn, readQueue, updateQueue, removeQueue, heartbeat, scheduledRuns } as const
-  })
+  }),
+  dependencies: [
+    FlowRunsRepo.Default,
+    PollRepo.Default,
+    RunsDue.Default,
+    WorkPoolsRepo.Default,
+    WorkQueueLookup.Default,
+    WorkQueuesRepo.Default
+  ]
 }) {}

@@ -235,5 +235,6 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       markStale,
       queuesAccepting
     } as const
-  })
+  }),
+  dependencies: [StatusChanges.Default]
 }) {}

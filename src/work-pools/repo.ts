@@ -211,5 +211,6 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       removeWorker,
       markSilentWorkers
     } as const
-  })
+  }),
+  dependencies: [StatusChanges.Default, WorkQueuesRepo.Default]
 }) {}

@@ -195,5 +195,6 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
       /** How many held polls watch each queue now (for tests and metrics). */
       watching: Effect.sync(() => new Map([...watchers].map(([id, set]) => [id, set.size])))
     } as const
-  })
+  }),
+  dependencies: [Transitions.Default]
 }) {}

@@ -81,5 +81,6 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
       ).pipe(Effect.catchTag("SqlError", Effect.die))
 
     return { pool, defaultQueue, queueInPool, queueWithoutPool, ensureQueue, forDeployment } as const
-  })
+  }),
+  dependencies: [WorkPoolsRepo.Default, WorkQueuesRepo.Default]
 }) {}

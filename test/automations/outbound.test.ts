@@ -7,8 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Logger, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
 import { FILLED_REQUEST_CHARACTERS, RESPONSE_BODY_CHARACTERS } from "../../src/automations/outbound.ts"
-import { runServices } from "../../src/services/runner.ts"
-import { services } from "../../src/services/registry.ts"
+import { runBackgroundServices } from "../../src/services/registry.ts"
 import { anAutomation, blockDocument, eventsOfAutomation, outcome, perform } from "../support/actions.ts"
 import { ok } from "../support/api.ts"
 import { stillServing, timed } from "../support/timing.ts"
@@ -249,7 +248,7 @@ describe("outgoing requests of automation actions", () => {
         Effect.gen(function* () {
           const lines: Array<string> = []
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* capturingLogs(Layer.build(runServices(services.filter((s) => s.name === "triggers" || s.name === "event_persister"))), lines)
+          yield* capturingLogs(Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister")), lines)
           const silent = yield* silentServer()
           const hook = yield* receiver()
           const hanging = yield* blockDocument("webhook", "service-silent", { url: secretUrl(silent.url) })

@@ -6,8 +6,7 @@ import { AutomationsRepo } from "../../src/automations/repo.ts"
 import { AutomationCreate, settleTrigger } from "../../src/automations/schemas.ts"
 import { TriggersEngine } from "../../src/automations/triggers.ts"
 import { EventPersister } from "../../src/events/persister.ts"
-import { runServices } from "../../src/services/runner.ts"
-import { services } from "../../src/services/registry.ts"
+import { runBackgroundServices } from "../../src/services/registry.ts"
 import { ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
@@ -23,7 +22,7 @@ describe("automation changes made by another replica", () => {
           const engine = yield* TriggersEngine
           // The triggers service has loaded the automations (none of this one yet)…
           yield* engine.drain
-          yield* Layer.build(runServices(services.filter((s) => s.name === "triggers" && s.loop === "automation changes")))
+          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" && s.loop === "automation changes"))
           yield* TestClock.adjust(Duration.millis(1))
           yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))
 

@@ -9,8 +9,7 @@ import { Clock, Effect, Layer, Schema, TestClock } from "effect"
 import { EventFilter, eventMatches, resolveFilter } from "../../src/events/filter.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { ReceivedEvent } from "../../src/events/schemas.ts"
-import { runServices } from "../../src/services/runner.ts"
-import { services } from "../../src/services/registry.ts"
+import { runBackgroundServices } from "../../src/services/registry.ts"
 import { ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { timed } from "../support/timing.ts"
@@ -60,7 +59,7 @@ describe("hostile label patterns", () => {
       Effect.scoped(
         Effect.gen(function* () {
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* Layer.build(runServices(services.filter((s) => s.name === "triggers" || s.name === "event_persister")))
+          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
 
           const automation = (name: string, trigger: Record<string, unknown>) =>
             Effect.map(

@@ -1,8 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Ref, TestClock } from "effect"
-import { services as registered } from "../../src/services/registry.ts"
-import { defineService, loop, runServices } from "../../src/services/runner.ts"
-import { layer as settingsLayer, loadSettings } from "../../src/settings/settings.ts"
+import { Context, Duration, Effect, Fiber, Layer, Ref, TestClock } from "effect"
+import { BackgroundServicesLive } from "../../src/services/registry.ts"
+import {
+  BackgroundServices,
+  defineService,
+  loop,
+  registerServices,
+  runRegistered,
+  runServices
+} from "../../src/services/runner.ts"
+import { layer as settingsLayer, Settings } from "../../src/settings/settings.ts"
+import { testServer } from "../support/server.ts"
 
 /** A service that counts its iterations, optionally failing or dying on some of them. */
 const counting = (options: { readonly failOn?: ReadonlyArray<number>; readonly dieOn?: ReadonlyArray<number> } = {}) =>
@@ -76,32 +84,64 @@ describe("service runner", () => {
     })
   )
 
-  it.effect("registers every background service of the settings with its interval", () =>
+  it.scoped("runs what a service's own Layer registered, with the services that Layer was built with", () =>
     Effect.gen(function* () {
-      const settings = yield* loadSettings()
-      const names = [...new Set(registered.map((s) => s.name))].sort()
-      expect(names).toEqual(
-        [
-          "cancellation_cleanup",
-          "db_vacuum",
-          "event_persister",
-          "foreman",
-          "late_runs",
-          "pause_expirations",
-          "repossessor",
-          "scheduler",
-          "task_run_recorder",
-          "triggers"
-        ].sort()
+      class Counter extends Context.Tag("test/Counter")<Counter, Ref.Ref<number>>() {}
+      const count = yield* Ref.make(0)
+      const registration = registerServices(
+        defineService({
+          name: "late_runs",
+          interval: (s) => Duration.seconds(s.server.services.late_runs.loop_seconds),
+          tick: Effect.flatMap(Counter, (counter) => Ref.update(counter, (c) => c + 1))
+        })
+      ).pipe(Layer.provide(Layer.succeed(Counter, count)))
+      yield* Layer.build(
+        runRegistered().pipe(
+          Layer.provide(registration),
+          Layer.provide(BackgroundServices.Default),
+          Layer.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 10 }))
+        )
       )
-      const scheduler = registered.find((s) => s.name === "scheduler" && s.loop === undefined)!
-      expect(Duration.toSeconds(Duration.decode(scheduler.interval(settings)))).toBe(60)
-      // The scheduler's second loop picks up changed deployments quickly.
-      const recent = registered.find((s) => s.loop === "recent deployments")!
-      expect(recent.name).toBe("scheduler")
-      expect(Duration.toSeconds(Duration.decode(recent.interval(settings)))).toBe(5)
-      const lateRuns = registered.find((s) => s.name === "late_runs")!
-      expect(Duration.toSeconds(Duration.decode(lateRuns.interval(settings)))).toBe(5)
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(yield* Ref.get(count)).toBe(1)
+      yield* TestClock.adjust(Duration.seconds(10))
+      expect(yield* Ref.get(count)).toBe(2)
     })
   )
+})
+
+describe("the registered background services", () => {
+  it.layer(testServer(), { timeout: 60_000 })((it) => {
+    it.scoped("are every background service of the settings, each with its interval", () =>
+      Effect.gen(function* () {
+        const settings = yield* Settings
+        // Each registration captures the services it is built with: here, the test server's.
+        const context = yield* Layer.build(BackgroundServicesLive)
+        const registered = yield* Effect.flatMap(BackgroundServices, (services) => services.all).pipe(Effect.provide(context))
+        const names = [...new Set(registered.map((s) => s.name))].sort()
+        expect(names).toEqual(
+          [
+            "cancellation_cleanup",
+            "db_vacuum",
+            "event_persister",
+            "foreman",
+            "late_runs",
+            "pause_expirations",
+            "repossessor",
+            "scheduler",
+            "task_run_recorder",
+            "triggers"
+          ].sort()
+        )
+        const scheduler = registered.find((s) => s.name === "scheduler" && s.loop === undefined)!
+        expect(Duration.toSeconds(Duration.decode(scheduler.interval(settings)))).toBe(60)
+        // The scheduler's second loop picks up changed deployments quickly.
+        const recent = registered.find((s) => s.loop === "recent deployments")!
+        expect(recent.name).toBe("scheduler")
+        expect(Duration.toSeconds(Duration.decode(recent.interval(settings)))).toBe(5)
+        const lateRuns = registered.find((s) => s.name === "late_runs")!
+        expect(Duration.toSeconds(Duration.decode(lateRuns.interval(settings)))).toBe(5)
+      })
+    )
+  })
 })

@@ -7,8 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Layer, TestClock } from "effect"
-import { runServices } from "../../src/services/runner.ts"
-import { services } from "../../src/services/registry.ts"
+import { runBackgroundServices } from "../../src/services/registry.ts"
 import { blockDocument, outcome, perform as performAction } from "../support/actions.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
@@ -228,7 +227,7 @@ describe("hostile templates", () => {
       Effect.scoped(
         Effect.gen(function* () {
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* Layer.build(runServices(services.filter((s) => s.name === "triggers" || s.name === "event_persister")))
+          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
           const hook = yield* receiver()
           const webhook = yield* blockDocument("webhook", "hostile-e2e", { url: `${hook.url}/e2e` })
           const flowId = yield* makeFlow("hostile-e2e")
