@@ -49,13 +49,18 @@ describe("the baton command", () => {
       await ensureBundle()
       for (const round of [1, 2]) {
         const proc = baton(["server", "start", "--port", "0"], { BATON_HOME: home }, BUNDLE)
-        const line = await waitFor(() => proc.lines.find((l) => l.includes("API at ")), 30_000)
-        const url = line.slice(line.indexOf("http"))
-        const ready = await fetch(`${url}/ready`)
-        expect(ready.status, `round ${round}`).toBe(200)
-        proc.child.kill("SIGTERM")
-        expect(await proc.exit).toBe(0)
-        expect(proc.stderr.join("\n")).toBe("")
+        try {
+          const line = await waitFor(() => proc.lines.find((l) => l.includes("API at ")), 60_000)
+          const url = line.slice(line.indexOf("http"))
+          const ready = await fetch(`${url}/ready`)
+          expect(ready.status, `round ${round}`).toBe(200)
+          proc.child.kill("SIGTERM")
+          expect(await proc.exit).toBe(0)
+          expect(proc.stderr.join("\n")).toBe("")
+        } finally {
+          // A failed round leaves no server behind.
+          if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill("SIGKILL")
+        }
       }
     })),
     90_000
