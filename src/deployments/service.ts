@@ -13,7 +13,7 @@ import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } fr
 import { valueErrorItem } from "../domain/problems.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
-import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
+import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/queue-lookup.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { parameterSchemaProblem, parameterSizeProblem, templateProblem } from "../domain/parameters.ts"
