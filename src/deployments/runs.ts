@@ -23,7 +23,7 @@ import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
 import type { Deployment, DeploymentFlowRunCreate } from "./schemas.ts"
 import type { FlowRun } from "../flow-runs/schemas.ts"
-import { deploymentNotFound, valueError } from "./service.ts"
+import { deploymentNotFound, valueError } from "./errors.ts"
 
 /** Why a run could not be created; the single and bulk routes word these differently, as the reference does. */
 type RunProblem =
