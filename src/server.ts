@@ -12,7 +12,7 @@ import { ConcurrencyLimitsLive, ConcurrencyLimitsV2Live } from "./concurrency/ht
 import { LeaseStorageLive } from "./concurrency/leases.ts"
 import { ConcurrencyLimitsRepo } from "./concurrency/repo.ts"
 import { ConcurrencyRules } from "./concurrency/rules.ts"
-import { ConcurrencySlots } from "./concurrency/service.ts"
+import { ConcurrencySlots } from "./concurrency/slots.ts"
 import { DeploymentsLive } from "./deployments/http.ts"
 import { DeploymentsRepo } from "./deployments/repo.ts"
 import { DeploymentRuns } from "./deployments/runs.ts"
