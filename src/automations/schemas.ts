@@ -8,13 +8,13 @@ import { criterion, Criterion, Filter } from "../domain/filters.ts"
 import { Id } from "../domain/ids.ts"
 import * as Lax from "../domain/lax.ts"
 import { LimitField, OffsetField } from "../domain/pagination.ts"
-import { isObject, JsonObject, strictBody } from "../domain/schemas.ts"
+import { JsonObject, strictBody } from "../domain/schemas.ts"
 import { StateType } from "../domain/states.ts"
 import { validateTemplate } from "../domain/templates.ts"
 import { Timestamp } from "../domain/time.ts"
 import { LabelPattern, ResourceSpecification } from "../events/filter.ts"
-import { type Precheck, PrecheckAnnotationId } from "../http/input-checks.ts"
-import { valueErrorItem } from "../domain/problems.ts"
+import { PrecheckAnnotationId } from "../http/input-checks.ts"
+import { nestedTooDeep, parameterProblems, precheckTriggerDepth, runDeploymentLoop, tooDeep } from "./body-checks.ts"
 
 // ----------------------------------------------------------------------------------------------
 // Triggers
@@ -170,28 +170,6 @@ const WebhookPayload = Schema.transform(Schema.Union(Schema.String, JsonObject),
   encode: (value) => value
 })
 
-/** Problems of `__prefect_kind` values a run-deployment action's parameters carry, found without rendering them. */
-export const parameterProblems = (value: unknown, prefix = ""): Array<string> => {
-  if (Array.isArray(value)) return value.flatMap((item, i) => parameterProblems(item, `${prefix}[${i}]`))
-  if (!isObject(value)) {
-    if (typeof value === "string" && /\{\{|\{%/.test(value)) {
-      const problem = validateTemplate(value)
-      return problem === undefined ? [] : [`${prefix ? `${prefix}: ` : ""}Invalid jinja: ${problem.message}`]
-    }
-    return []
-  }
-  if ("__prefect_kind" in value) {
-    if (value.__prefect_kind === "jinja") {
-      if (typeof value.template !== "string") return [`${prefix ? `${prefix}: ` : ""}Missing 'template' key in __prefect object`]
-      const problem = validateTemplate(value.template)
-      return problem === undefined ? [] : [`${prefix ? `${prefix}: ` : ""}Invalid jinja: ${problem.message}`]
-    }
-    if (value.__prefect_kind === "json") return "value" in value ? parameterProblems(value.value, prefix) : []
-    return []
-  }
-  return Object.entries(value).flatMap(([key, item]) => parameterProblems(item, prefix ? `${prefix}.${key}` : key))
-}
-
 const RunDeploymentParameters = Schema.NullOr(JsonObject).pipe(
   Schema.filter((parameters) => {
     const problems = parameters === null ? [] : parameterProblems(parameters)
@@ -273,36 +251,6 @@ export type Action = typeof ActionSchema.Type
 // ----------------------------------------------------------------------------------------------
 // Automations
 
-/**
- * How deep compound and sequence triggers may be nested. Real automations nest two or three deep;
- * a limit keeps the work a trigger costs (checking it, answering it) small whatever is sent.
- */
-export const MAX_TRIGGER_DEPTH = 10
-
-const tooDeep = `Triggers may be nested at most ${MAX_TRIGGER_DEPTH} deep`
-
-/** Whether a trigger, decoded or as sent, nests `triggers` deeper than the limit (walked without recursion). */
-const nestedTooDeep = (root: unknown): boolean => {
-  const stack: Array<readonly [unknown, number]> = [[root, 1]]
-  while (stack.length > 0) {
-    const [trigger, depth] = stack.pop()!
-    const children = (trigger as { triggers?: unknown } | null)?.triggers
-    if (!Array.isArray(children)) continue
-    if (depth + 1 > MAX_TRIGGER_DEPTH) return true
-    for (const child of children) stack.push([child, depth + 1])
-  }
-  return false
-}
-
-/**
- * The same limit on a body as sent, before it is decoded: decoding a trigger costs time growing
- * faster than its depth, so a body nested hundreds deep is refused without it.
- */
-const precheckTriggerDepth: Precheck = (body) =>
-  nestedTooDeep((body as { trigger?: unknown } | null)?.trigger)
-    ? [valueErrorItem(["body", "trigger"], tooDeep)]
-    : []
-
 const automationFields = {
   name: Schema.String,
   description: Schema.optionalWith(Schema.String, { default: () => "" }),
@@ -314,44 +262,6 @@ const automationFields = {
   actions: Schema.Array(ActionSchema),
   actions_on_trigger: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] }),
   actions_on_resolve: Schema.optionalWith(Schema.Array(ActionSchema), { default: () => [] })
-}
-
-/** Flow run state changes every run of a deployment goes through. */
-const RUN_LIFECYCLE_EVENTS = new Set(["prefect.flow-run.Scheduled", "prefect.flow-run.Pending", "prefect.flow-run.Running", "prefect.flow-run.*"])
-
-const matchesEveryFlowRun = (spec: ResourceSpecification) => {
-  const labels = Object.entries(spec)
-  if (labels.length === 0) return true
-  if (labels.length !== 1 || labels[0]![0] !== "prefect.resource.id") return false
-  const values = labels[0]![1]
-  return (typeof values === "string" ? [values] : values).some((v) => v === "prefect.flow-run.*")
-}
-
-/**
- * An enabled reactive automation on flow run lifecycle events that runs a deployment would make
- * runs that trigger it again: refused unless its trigger narrows which runs it covers.
- */
-export const runDeploymentLoop = (automation: {
-  readonly enabled: boolean
-  readonly trigger: Trigger
-  readonly actions: ReadonlyArray<Action>
-}): string | undefined => {
-  const trigger = automation.trigger
-  if (!automation.enabled || trigger.type !== "event" || trigger.posture !== "Reactive") return undefined
-  if (!trigger.expect.some((e) => e.startsWith("prefect.flow-run.")) || !trigger.expect.some((e) => RUN_LIFECYCLE_EVENTS.has(e))) {
-    return undefined
-  }
-  for (const action of automation.actions) {
-    if (action.type !== "run-deployment") continue
-    if (action.source === "inferred") {
-      return "Running an inferred deployment from a flow run state change event will lead to an infinite loop of flow runs.  Please choose a specific deployment and add additional filtering labels to the match or match_related for this automation's trigger."
-    }
-    const related = Array.isArray(trigger.match_related) ? trigger.match_related : [trigger.match_related as ResourceSpecification]
-    if (matchesEveryFlowRun(trigger.match) && related.some(matchesEveryFlowRun)) {
-      return "Running a selected deployment from a flow run state change event may lead to an infinite loop of flow runs.  Please include additional filtering labels on either match or match_related to narrow down which flow runs will trigger this automation to exclude flow runs from the deployment you've selected."
-    }
-  }
-  return undefined
 }
 
 const AutomationCore = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
@@ -407,21 +317,3 @@ export const ReadAutomationsBody = Schema.Struct({
   offset: OffsetField,
   automations: criterion(AutomationFilter)
 })
-
-// ----------------------------------------------------------------------------------------------
-// Walking triggers
-
-/** The trigger and every trigger inside it, parents first. */
-export const allTriggers = (trigger: Trigger): Array<Trigger> =>
-  trigger.type === "event" ? [trigger] : [trigger, ...trigger.triggers.flatMap(allTriggers)]
-
-export const eventTriggers = (trigger: Trigger): Array<EventTrigger> =>
-  allTriggers(trigger).filter((t): t is EventTrigger => t.type === "event")
-
-/** The trigger with fresh ids throughout (clients' ids are never kept) and proactive windows settled. */
-export const settleTrigger = (trigger: Trigger, newId: () => string): Trigger => {
-  if (trigger.type === "event") {
-    return { ...trigger, id: newId(), within: trigger.posture === "Proactive" && trigger.within === 0 ? MIN_PROACTIVE_WITHIN : trigger.within }
-  }
-  return { ...trigger, id: newId(), triggers: trigger.triggers.map((t) => settleTrigger(t, newId)) }
-}

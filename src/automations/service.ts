@@ -16,7 +16,8 @@ import { checkJobVariables, describeFailure } from "../work-pools/job-variables.
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { AUTOMATION_CHANGES_CHANNEL, AutomationChanges } from "./changes.ts"
 import { type AutomationFields, AutomationsRepo } from "./repo.ts"
-import { type Action, Automation, type AutomationCreate, type AutomationUpdate, runDeploymentLoop, settleTrigger } from "./schemas.ts"
+import { runDeploymentLoop } from "./body-checks.ts"
+import { type Action, Automation, type AutomationCreate, type AutomationUpdate, MIN_PROACTIVE_WITHIN, type Trigger } from "./schemas.ts"
 
 export const automationNotFound = new NotFound({ detail: "Automation not found" })
 
@@ -25,6 +26,14 @@ const encodeAutomation = Schema.encodeSync(Automation)
 /** The deployments an automation's selected run-deployment actions run. */
 const deploymentsRun = (actions: ReadonlyArray<Action>) =>
   actions.flatMap((a) => (a.type === "run-deployment" && a.source === "selected" && a.deployment_id ? [a.deployment_id] : []))
+
+/** The trigger with fresh ids throughout (clients' ids are never kept) and proactive windows settled. */
+export const settleTrigger = (trigger: Trigger, newId: () => string): Trigger => {
+  if (trigger.type === "event") {
+    return { ...trigger, id: newId(), within: trigger.posture === "Proactive" && trigger.within === 0 ? MIN_PROACTIVE_WITHIN : trigger.within }
+  }
+  return { ...trigger, id: newId(), triggers: trigger.triggers.map((t) => settleTrigger(t, newId)) }
+}
 
 export class Automations extends Effect.Service<Automations>()("baton/Automations", {
   effect: Effect.gen(function* () {

@@ -6,7 +6,7 @@ import { Gone, integrityConflict, NotFound, ValidationError } from "../domain/er
 import { Settings } from "../settings/settings.ts"
 import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
 import { ConcurrencyLimit, ConcurrencyLimitV2 } from "./schemas.ts"
-import { ConcurrencySlots, LONG_LEASE_SECONDS } from "./service.ts"
+import { ConcurrencySlots, LONG_LEASE_SECONDS } from "./slots.ts"
 import { isUniqueViolation } from "../database/errors.ts"
 import { createdOrFound } from "../http/responses.ts"
 

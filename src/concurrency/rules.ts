@@ -16,7 +16,7 @@ import { now } from "../domain/time.ts"
 import type { Decision, Outcome, RuleRunBase, RuleState } from "../orchestration/engine.ts"
 import { Settings } from "../settings/settings.ts"
 import { ConcurrencyLimitsRepo } from "./repo.ts"
-import { clampedPoissonInterval, ConcurrencySlots, LONG_LEASE_SECONDS } from "./service.ts"
+import { clampedPoissonInterval, ConcurrencySlots, LONG_LEASE_SECONDS } from "./slots.ts"
 
 const HOLDING: ReadonlySet<StateType> = new Set(["PENDING", "RUNNING", "CANCELLING"])
 

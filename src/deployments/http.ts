@@ -6,7 +6,8 @@ import { BatonApi } from "../api.ts"
 import { DeploymentsRepo } from "./repo.ts"
 import { DeploymentRuns } from "./runs.ts"
 import { Deployment } from "./schemas.ts"
-import { deploymentNotFound, Deployments } from "./service.ts"
+import { deploymentNotFound } from "./errors.ts"
+import { Deployments } from "./service.ts"
 import { createdOrFound } from "../http/responses.ts"
 
 

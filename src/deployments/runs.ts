@@ -13,7 +13,7 @@ import { isIntegrityViolation } from "../database/errors.ts"
 import { BadRequest, Conflict, integrityConflict, ValidationError } from "../domain/errors.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
-import { WorkQueueLookup } from "../work-pools/service.ts"
+import { WorkQueueLookup } from "../work-pools/queue-lookup.ts"
 import { Settings } from "../settings/settings.ts"
 import { type TemplateBudget, templateBudget } from "../domain/templates.ts"
 import { Hydration } from "../variables/hydration.ts"
@@ -23,7 +23,7 @@ import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
 import type { Deployment, DeploymentFlowRunCreate } from "./schemas.ts"
 import type { FlowRun } from "../flow-runs/schemas.ts"
-import { deploymentNotFound, valueError } from "./service.ts"
+import { deploymentNotFound, valueError } from "./errors.ts"
 
 /** Why a run could not be created; the single and bulk routes word these differently, as the reference does. */
 type RunProblem =

@@ -4,40 +4,25 @@
  * removing the scheduled runs each change makes stale — each as the reference does it.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either } from "effect"
 import { now } from "../domain/time.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
 import { BlockDocumentsRepo } from "../blocks/documents-repo.ts"
 import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
-import { valueErrorItem } from "../domain/problems.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
-import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/service.ts"
+import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/queue-lookup.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { parameterSchemaProblem, parameterSizeProblem, templateProblem } from "../domain/parameters.ts"
-import { type Columns, DeploymentsRepo, type NewSchedule } from "./repo.ts"
-import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
-import type { DeploymentCreate, DeploymentScheduleCreate, DeploymentScheduleUpdate, DeploymentUpdate } from "./schemas.ts"
-import { isForeignKeyViolation, isUniqueViolation } from "../database/errors.ts"
+import { deploymentNotFound, deploymentNotFoundDot, valueError } from "./errors.ts"
+import { type Columns, DeploymentsRepo } from "./repo.ts"
+import { makeScheduleChanges } from "./schedule-changes.ts"
+import type { DeploymentCreate, DeploymentUpdate } from "./schemas.ts"
+import { isUniqueViolation } from "../database/errors.ts"
 
-export const deploymentNotFound = new NotFound({ detail: "Deployment not found" })
-/** The PATCH and schedule routes say it with a period, as the reference does. */
-export const deploymentNotFoundDot = new NotFound({ detail: "Deployment not found." })
-const scheduleNotFound = new NotFound({ detail: "Schedule not found." })
 const limitNotFound = new NotFound({ detail: "Concurrency limit not found" })
-
-/**
- * A 422 as the reference's validators raise it: "Value error, …" at `loc` under the body (its
- * `input`, the value there as sent, is filled in by the Api middleware).
- */
-export const valueError = (loc: ReadonlyArray<string | number>, message: string) =>
-  new ValidationError({ detail: [valueErrorItem(["body", ...loc], message)] })
-
-/** A 422 the reference's route raises itself (HTTPException): a plain `detail` message. */
-const unprocessable = (detail: string) => new ValidationError({ detail })
-
 
 const json = (value: unknown) => JSON.stringify(value)
 
@@ -46,9 +31,6 @@ const EMPTY_PARAMETER_SCHEMA = { type: "object", properties: {} }
 /** `{}` is read as "no parameters", which the reference spells out. */
 const normaliseParameterSchema = (schema: Record<string, unknown> | null) =>
   schema !== null && Object.keys(schema).length === 0 ? EMPTY_PARAMETER_SCHEMA : schema
-
-const encodeSchedule = Schema.encodeSync(ScheduleSchema)
-const decodeSchedule = Schema.decodeSync(ScheduleSchema)
 
 export class Deployments extends Effect.Service<Deployments>()("baton/Deployments", {
   effect: Effect.gen(function* () {
@@ -61,23 +43,12 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const queues = yield* WorkQueueLookup
     const settings = yield* Settings
     const hydration = yield* Hydration
-    const maxScheduledRuns = settings.server.deployment_schedule_max_scheduled_runs
 
-    /** An interval schedule keeps the moment it was made as its anchor, and says its zone. */
-    const normaliseSchedule = (schedule: Schedule, at: Date): Schedule =>
-      "interval" in schedule
-        ? decodeSchedule({ ...encodeSchedule(schedule), anchor_date: (schedule.anchor_date ?? at).toISOString(), timezone: schedule.timezone ?? "UTC" })
-        : schedule
+    const readOrFail = (id: string, missing: NotFound) =>
+      Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(missing) : Effect.succeed(found)))
 
-    const checkScheduleLimits = (
-      schedules: ReadonlyArray<{ readonly max_scheduled_runs?: number | null | undefined }>,
-      loc: ReadonlyArray<string | number>
-    ) =>
-      Effect.forEach(schedules, (s, i) =>
-        s.max_scheduled_runs != null && s.max_scheduled_runs > maxScheduledRuns
-          ? Effect.fail(valueError([...loc, i, "max_scheduled_runs"], `\`max_scheduled_runs\` must be less than or equal to ${maxScheduledRuns}.`))
-          : Effect.void
-      )
+    const { checkScheduleLimits, newSchedules, planSchedules, applySchedules, listSchedules, createSchedules, updateSchedule, deleteSchedule } =
+      yield* makeScheduleChanges(readOrFail)
 
     const checkParameterSize = (parameters: unknown) => {
       const problem = parameterSizeProblem(parameters, settings.server.api.max_parameter_size)
@@ -121,22 +92,6 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         const id = yield* limits.create({ name: `deployment:${deploymentId}`, limit })
         yield* repo.update(deploymentId, { concurrency_limit_id: id })
       })
-
-    const newSchedules = (schedules: ReadonlyArray<{
-      readonly schedule: Schedule
-      readonly active?: boolean | null | undefined
-      readonly parameters?: Record<string, unknown> | undefined
-      readonly slug?: string | null | undefined
-      readonly max_scheduled_runs?: number | null | undefined
-    }>, at: Date): Array<NewSchedule> =>
-      schedules.map((s) => ({
-        schedule: normaliseSchedule(s.schedule, at),
-        active: s.active ?? true,
-        parameters: s.parameters ?? {},
-        slug: s.slug ?? null,
-        max_scheduled_runs: s.max_scheduled_runs ?? null
-      }))
-
 
     /** Creates the deployment, or updates the one of that flow and name with what was sent. */
     const create = Effect.fn("Deployments.create")(function* (body: DeploymentCreate) {
@@ -207,95 +162,6 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       return { deployment, created: result.created }
     })
 
-    /** The schedule changes a PATCH asks for, planned before anything is written. */
-    type SchedulePlan =
-      | { readonly mode: "none" }
-      | { readonly mode: "replace"; readonly schedules: ReadonlyArray<DeploymentScheduleUpdate> }
-      | {
-        readonly mode: "slugs"
-        readonly patches: ReadonlyArray<{ readonly target: string; readonly rename: boolean; readonly update: DeploymentScheduleUpdate }>
-        readonly creates: ReadonlyArray<DeploymentScheduleUpdate>
-      }
-
-    const planSchedules = (provided: ReadonlyArray<DeploymentScheduleUpdate> | undefined, existing: ReadonlyArray<{ readonly slug: string | null }>) =>
-      Effect.gen(function* () {
-        const list = provided ?? []
-        const providedHaveSlugs = list.every((p) => p.slug != null)
-        const existingHaveSlugs = existing.length > 0 && existing.every((s) => s.slug !== null)
-        if (providedHaveSlugs && existingHaveSlugs) {
-          const slugs = new Set(existing.map((s) => s.slug!))
-          const replaced = new Set<string>()
-          for (const p of list) {
-            if (p.replaces == null) continue
-            if (replaced.has(p.replaces)) {
-              return yield* unprocessable(`Multiple schedules have 'replaces' targeting the same slug: ${p.replaces}`)
-            }
-            replaced.add(p.replaces)
-          }
-          for (const p of list) {
-            if (p.replaces != null && slugs.has(p.slug!) && !replaced.has(p.slug!)) {
-              return yield* unprocessable(
-                `Cannot rename schedule from '${p.replaces}' to '${p.slug}': a schedule with slug '${p.slug}' already exists.`
-              )
-            }
-          }
-          const patches = []
-          const creates = []
-          for (const p of list) {
-            const target = p.replaces ?? p.slug!
-            if (slugs.has(target)) {
-              patches.push({ target, rename: p.replaces != null, update: p })
-            } else if (p.schedule != null) {
-              creates.push(p)
-            } else {
-              return yield* unprocessable("Unable to create new deployment schedules without a schedule configuration.")
-            }
-          }
-          return { mode: "slugs" as const, patches, creates }
-        }
-        if (existingHaveSlugs && !providedHaveSlugs) {
-          return yield* unprocessable("Please provide a slug for each schedule in your request to ensure schedules are updated correctly.")
-        }
-        return provided === undefined ? { mode: "none" as const } : { mode: "replace" as const, schedules: list }
-      })
-
-    /** Applies a planned schedule change to a deployment (inside the PATCH's transaction). */
-    const applySchedules = (deploymentId: string, plan: SchedulePlan, at: Date) =>
-      Effect.gen(function* () {
-        if (plan.mode === "none") return
-        if (plan.mode === "replace") {
-          yield* repo.deleteSchedules(deploymentId)
-          const kept = plan.schedules.filter((s): s is DeploymentScheduleUpdate & { schedule: Schedule } => s.schedule != null)
-          yield* repo.createSchedules(deploymentId, newSchedules(kept, at))
-          return
-        }
-        // Renamed schedules first give up their slugs, so swaps and chains never collide.
-        const existing = yield* repo.readSchedules(deploymentId)
-        const idOf = new Map(existing.map((s) => [s.slug, s.id]))
-        const renames = []
-        for (const p of plan.patches.filter((p) => p.rename)) {
-          const id = idOf.get(p.target)
-          if (id === undefined) return yield* new NotFound({ detail: `Schedule with slug '${p.target}' no longer exists.` })
-          renames.push({ id, update: p.update })
-          yield* repo.updateSchedule(deploymentId, { id }, { slug: null })
-        }
-        for (const { id, update } of renames) yield* repo.updateSchedule(deploymentId, { id }, scheduleChanges(update, at))
-        for (const p of plan.patches.filter((p) => !p.rename)) {
-          yield* repo.updateSchedule(deploymentId, { slug: p.target }, scheduleChanges(p.update, at))
-        }
-        const creates = plan.creates as ReadonlyArray<DeploymentScheduleUpdate & { schedule: Schedule }>
-        yield* repo.createSchedules(deploymentId, newSchedules(creates, at))
-      })
-
-    /** The non-null fields of a schedule update; parameters are always written ({} when omitted). */
-    const scheduleChanges = (update: DeploymentScheduleUpdate, at: Date) => ({
-      ...(update.schedule != null ? { schedule: normaliseSchedule(update.schedule, at) } : {}),
-      ...(update.active != null ? { active: update.active } : {}),
-      ...(update.max_scheduled_runs != null ? { max_scheduled_runs: update.max_scheduled_runs } : {}),
-      ...(update.slug != null ? { slug: update.slug } : {}),
-      parameters: update.parameters ?? {}
-    })
-
     /** PATCH /deployments/{id}: changes what was sent; stale future auto-scheduled runs go. */
     const update = Effect.fn("Deployments.update")(function* (id: string, body: DeploymentUpdate) {
       // As the reference validates the body: the parameters sent, before anything is read.
@@ -360,9 +226,6 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
     })
 
-    const readOrFail = (id: string, missing: NotFound) =>
-      Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(missing) : Effect.succeed(found)))
-
     /** Pauses: no runs are scheduled while paused, and the auto-scheduled ones waiting go. */
     const pause = Effect.fn("Deployments.pause")(function* (id: string) {
       yield* Effect.orDie(sql.withTransaction(Effect.gen(function* () {
@@ -395,44 +258,6 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         for (const id of ids) if (yield* remove(id)) deleted.push(id)
         return deleted
       })
-
-    const listSchedules = (id: string) =>
-      Effect.flatMap(readOrFail(id, deploymentNotFoundDot), (deployment) => Effect.succeed(deployment.schedules))
-
-    /** Adds schedules; slugs must stay unique within the deployment. Answers them in request order. */
-    const createSchedules = Effect.fn("Deployments.createSchedules")(function* (id: string, schedules: ReadonlyArray<DeploymentScheduleCreate>) {
-      yield* checkScheduleLimits(schedules, [])
-      yield* readOrFail(id, deploymentNotFoundDot)
-      const at = yield* now
-      return yield* repo.createSchedules(id, newSchedules(schedules, at)).pipe(
-        Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "Schedule slugs must be unique within a deployment." }))),
-        // The deployment was deleted after it was read.
-        Effect.catchIf(isForeignKeyViolation, () => Effect.fail(deploymentNotFoundDot)),
-        Effect.catchTag("SqlError", Effect.die)
-      )
-    })
-
-    const updateSchedule = Effect.fn("Deployments.updateSchedule")(function* (id: string, scheduleId: string, body: DeploymentScheduleUpdate) {
-      yield* checkScheduleLimits([body], [])
-      yield* readOrFail(id, deploymentNotFoundDot)
-      const at = yield* now
-      const found = yield* sql.withTransaction(Effect.gen(function* () {
-        if (!(yield* repo.updateSchedule(id, { id: scheduleId }, scheduleChanges(body, at)))) return false
-        yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true, after: at })
-        return true
-      })).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
-      if (!found) return yield* scheduleNotFound
-    })
-
-    const deleteSchedule = Effect.fn("Deployments.deleteSchedule")(function* (id: string, scheduleId: string) {
-      yield* readOrFail(id, deploymentNotFoundDot)
-      const found = yield* Effect.orDie(sql.withTransaction(Effect.gen(function* () {
-        if ((yield* repo.deleteSchedules(id, scheduleId)) === 0) return false
-        yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true })
-        return true
-      })))
-      if (!found) return yield* scheduleNotFound
-    })
 
     return {
       create,

@@ -1,16 +1,17 @@
 /** Flow runs and their states in SQL. */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
-import { ConcurrencyRules, type DeploymentConcurrency, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
-import { queryCondition, type RelatedFilters } from "../queries/query.ts"
+import { ConcurrencyRules, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
+import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import type { Rule, RuleRun } from "../orchestration/engine.ts"
 import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
-import { estimates } from "../orchestration/global-policy.ts"
-import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
+import { type HistoryWindow, RunStatesRepo } from "../orchestration/repo.ts"
 import { rollupCount, rollupFilter, rollupHistory, withoutJit } from "./history.ts"
+import { flowRunOrder, flowRunPage, type FlowRunQuery } from "./page.ts"
+import { type FlowRunRow, toFlowRun } from "./row.ts"
 import {
   type FlowRun,
   type FlowRunFilter,
@@ -18,106 +19,6 @@ import {
   type FlowRunUpdate
 } from "./schemas.ts"
 import { decodePolicy } from "./wire.ts"
-
-const orderBy: Record<FlowRunSort, string> = {
-  ID_DESC: "flow_run.id DESC",
-  START_TIME_ASC: "coalesce(flow_run.start_time, flow_run.expected_start_time) ASC, flow_run.id",
-  START_TIME_DESC: "coalesce(flow_run.start_time, flow_run.expected_start_time) DESC, flow_run.id",
-  EXPECTED_START_TIME_ASC: "flow_run.expected_start_time ASC, flow_run.id",
-  EXPECTED_START_TIME_DESC: "flow_run.expected_start_time DESC, flow_run.id",
-  NAME_ASC: "flow_run.name ASC, flow_run.id",
-  NAME_DESC: "flow_run.name DESC, flow_run.id",
-  NEXT_SCHEDULED_START_TIME_ASC: "flow_run.next_scheduled_start_time ASC, flow_run.id",
-  END_TIME_DESC: "flow_run.end_time DESC, flow_run.id"
-}
-
-/** Sorts with an index on (state_type, sort key): a filter on several state types is read one type at a time. */
-const splitSorts: ReadonlySet<FlowRunSort> = new Set<FlowRunSort>([
-  "ID_DESC",
-  "START_TIME_ASC",
-  "START_TIME_DESC",
-  "EXPECTED_START_TIME_ASC",
-  "EXPECTED_START_TIME_DESC"
-])
-
-/**
- * The distinct state types of `flow_runs.state.type.any_` when there are several and the page can be
- * read one type at a time: the condition is ANDed with everything else (no or_ above it), and the
- * sort has its (state_type, key) index and ends in the unique id, so the merged page is the same.
- */
-const splitStateTypes = (query: FlowRunQuery & { readonly sort: FlowRunSort }): ReadonlyArray<StateType> | undefined => {
-  if (!splitSorts.has(query.sort)) return undefined
-  const runs = query.flow_runs
-  if (runs == null || runs.operator === "or_") return undefined
-  const state = runs.state
-  if (state == null || (state.operator === "or_" && state.name != null)) return undefined
-  const types = state.type?.any_
-  if (types == null) return undefined
-  const distinct = [...new Set(types)]
-  return distinct.length >= 2 ? distinct : undefined
-}
-
-/** The query with `flow_runs.state.type.any_` narrowed to one type. */
-const withStateType = <Q extends FlowRunQuery>(query: Q, type: StateType): Q => {
-  const runs = query.flow_runs!
-  const state = runs.state!
-  return { ...query, flow_runs: { ...runs, state: { ...state, type: { ...state.type, any_: [type] } } } }
-}
-
-/** A flow_run row with its current state (as JSON) alongside. */
-interface FlowRunRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly name: string
-  readonly flow_id: string
-  readonly state_id: string | null
-  readonly state_type: StateType | null
-  readonly state_name: string | null
-  readonly state_timestamp: Date | null
-  readonly deployment_id: string | null
-  readonly deployment_version: string | null
-  readonly work_queue_id: string | null
-  readonly work_queue_name: string | null
-  readonly flow_version: string | null
-  readonly parameters: Record<string, unknown>
-  readonly idempotency_key: string | null
-  readonly context: Record<string, unknown>
-  readonly empirical_policy: unknown
-  readonly tags: ReadonlyArray<string>
-  readonly labels: FlowRun["labels"]
-  readonly parent_task_run_id: string | null
-  readonly run_count: number
-  readonly expected_start_time: Date | null
-  readonly next_scheduled_start_time: Date | null
-  readonly start_time: Date | null
-  readonly end_time: Date | null
-  readonly total_run_time: number
-  readonly auto_scheduled: boolean
-  readonly infrastructure_document_id: string | null
-  readonly infrastructure_pid: string | null
-  readonly created_by: FlowRun["created_by"]
-  readonly job_variables: Record<string, unknown> | null
-  readonly state: StateRow | null
-  readonly queue_name: string | null
-  readonly work_pool_id: string | null
-  readonly work_pool_name: string | null
-  readonly last_state_timestamp?: Date | string | null
-  readonly deployment_concurrency?: DeploymentConcurrency | null
-}
-
-/** The record answered for a row, with run time and lateness estimated at `at`. */
-const toFlowRun = (row: FlowRunRow, at: Date): FlowRun => {
-  const { state, state_timestamp: _, queue_name, ...columns } = row
-  return {
-    ...columns,
-    // A run in a work queue shows the queue's current name.
-    work_queue_name: queue_name ?? row.work_queue_name,
-    empirical_policy: decodePolicy(row.empirical_policy ?? {}),
-    ...estimates(row, at),
-    state: state === null ? null : toState(state)
-  }
-}
 
 export interface NewFlowRun {
   readonly flow_id: string
@@ -139,35 +40,6 @@ export interface NewFlowRun {
   readonly created_by?: FlowRun["created_by"]
   readonly state: StateCreate
 }
-
-/** The filters a flow run query combines: the runs' own and those of related objects. */
-export type FlowRunQuery = RelatedFilters
-
-/**
- * The query of one page of flow_run rows (`SELECT flow_run.* …`, sorted, limited). A filter on several
- * state types sorted by time or id reads each state's newest (or oldest) runs from its
- * (state_type, sort key) index, then merges them: one index scan cannot give several state types in
- * sort order, and walking the sort alone reads every run of the other states on the way.
- */
-export const flowRunPage = (
-  sql: SqlClient.SqlClient,
-  query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }
-): Statement.Fragment => {
-  const where = (q: FlowRunQuery) => queryCondition(sql, "flow_run", q)
-  const order = sql.unsafe(orderBy[query.sort])
-  const types = splitStateTypes(query)
-  if (types === undefined) {
-    return sql`SELECT flow_run.* FROM flow_run WHERE ${where(query)} ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
-  }
-  const branches = types.map((type) =>
-    sql`(SELECT flow_run.* FROM flow_run WHERE ${where(withStateType(query, type))} ORDER BY ${order} LIMIT ${query.limit + query.offset})`
-  )
-  const union = branches.slice(1).reduce((all, branch) => sql`${all} UNION ALL ${branch}`, branches[0]!)
-  return sql`SELECT * FROM (${union}) flow_run ORDER BY ${order} LIMIT ${query.limit} OFFSET ${query.offset}`
-}
-
-/** The ORDER BY of a flow run sort (over a `flow_run` row source). */
-export const flowRunOrder = (sql: SqlClient.SqlClient, sort: FlowRunSort) => sql.unsafe(orderBy[sort])
 
 export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRunsRepo", {
   effect: Effect.gen(function* () {
@@ -284,7 +156,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     const filter = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) =>
       Effect.gen(function* () {
-        const rows = yield* sql<FlowRunRow>`${selectPage(flowRunPage(sql, query))} ORDER BY ${sql.unsafe(orderBy[query.sort])}`
+        const rows = yield* sql<FlowRunRow>`${selectPage(flowRunPage(sql, query))} ORDER BY ${flowRunOrder(sql, query.sort)}`
         const at = yield* now
         return rows.map((row) => toFlowRun(row, at))
       })

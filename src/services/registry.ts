@@ -4,7 +4,7 @@
  * one more Layer here; what its iterations use comes from the area services it is built with.
  */
 import { Layer } from "effect"
-import { TriggersService } from "../automations/triggers.ts"
+import { TriggersService } from "../automations/triggers-registration.ts"
 import { EventPersisterService } from "../events/persister.ts"
 import { TaskRunRecorderService } from "../task-runs/recorder.ts"
 import { CancellationCleanupService } from "./cancellation-cleanup.ts"

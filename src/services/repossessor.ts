@@ -3,7 +3,7 @@
  * crashed, say) is revoked, and the slots it held are given back.
  */
 import { Effect } from "effect"
-import { ConcurrencySlots } from "../concurrency/service.ts"
+import { ConcurrencySlots } from "../concurrency/slots.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 100

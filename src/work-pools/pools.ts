@@ -15,7 +15,7 @@ import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 import { RunsDue } from "./runs-due.ts"
 import type { WorkPoolCreate, WorkPoolUpdate, WorkQueueCreate, WorkQueueUpdate } from "./schemas.ts"
-import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "./service.ts"
+import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "./queue-lookup.ts"
 import { isUniqueViolation } from "../database/errors.ts"
 
 

@@ -9,7 +9,7 @@ import { Settings } from "../settings/settings.ts"
 import { PollRepo } from "../work-pools/poll-repo.ts"
 import { WorkPools } from "../work-pools/pools.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
-import { WorkQueueLookup } from "../work-pools/service.ts"
+import { WorkQueueLookup } from "../work-pools/queue-lookup.ts"
 import { slotSummary } from "../work-pools/slots.ts"
 
 const notFound = new NotFound({ detail: "work queue not found" })
