@@ -32,11 +32,11 @@ export class Gone extends Schema.TaggedError<Gone>()("Gone", { detail: Schema.St
 export class Locked extends Schema.TaggedError<Locked>()("Locked", { detail: Schema.String }) {}
 
 /** The reference's answer when a write names an object that does not exist or breaks a unique key. */
-export const integrityConflict = () =>
-  new Conflict({
-    detail:
-      "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
-  })
+export const integrityConflict = () => new Conflict({ detail: INTEGRITY_CONFLICT })
+
+/** The reference's words for a write that broke a unique or foreign key constraint. */
+export const INTEGRITY_CONFLICT =
+  "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
 
 /**
  * The wire form of an error class: the body `{"detail": …}` (the class tag never leaves the server),
