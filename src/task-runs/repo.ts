@@ -1,6 +1,6 @@
 /** Task runs in SQL; their states go through the shared state store. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Random, Schema } from "effect"
+import { Effect, Option, Random, Schema } from "effect"
 import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -58,8 +58,8 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const read = (id: string) =>
       Effect.flatMap(readRow(id), (row) => Effect.map(now, (at) => (row === undefined ? undefined : toTaskRun(row, at))))
 
-    /** The task run with the name of its flow run (null without one), in one query. */
-    const readWithFlowRunName = (id: string) =>
+    /** The task run with the name of its flow run (null without one), in one query; a failed statement is a defect. */
+    const findWithFlowRunName = (id: string) =>
       Effect.gen(function* () {
         const rows = yield* sql<TaskRunRow & { readonly flow_run_name: string | null }>`
           SELECT task_run.*, to_jsonb(task_run_state.*) AS state, flow_run.name AS flow_run_name
@@ -68,11 +68,11 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
           WHERE task_run.id = ${id}
         `
         const row = rows[0]
-        if (row === undefined) return undefined
+        if (row === undefined) return Option.none()
         const { flow_run_name, ...taskRun } = row
         // The reference leaves an empty name out, as it does a missing one.
-        return { ...toTaskRun(taskRun, yield* now), flow_run_name: flow_run_name || null }
-      })
+        return Option.some({ ...toTaskRun(taskRun, yield* now), flow_run_name: flow_run_name || null })
+      }).pipe(Effect.orDie)
 
     /**
      * Creates a task run in its first state; the same flow run (or none), task key and dynamic key
@@ -307,7 +307,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       forGraph,
       history,
       read,
-      readWithFlowRunName,
+      findWithFlowRunName,
       setState,
       unfinishedInCancelledRuns,
       readState: (stateId: string) => states.readState("task_run", stateId),
