@@ -1,6 +1,8 @@
 /** Task runs in SQL; their states go through the shared state store. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Random, Schema } from "effect"
+import { isIntegrityViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { TaskRunConflict } from "./errors.ts"
 import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -87,7 +89,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       const parents = input.flow_run_id === null
         ? [{ labels: {} }]
         : yield* sql<{ labels: Record<string, unknown> | null }>`SELECT labels FROM flow_run WHERE id = ${input.flow_run_id}`
-      if (parents.length === 0) return undefined
+      if (parents.length === 0) return yield* new TaskRunConflict()
       const parentLabels = parents[0]!.labels ?? {}
       const labels = {
         ...parentLabels,
@@ -302,21 +304,29 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
     const history = (query: TaskRunQuery, options: HistoryWindow) =>
       states.history("task_run", where(query), options)
 
-    return {
-      create,
+    return sqlErrorsAsDefects({
+      // An id another task run has (or a flow run deleted meanwhile) is a conflict.
+      create: (input: Parameters<typeof create>[0]) =>
+        create(input).pipe(Effect.catchIf(isIntegrityViolation, () => new TaskRunConflict())),
       forGraph,
       history,
+      find: (id: string) => Effect.map(read(id), Option.fromNullable),
+      /**
+       * The task run, or undefined: kept for automations/actions.ts, which another change is
+       * splitting; new callers use `find`.
+       */
       read,
       findWithFlowRunName,
-      setState,
+      // The transition's failures are untyped (unknown): every one is a defect, as the handler had it.
+      setState: (id: string, proposed: StateCreate, force: boolean) => Effect.orDie(setState(id, proposed, force)),
       unfinishedInCancelledRuns,
-      readState: (stateId: string) => states.readState("task_run", stateId),
+      findState: (stateId: string) => Effect.map(states.readState("task_run", stateId), Option.fromNullable),
       readStates: (taskRunId: string) => states.readStates("task_run", taskRunId),
       update,
       filter,
       count,
       remove
-    } as const
+    })
   }),
   dependencies: [ConcurrencyRules.Default, RunStatesRepo.Default]
 }) {}
