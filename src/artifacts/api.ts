@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { ArtifactNotFoundResponse } from "./errors.ts"
 import {
   Artifact,
   ArtifactCollection,
@@ -24,5 +25,6 @@ export class ArtifactsApi extends HttpApiGroup.make("artifacts")
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(Artifact))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(ArtifactUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .addError(ArtifactNotFoundResponse)
   .prefix("/artifacts")
 {}

@@ -4,7 +4,8 @@
  * latest makes the newest remaining one latest (or removes the key).
  */
 import { SqlClient, type Statement } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -70,11 +71,12 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
       )
     })
 
-    const read = (id: string) => Effect.map(sql<Artifact>`SELECT * FROM artifact WHERE id = ${id}`, (rows) => rows[0])
+    const find = (id: string) =>
+      Effect.map(sql<Artifact>`SELECT * FROM artifact WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
 
     /** The latest artifact of the key (the collection's own record). */
-    const readLatest = (key: string) =>
-      Effect.map(sql<ArtifactCollection>`SELECT * FROM artifact_collection WHERE key = ${key}`, (rows) => rows[0])
+    const findLatest = (key: string) =>
+      Effect.map(sql<ArtifactCollection>`SELECT * FROM artifact_collection WHERE key = ${key}`, (rows) => Option.fromNullable(rows[0]))
 
     /** Sets the given fields on the artifact, and on its key's collection when it is the latest; false without it. */
     const update = Effect.fn("ArtifactsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
@@ -154,6 +156,6 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
         LIMIT ${limit}
       `
 
-    return { create, read, readLatest, update, remove, filter, count, filterLatest, countLatest, forGraph } as const
+    return sqlErrorsAsDefects({ create, find, findLatest, update, remove, filter, count, filterLatest, countLatest, forGraph })
   })
 }) {}

@@ -1,6 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import {
+  ConcurrencyLeaseGoneResponse,
+  ConcurrencyLimitNameTakenResponse,
+  ConcurrencyLimitNotFoundResponse,
+  TagConcurrencyLimitNotFoundResponse
+} from "./errors.ts"
 import { LockedResponse } from "../http/errors.ts"
 import { validatedAfterRouting } from "../http/routes.ts"
 import {
@@ -48,6 +54,9 @@ export class ConcurrencyLimitsV2Api extends HttpApiGroup.make("concurrencyLimits
   .add(HttpApiEndpoint.get("read", "/:id_or_name").setPath(IdOrName).addSuccess(GlobalConcurrencyLimit))
   .add(HttpApiEndpoint.patch("update", "/:id_or_name").setPath(IdOrName).setPayload(ConcurrencyLimitV2Update).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id_or_name").setPath(IdOrName).addSuccess(Schema.Void))
+  .addError(ConcurrencyLimitNotFoundResponse)
+  .addError(ConcurrencyLimitNameTakenResponse)
+  .addError(ConcurrencyLeaseGoneResponse)
   .prefix("/v2/concurrency_limits")
   .addError(LockedResponse)
 {}
@@ -64,6 +73,8 @@ export class ConcurrencyLimitsApi extends HttpApiGroup.make("concurrencyLimits")
   .add(HttpApiEndpoint.del("deleteByTag", "/tag/:tag").setPath(TagPath).addSuccess(Schema.Null))
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(ConcurrencyLimit))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Null))
+  .addError(TagConcurrencyLimitNotFoundResponse)
+  .addError(ConcurrencyLimitNameTakenResponse)
   .prefix("/concurrency_limits")
   .addError(LockedResponse)
 {}

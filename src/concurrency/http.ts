@@ -1,20 +1,17 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
-import { Gone, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
+import { ConcurrencyLeaseGone, ConcurrencyLimitNotFound, TagConcurrencyLimitNotFound } from "./errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
 import { ConcurrencyLimit, ConcurrencyLimitV2 } from "./schemas.ts"
 import { ConcurrencySlots, LONG_LEASE_SECONDS } from "./slots.ts"
-import { isUniqueViolation } from "../database/errors.ts"
 import { createdOrFound } from "../http/responses.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-
-const v2NotFound = new NotFound({ detail: "Concurrency Limit not found" })
-const v1NotFound = new NotFound({ detail: "Concurrency limit not found" })
 
 /** 423 Locked, with when to try again (a header the declared errors cannot carry). */
 const locked = (detail: string, retryAfter?: number) =>
@@ -43,9 +40,7 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
     const slots = yield* ConcurrencySlots
 
     const find = (idOrName: string) =>
-      Effect.flatMap(Effect.orDie(UUID.test(idOrName) ? repo.read(idOrName) : repo.readByName(idOrName)), (row) =>
-        row === undefined ? Effect.fail(v2NotFound) : Effect.succeed(row)
-      )
+      (UUID.test(idOrName) ? repo.find(idOrName) : repo.findByName(idOrName)).pipe(orFail(() => new ConcurrencyLimitNotFound()))
 
     /**
      * Takes `count` slots on the active limits named (all or none). Answers the limits found (inactive
@@ -53,7 +48,7 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
      */
     const acquire = (names: ReadonlyArray<string>, count: number, mode: "concurrency" | "rate_limit") =>
       Effect.gen(function* () {
-        const limits = yield* Effect.orDie(repo.readByNames(names))
+        const limits = yield* repo.readByNames(names)
         const active = limits.filter((l) => l.active)
         if (active.some((l) => l.limit < count)) {
           return yield* new ValidationError({ detail: "Slots requested is greater than the limit" })
@@ -71,29 +66,20 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          const id = yield* repo.create(payload).pipe(
-            Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())),
-            Effect.catchTag("SqlError", Effect.die)
-          )
-          return yield* createdOrFound(ConcurrencyLimitV2, (yield* Effect.orDie(repo.read(id)))!, true)
+          const id = yield* repo.create(payload)
+          return yield* createdOrFound(ConcurrencyLimitV2, Option.getOrThrow(yield* repo.find(id)), true)
         })
       )
       .handle("read", ({ path }) => Effect.map(find(path.id_or_name), asGlobal))
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.map(Effect.orDie(repo.list({ offset: payload.offset, limit })), (rows) => rows.map(asGlobal))
+          Effect.map(repo.list({ offset: payload.offset, limit }), (rows) => rows.map(asGlobal))
         )
       )
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(find(path.id_or_name), (row) =>
-          repo.update(row.id, payload).pipe(
-            Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())),
-            Effect.catchTag("SqlError", Effect.die),
-            Effect.asVoid
-          )
-        )
+        Effect.flatMap(find(path.id_or_name), (row) => Effect.asVoid(repo.update(row.id, payload)))
       )
-      .handle("delete", ({ path }) => Effect.flatMap(find(path.id_or_name), (row) => Effect.orDie(Effect.asVoid(repo.remove(row.id)))))
+      .handle("delete", ({ path }) => Effect.flatMap(find(path.id_or_name), (row) => Effect.asVoid(repo.remove(row.id))))
       .handle("increment", ({ payload }) =>
         Effect.map(acquire(payload.names, payload.slots, payload.mode), ({ limits, refused }) =>
           refused ?? limits.map((l) => minimal(l))
@@ -109,16 +95,16 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
       )
       .handle("decrement", ({ payload }) =>
         Effect.gen(function* () {
-          const limits = yield* Effect.orDie(repo.readByNames(payload.names))
+          const limits = yield* repo.readByNames(payload.names)
           const active = limits.filter((l) => l.active).map((l) => l.id)
-          if (active.length > 0) yield* Effect.orDie(repo.decrement(active, payload.slots, payload.occupancy_seconds))
+          if (active.length > 0) yield* repo.decrement(active, payload.slots, payload.occupancy_seconds)
           return limits.map((l) => minimal(l))
         })
       )
       .handle("decrementWithLease", ({ payload }) => Effect.asVoid(slots.release(payload.lease_id)))
       .handle("renewLease", ({ path, payload }) =>
         Effect.flatMap(slots.leases.renew(path.lease_id, payload.lease_duration), (renewed) =>
-          renewed ? Effect.void : Effect.fail(new Gone({ detail: "Lease not found - it may have expired or been revoked" }))
+          renewed ? Effect.void : Effect.fail(new ConcurrencyLeaseGone())
         )
       )
   })
@@ -143,37 +129,41 @@ export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrency
         active_slots: holders.filter((h) => h.holder.type === "task_run").map((h) => h.holder.id)
       }))
 
-    const byTag = (tag: string) =>
-      Effect.flatMap(Effect.orDie(repo.readByName(TAG + tag)), (row) => (row === undefined ? Effect.fail(v1NotFound) : Effect.succeed(row)))
+    const byTag = (tag: string) => repo.findByName(TAG + tag).pipe(orFail(() => new TagConcurrencyLimitNotFound()))
+
+    /** The tag limit with this id: a global limit that is not a tag's is not one. */
+    const byId = (id: string) =>
+      repo.find(id).pipe(
+        Effect.map(Option.filter((row) => row.name.startsWith(TAG))),
+        orFail(() => new TagConcurrencyLimitNotFound())
+      )
 
     const remove = (row: GlobalConcurrencyLimitRow) =>
       Effect.gen(function* () {
         yield* slots.revokeAllOn(row.id)
-        yield* Effect.orDie(repo.remove(row.id))
+        yield* repo.remove(row.id)
         return null
       })
 
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          const existing = yield* Effect.orDie(repo.readByName(TAG + payload.tag))
+          const existing = Option.getOrUndefined(yield* repo.findByName(TAG + payload.tag))
           const id = existing === undefined
-            ? yield* Effect.orDie(repo.create({ name: TAG + payload.tag, limit: payload.concurrency_limit }))
+            ? yield* repo.create({ name: TAG + payload.tag, limit: payload.concurrency_limit })
             : existing.id
-          if (existing !== undefined) yield* Effect.orDie(repo.setLimit(existing.id, payload.concurrency_limit))
-          const body = yield* shape((yield* Effect.orDie(repo.read(id)))!)
+          if (existing !== undefined) yield* repo.setLimit(existing.id, payload.concurrency_limit)
+          const body = yield* shape(Option.getOrThrow(yield* repo.find(id)))
           return yield* createdOrFound(ConcurrencyLimit, body, existing === undefined)
         })
       )
       .handle("read", ({ path }) =>
-        Effect.flatMap(Effect.orDie(repo.read(path.id)), (row) =>
-          row === undefined || !row.name.startsWith(TAG) ? Effect.fail(v1NotFound) : shape(row)
-        )
+        Effect.flatMap(byId(path.id), shape)
       )
       .handle("readByTag", ({ path }) => Effect.flatMap(byTag(path.tag), shape))
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.flatMap(Effect.orDie(repo.list({ offset: payload.offset, limit, prefix: TAG })), (rows) => Effect.forEach(rows, shape))
+          Effect.flatMap(repo.list({ offset: payload.offset, limit, prefix: TAG }), (rows) => Effect.forEach(rows, shape))
         )
       )
       .handle("reset", ({ path, payload }) =>
@@ -182,18 +172,18 @@ export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrency
           yield* slots.revokeAllOn(row.id)
           // The slots are exactly those given now.
           const holders = payload.slot_override ?? []
-          yield* Effect.orDie(repo.update(row.id, { active_slots: holders.length }))
+          yield* repo.update(row.id, { active_slots: holders.length })
           for (const id of holders) yield* slots.lease([row.id], LONG_LEASE_SECONDS, 1, { type: "task_run", id })
           return null
         })
       )
       .handle("delete", ({ path }) =>
-        Effect.flatMap(Effect.orDie(repo.read(path.id)), (row) => (row === undefined ? Effect.fail(v1NotFound) : remove(row)))
+        Effect.flatMap(repo.find(path.id).pipe(orFail(() => new TagConcurrencyLimitNotFound())), remove)
       )
       .handle("deleteByTag", ({ path }) => Effect.flatMap(byTag(path.tag), remove))
       .handle("increment", ({ payload }) =>
         Effect.gen(function* () {
-          const rows = yield* Effect.orDie(repo.readByNames(payload.names.map((t) => TAG + t)))
+          const rows = yield* repo.readByNames(payload.names.map((t) => TAG + t))
           const byName = new Map(rows.map((r) => [r.name, r]))
           const ordered = payload.names.flatMap((t) => (byName.has(TAG + t) ? [byName.get(TAG + t)!] : []))
           const zero = ordered.find((r) => r.limit === 0)
@@ -212,7 +202,7 @@ export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrency
       )
       .handle("decrement", ({ payload }) =>
         Effect.gen(function* () {
-          const rows = yield* Effect.orDie(repo.readByNames(payload.names.map((t) => TAG + t)))
+          const rows = yield* repo.readByNames(payload.names.map((t) => TAG + t))
           for (const row of rows) {
             for (const leaseId of yield* slots.heldBy(row.id, payload.task_run_id)) yield* slots.release(leaseId)
           }

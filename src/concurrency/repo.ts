@@ -5,7 +5,9 @@
  * change moves, as the reference measures it.
  */
 import { SqlClient, type Statement } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { ConcurrencyLimitNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
@@ -54,8 +56,13 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
         `
       )
 
-    const read = (id: string) => Effect.map(select(sql`id = ${id}`), (rows) => rows[0])
-    const readByName = (name: string) => Effect.map(select(sql`name = ${name}`), (rows) => rows[0])
+    const find = (id: string) => Effect.map(select(sql`id = ${id}`), (rows) => Option.fromNullable(rows[0]))
+    const findByName = (name: string) => Effect.map(select(sql`name = ${name}`), (rows) => Option.fromNullable(rows[0]))
+    /**
+     * The limit, or undefined: kept for deployments/service.ts, which another change is splitting;
+     * new callers use `find`.
+     */
+    const read = (id: string) => Effect.map(find(id), Option.getOrUndefined)
     const readByNames = (names: ReadonlyArray<string>) => select(sql`name = ANY(${names}::text[])`, sql`ORDER BY name`)
 
     const list = (options: { readonly offset: number; readonly limit: number; readonly prefix?: string }) =>
@@ -78,15 +85,21 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
         INSERT INTO concurrency_limit_v2 (id, created, updated, name, "limit", active, active_slots, denied_slots, slot_decay_per_second)
         VALUES (${id}, ${at}, ${at}, ${input.name}, ${input.limit}, ${input.active ?? true}, ${input.active_slots ?? 0},
                 ${input.denied_slots ?? 0}, ${input.slot_decay_per_second ?? 0})
-      `
+      `.pipe(Effect.catchIf(isUniqueViolation, () => new ConcurrencyLimitNameTaken()))
       return id
     })
 
-    /** Sets the given columns (no decay is kept: `updated` moves); false when there is no such limit. */
+    /**
+     * Sets the given columns (no decay is kept: `updated` moves); false when there is no such limit,
+     * ConcurrencyLimitNameTaken when another limit has the new name.
+     */
     const update = (id: string, changes: Readonly<Record<string, unknown>>) =>
       Effect.flatMap(now, (at) =>
-        Effect.map(sql`UPDATE concurrency_limit_v2 SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`, (rows) =>
-          rows.length > 0
+        Effect.map(
+          sql`UPDATE concurrency_limit_v2 SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`.pipe(
+            Effect.catchIf(isUniqueViolation, () => new ConcurrencyLimitNameTaken())
+          ),
+          (rows) => rows.length > 0
         )
       )
 
@@ -141,6 +154,6 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
         `
       )
 
-    return { read, readByName, readByNames, list, create, update, setLimit, remove, increment, decrement, deny } as const
+    return sqlErrorsAsDefects({ find, findByName, read, readByNames, list, create, update, setLimit, remove, increment, decrement, deny })
   })
 }) {}

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { CsrfProtectionDisabledResponse } from "./errors.ts"
 import { Timestamp } from "../domain/time.ts"
 
 export const CsrfToken = Schema.Struct({
@@ -18,5 +19,6 @@ export class CsrfApi extends HttpApiGroup.make("csrf")
     HttpApiEndpoint.get("token", "/csrf-token")
       .setUrlParams(Schema.Struct({ client: Schema.String }))
       .addSuccess(CsrfToken)
+      .addError(CsrfProtectionDisabledResponse)
   )
 {}

@@ -3,7 +3,7 @@ import { Duration, Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
-import { ValidationError } from "../domain/errors.ts"
+import { CsrfProtectionDisabled } from "./errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { CsrfTokensRepo } from "./repo.ts"
 
@@ -14,13 +14,13 @@ export const CsrfLive = HttpApiBuilder.group(BatonApi, "csrf", (handlers) =>
     return handlers.handle("token", ({ urlParams }) =>
       Effect.gen(function* () {
         if (!settings.server.api.csrf_protection_enabled) {
-          return yield* new ValidationError({ detail: "CSRF protection is disabled." })
+          return yield* new CsrfProtectionDisabled()
         }
         const at = yield* now
         const expiration = new Date(at.getTime() + Duration.toMillis(settings.server.api.csrf_token_expiration))
-        const issued = yield* Effect.orDie(tokens.issue(urlParams.client, randomBytes(32).toString("hex"), expiration))
+        const issued = yield* tokens.issue(urlParams.client, randomBytes(32).toString("hex"), expiration)
         // Expired tokens of every client go whenever a token is issued.
-        yield* Effect.orDie(tokens.deleteExpired(at))
+        yield* tokens.deleteExpired(at)
         return issued
       })
     )

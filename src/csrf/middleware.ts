@@ -6,7 +6,7 @@
  * reference.
  */
 import { HttpApiBuilder, type HttpApp, HttpServerRequest } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { sameSecret } from "../domain/secrets.ts"
 import { now } from "../domain/time.ts"
 import { errorResponse, ForbiddenResponse } from "../http/errors.ts"
@@ -32,8 +32,8 @@ export const csrfMiddleware = HttpApiBuilder.middleware(
         if (token === undefined) return forbidden("Missing CSRF token.")
         const client = request.headers["prefect-csrf-client"]
         if (client === undefined) return forbidden("Missing client identifier.")
-        const stored = yield* Effect.orDie(tokens.validToken(client, yield* now))
-        if (stored === undefined || !sameSecret(token, stored)) {
+        const stored = yield* tokens.validToken(client, yield* now)
+        if (Option.isNone(stored) || !sameSecret(token, stored.value)) {
           return forbidden("Invalid CSRF token or client identifier.", { "access-control-allow-origin": "*" })
         }
         return yield* app

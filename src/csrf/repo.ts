@@ -1,6 +1,7 @@
 /** CSRF tokens in SQL: one per client, replaced each time the client asks for one. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import type { CsrfToken } from "./api.ts"
@@ -25,11 +26,11 @@ export class CsrfTokensRepo extends Effect.Service<CsrfTokensRepo>()("baton/Csrf
     const validToken = (client: string, at: Date) =>
       Effect.map(
         sql<{ token: string }>`SELECT token FROM csrf_token WHERE client = ${client} AND expiration > ${at}`,
-        (rows) => rows[0]?.token
+        (rows) => Option.fromNullable(rows[0]?.token)
       )
 
     const deleteExpired = (at: Date) => Effect.asVoid(sql`DELETE FROM csrf_token WHERE expiration < ${at}`)
 
-    return { issue, validToken, deleteExpired } as const
+    return sqlErrorsAsDefects({ issue, validToken, deleteExpired })
   })
 }) {}

@@ -1,7 +1,7 @@
 /** What a failed statement means, for the callers that answer it. */
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
+import { Effect, Either, Option } from "effect"
 
 /** The statement broke a unique constraint (PostgreSQL's unique_violation). */
 export const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
@@ -138,3 +138,33 @@ export const unavailabilityAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>)
   Effect.catchAllDefect(effect, (defect) =>
     unavailability(defect) !== undefined && defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)
   )
+
+/** A repository method with its statement failures (SqlError) taken out of its error channel. */
+export type WithoutSqlError<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
+  ? (...args: Args) => Effect.Effect<A, Exclude<E, SqlError>, R>
+  : F
+
+/**
+ * `repository` with every method's SqlError turned into a defect: a failed statement is a bug or
+ * an unavailable database, which the Api middleware answers (500, 503, and 409 for an integrity
+ * violation nothing more specific caught); a repository that gives a constraint violation a meaning
+ * (a name taken, a reference to nothing) fails with its domain error before this. The other
+ * failures of a method (its domain errors) are kept. Members that are not methods returning an
+ * Effect are left as they are.
+ */
+export const sqlErrorsAsDefects = <T extends Record<string, unknown>>(
+  repository: T
+): { readonly [K in keyof T]: WithoutSqlError<T[K]> } => {
+  const out: Record<string, unknown> = {}
+  for (const [key, member] of Object.entries(repository)) {
+    out[key] = typeof member === "function"
+      ? (...args: Array<unknown>) => {
+        const result = (member as (...args: Array<unknown>) => unknown)(...args)
+        return Effect.isEffect(result) && !Option.isOption(result) && !Either.isEither(result)
+          ? Effect.catchIf(result, (error): error is SqlError => error instanceof SqlError, Effect.die)
+          : result
+      }
+      : member
+  }
+  return out as { readonly [K in keyof T]: WithoutSqlError<T[K]> }
+}

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { ConcurrencyLimitNameTakenResponse } from "../concurrency/errors.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { CoreWorkQueue } from "../work-pools/schemas.ts"
 import {
@@ -76,5 +77,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       .addSuccess(Schema.Void)
   )
   .add(HttpApiEndpoint.del("deleteSchedule", "/:id/schedules/:schedule_id").setPath(SchedulePath).addSuccess(Schema.Void))
+  // A deployment's own concurrency limit (deployments/service.ts) is created by name.
+  .addError(ConcurrencyLimitNameTakenResponse)
   .prefix("/deployments")
 {}

@@ -1,8 +1,11 @@
 /**
- * The errors areas and the domain fail with, each carrying the reference's `detail`. Their status
- * and wire body are given once, in src/http/errors.ts, where the Api declares them.
+ * The errors areas and the domain fail with, each carrying the reference's `detail`, and the one
+ * helper (`httpError`) that gives an error class its status and its wire body `{"detail": …}` as
+ * HttpApiSchema annotations. The shared shapes below are declared once on the Api
+ * (src/http/errors.ts); an area's own errors (`FlowNotFound` …) on the endpoints that raise them.
  */
-import { Schema } from "effect"
+import { HttpApiSchema } from "@effect/platform"
+import { Effect, Option, Schema } from "effect"
 import { ValidationDetailItem } from "./problems.ts"
 
 /**
@@ -29,8 +32,36 @@ export class Gone extends Schema.TaggedError<Gone>()("Gone", { detail: Schema.St
 export class Locked extends Schema.TaggedError<Locked>()("Locked", { detail: Schema.String }) {}
 
 /** The reference's answer when a write names an object that does not exist or breaks a unique key. */
-export const integrityConflict = () =>
-  new Conflict({
-    detail:
-      "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
-  })
+export const integrityConflict = () => new Conflict({ detail: INTEGRITY_CONFLICT })
+
+/** The reference's words for a write that broke a unique or foreign key constraint. */
+export const INTEGRITY_CONFLICT =
+  "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
+
+/**
+ * The wire form of an error class: the body `{"detail": …}` (the class tag never leaves the server),
+ * answered with `status`, decoding back to the class. `identifier` names it in the OpenAPI document.
+ */
+export const httpError = <Self extends { readonly detail: D }, D = string, DI = string>(
+  errorClass: Schema.Schema<Self, any> & (new(props: { readonly detail: D }) => Self),
+  status: number,
+  options: { readonly identifier: string; readonly detail?: Schema.Schema<D, DI> }
+) =>
+  Schema.transform(
+    Schema.Struct({ detail: options.detail ?? (Schema.String as unknown as Schema.Schema<D, DI>) }),
+    Schema.typeSchema(errorClass),
+    {
+      strict: false,
+      decode: (body) => new errorClass({ detail: body.detail }),
+      encode: (error) => ({ detail: error.detail })
+    }
+  ).annotations(HttpApiSchema.annotations({ status, identifier: options.identifier }))
+
+/** A `detail` field with the reference's fixed message as its default: `new FlowNotFound()`. */
+export const fixedDetail = (message: string) =>
+  Schema.String.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => message))
+
+/** What a lookup found, or the area's error when it found nothing: `lookup.pipe(orFail(() => new FlowNotFound()))`. */
+export const orFail = <E2>(error: () => E2) =>
+<A, E, R>(lookup: Effect.Effect<Option.Option<A>, E, R>): Effect.Effect<A, E | E2, R> =>
+  Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(error()), onSome: Effect.succeed }))

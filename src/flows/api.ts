@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { FlowNotFoundResponse } from "./errors.ts"
 import {
   BulkDeleteFlowsBody,
   CountFlowsBody,
@@ -26,5 +27,6 @@ export class FlowsApi extends HttpApiGroup.make("flows")
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.post("bulkDelete", "/bulk_delete").setPayload(BulkDeleteFlowsBody).addSuccess(FlowBulkDeleteResponse))
   .add(HttpApiEndpoint.post("paginate", "/paginate").setPayload(PaginateFlowsBody).addSuccess(FlowPaginationResponse))
+  .addError(FlowNotFoundResponse)
   .prefix("/flows")
 {}

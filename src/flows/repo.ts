@@ -1,6 +1,7 @@
 /** Flows in SQL. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -40,11 +41,17 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
       return { flow: existing[0]!, created: false }
     })
 
-    const read = (id: string) =>
-      Effect.map(sql<Flow>`SELECT * FROM flow WHERE id = ${id}`, (rows) => rows[0])
+    const find = (id: string) =>
+      Effect.map(sql<Flow>`SELECT * FROM flow WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
 
-    const readByName = (name: string) =>
-      Effect.map(sql<Flow>`SELECT * FROM flow WHERE name = ${name}`, (rows) => rows[0])
+    const findByName = (name: string) =>
+      Effect.map(sql<Flow>`SELECT * FROM flow WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
+
+    /**
+     * The flow, or undefined: kept for deployments/service.ts and automations/actions.ts, which
+     * another change is splitting; new callers use `find`.
+     */
+    const read = (id: string) => Effect.map(find(id), Option.getOrUndefined)
 
     /** Sets the given fields; false when there is no such flow. */
     const update = Effect.fn("FlowsRepo.update")(function* (
@@ -92,6 +99,6 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
         (rows) => rows.map((r) => r.id)
       )
 
-    return { create, read, readByName, update, filter, count, remove, removeMatching } as const
+    return sqlErrorsAsDefects({ create, find, findByName, read, update, filter, count, remove, removeMatching })
   })
 }) {}

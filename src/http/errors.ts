@@ -5,7 +5,7 @@
  */
 import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, Conflict, Forbidden, Gone, Locked, NotFound, ValidationDetail, ValidationError } from "../domain/errors.ts"
+import { BadRequest, Conflict, Forbidden, Gone, httpError, Locked, NotFound, ValidationDetail, ValidationError } from "../domain/errors.ts"
 
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
   detail: Schema.String
@@ -28,18 +28,12 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   detail: Schema.String
 }) {}
 
-/** The wire form of an error class: `{"detail": …}` with the given status, decoding back to the class. */
 const wire = <Self extends { readonly detail: D }, D, DI>(
   errorClass: Schema.Schema<Self, any> & (new(props: { readonly detail: D }) => Self),
   detail: Schema.Schema<D, DI>,
   status: number,
   identifier: string
-) =>
-  Schema.transform(Schema.Struct({ detail }), Schema.typeSchema(errorClass), {
-    strict: false,
-    decode: (body) => new errorClass({ detail: body.detail }),
-    encode: (error) => ({ detail: error.detail })
-  }).annotations(HttpApiSchema.annotations({ status, identifier }))
+) => httpError(errorClass, status, { identifier, detail })
 
 export const ValidationErrorResponse = wire(ValidationError, ValidationDetail, 422, "HTTPValidationError")
 export const NotFoundResponse = wire(NotFound, Schema.String, 404, "NotFound")

@@ -11,11 +11,11 @@ export const LogsLive = HttpApiBuilder.group(BatonApi, "logs", (handlers) =>
     const stream = yield* LogStream
     return handlers
       .handle("create", ({ payload }) =>
-        Effect.flatMap(Effect.orDie(logs.create(payload)), (stored) => Effect.as(stream.publish(stored), null))
+        Effect.flatMap(logs.create(payload), (stored) => Effect.as(stream.publish(stored), null))
       )
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.orDie(logs.filter({ filter: payload.logs, sort: payload.sort ?? "TIMESTAMP_ASC", offset: payload.offset ?? 0, limit }))
+          logs.filter({ filter: payload.logs, sort: payload.sort ?? "TIMESTAMP_ASC", offset: payload.offset ?? 0, limit })
         )
       )
   })

@@ -1,5 +1,6 @@
 /** Logs in SQL. */
 import { SqlClient } from "@effect/sql"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { Effect } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -60,6 +61,6 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
         ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
       `
 
-    return { create, filter } as const
+    return sqlErrorsAsDefects({ create, filter })
   })
 }) {}

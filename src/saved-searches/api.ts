@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { SavedSearchNotFoundResponse } from "./errors.ts"
 import { ReadSavedSearchesBody, SavedSearch, SavedSearchCreate } from "./schemas.ts"
 
 const IdPath = Schema.Struct({ id: Id })
@@ -11,5 +12,6 @@ export class SavedSearchesApi extends HttpApiGroup.make("savedSearches")
   .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadSavedSearchesBody).addSuccess(Schema.Array(SavedSearch)))
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(SavedSearch))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .addError(SavedSearchNotFoundResponse)
   .prefix("/saved_searches")
 {}

@@ -1,6 +1,7 @@
 /** Saved searches in SQL. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { Effect, Option, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { SavedSearchFilter, type SavedSearch } from "./schemas.ts"
@@ -27,13 +28,14 @@ export class SavedSearchesRepo extends Effect.Service<SavedSearchesRepo>()("bato
       return { search, created: inserted }
     })
 
-    const read = (id: string) => Effect.map(sql<SavedSearch>`SELECT * FROM saved_search WHERE id = ${id}`, (rows) => rows[0])
+    const find = (id: string) =>
+      Effect.map(sql<SavedSearch>`SELECT * FROM saved_search WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
 
     const filter = (options: { readonly offset: number; readonly limit: number }) =>
       sql<SavedSearch>`SELECT * FROM saved_search ORDER BY name, id LIMIT ${options.limit} OFFSET ${options.offset}`
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM saved_search WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    return { upsert, read, filter, remove } as const
+    return sqlErrorsAsDefects({ upsert, find, filter, remove })
   })
 }) {}

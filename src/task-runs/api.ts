@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { TaskNotFoundResponse, TaskRunConflictResponse, TaskRunNotFoundResponse, TaskRunStateNotFoundResponse } from "./errors.ts"
 import { State } from "../domain/states.ts"
 import { HistoryResponse, OrchestrationResult, SetFlowRunStateBody } from "../flow-runs/schemas.ts"
 import {
@@ -29,11 +30,15 @@ export class TaskRunsApi extends HttpApiGroup.make("taskRuns")
   .add(
     HttpApiEndpoint.post("setState", "/:id/set_state").setPath(IdPath).setPayload(SetFlowRunStateBody).addSuccess(OrchestrationResult)
   )
+  .addError(TaskNotFoundResponse)
+  .addError(TaskRunNotFoundResponse)
+  .addError(TaskRunConflictResponse)
   .prefix("/task_runs")
 {}
 
 export class TaskRunStatesApi extends HttpApiGroup.make("taskRunStates")
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(State))
   .add(HttpApiEndpoint.get("list", "/").setUrlParams(Schema.Struct({ task_run_id: Id })).addSuccess(Schema.Array(State)))
+  .addError(TaskRunStateNotFoundResponse)
   .prefix("/task_run_states")
 {}

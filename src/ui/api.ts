@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { UiTaskRunNotFoundResponse } from "./errors.ts"
 import {
   CountByState,
   CountsById,
@@ -38,6 +39,7 @@ export class UiTaskRunsApi extends HttpApiGroup.make("uiTaskRuns")
   )
   .add(HttpApiEndpoint.post("countByState", "/count").setPayload(TaskRunCountsByStateBody).addSuccess(CountByState))
   .add(HttpApiEndpoint.get("read", "/:id").setPath(Schema.Struct({ id: Id })).addSuccess(UITaskRun))
+  .addError(UiTaskRunNotFoundResponse)
   .prefix("/ui/task_runs")
 {}
 

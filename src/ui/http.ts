@@ -3,7 +3,8 @@ import { Effect } from "effect"
 import { checkValues, prepareSchema, schemaProblem } from "../domain/schema-validation.ts"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
-import { NotFound, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
+import { UiTaskRunNotFound } from "./errors.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { DASHBOARD_BUCKETS, dashboardBuckets } from "./buckets.ts"
@@ -18,10 +19,10 @@ export const UiFlowsLive = HttpApiBuilder.group(BatonApi, "uiFlows", (handlers) 
     const ui = yield* UiRepo
     return handlers
       .handle("countDeployments", ({ payload }) =>
-        Effect.map(Effect.orDie(ui.deploymentsPerFlow(payload.flow_ids)), (counts) => byId(payload.flow_ids, counts, 0))
+        Effect.map(ui.deploymentsPerFlow(payload.flow_ids), (counts) => byId(payload.flow_ids, counts, 0))
       )
       .handle("nextRuns", ({ payload }) =>
-        Effect.map(Effect.orDie(ui.nextRunPerFlow(payload.flow_ids)), (runs) => byId(payload.flow_ids, runs, null))
+        Effect.map(ui.nextRunPerFlow(payload.flow_ids), (runs) => byId(payload.flow_ids, runs, null))
       )
   })
 )
@@ -30,9 +31,9 @@ export const UiFlowRunsLive = HttpApiBuilder.group(BatonApi, "uiFlowRuns", (hand
   Effect.gen(function* () {
     const ui = yield* UiRepo
     return handlers
-      .handle("history", ({ payload }) => Effect.orDie(ui.simpleFlowRuns(payload)))
+      .handle("history", ({ payload }) => ui.simpleFlowRuns(payload))
       .handle("countTaskRuns", ({ payload }) =>
-        Effect.map(Effect.orDie(ui.taskRunsPerFlowRun(payload.flow_run_ids)), (counts) => byId(payload.flow_run_ids, counts, 0))
+        Effect.map(ui.taskRunsPerFlowRun(payload.flow_run_ids), (counts) => byId(payload.flow_run_ids, counts, 0))
       )
   })
 )
@@ -52,14 +53,12 @@ export const UiTaskRunsLive = HttpApiBuilder.group(BatonApi, "uiTaskRuns", (hand
           if (buckets === undefined) return Array.from({ length: DASHBOARD_BUCKETS }, () => ({ completed: 0, failed: 0 }))
           // Only task runs in a final state count, whatever state the filter asks for.
           const taskRunFilter = { ...payload.task_runs, state: { operator: "and_" as const, type: { any_: TERMINAL_STATES } } }
-          return yield* Effect.orDie(ui.taskRunCountsPerBucket({ ...payload, task_runs: taskRunFilter }, buckets))
+          return yield* ui.taskRunCountsPerBucket({ ...payload, task_runs: taskRunFilter }, buckets)
         })
       )
-      .handle("countByState", ({ payload }) => Effect.orDie(ui.taskRunCountsByState(payload)))
+      .handle("countByState", ({ payload }) => ui.taskRunCountsByState(payload))
       .handle("read", ({ path }) =>
-        Effect.flatMap(Effect.orDie(taskRuns.readWithFlowRunName(path.id)), (run) =>
-          run === undefined ? new NotFound({ detail: "Task not found" }) : Effect.succeed(run)
-        )
+        taskRuns.findWithFlowRunName(path.id).pipe(orFail(() => new UiTaskRunNotFound()))
       )
   })
 )

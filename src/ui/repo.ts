@@ -1,6 +1,7 @@
 /** The UI's summaries in SQL: each answer one query, over the filters every area compiles the same way. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import type { StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
@@ -148,13 +149,13 @@ export class UiRepo extends Effect.Service<UiRepo>()("baton/UiRepo", {
         }
       )
 
-    return {
+    return sqlErrorsAsDefects({
       deploymentsPerFlow,
       nextRunPerFlow,
       simpleFlowRuns,
       taskRunsPerFlowRun,
       taskRunCountsPerBucket,
       taskRunCountsByState
-    } as const
+    })
   })
 }) {}

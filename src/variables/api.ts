@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { VariableNameTakenResponse, VariableNotFoundResponse } from "./errors.ts"
 import { CountVariablesBody, ReadVariablesBody, Variable, VariableCreate, VariableUpdate } from "./schemas.ts"
 
 const IdPath = Schema.Struct({ id: Id })
@@ -16,5 +17,7 @@ export class VariablesApi extends HttpApiGroup.make("variables")
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(Variable))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(VariableUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .addError(VariableNotFoundResponse)
+  .addError(VariableNameTakenResponse)
   .prefix("/variables")
 {}

@@ -1,6 +1,9 @@
 /** Variables in SQL. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { INTEGRITY_CONFLICT } from "../domain/errors.ts"
+import { VariableNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { type Variable, VariableFilter, type VariableSort } from "./schemas.ts"
@@ -17,7 +20,7 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
     const sql = yield* SqlClient.SqlClient
     const where = (filter: VariableFilter | null | undefined) => VariableFilter.compile(sql, filter)
 
-    /** Creates the variable; undefined when the name is taken. */
+    /** Creates the variable; VariableNameTaken when another has its name. */
     const create = Effect.fn("VariablesRepo.create")(function* (input: {
       readonly name: string
       readonly value: unknown
@@ -31,11 +34,16 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
         ON CONFLICT (name) DO NOTHING
         RETURNING *
       `
-      return rows[0]
+      if (rows.length === 0) {
+        return yield* new VariableNameTaken({ detail: `A variable with the name '${input.name}' already exists.` })
+      }
+      return rows[0]!
     })
 
-    const read = (id: string) => Effect.map(sql<Variable>`SELECT * FROM variable WHERE id = ${id}`, (rows) => rows[0])
-    const readByName = (name: string) => Effect.map(sql<Variable>`SELECT * FROM variable WHERE name = ${name}`, (rows) => rows[0])
+    const find = (id: string) =>
+      Effect.map(sql<Variable>`SELECT * FROM variable WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const findByName = (name: string) =>
+      Effect.map(sql<Variable>`SELECT * FROM variable WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
 
     /** The values of the variables with these names. */
     const valuesByName = (names: ReadonlyArray<string>) =>
@@ -62,15 +70,20 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
         Number(rows[0]!.count)
       )
 
-    /** Sets the given columns (and `updated`); false when there is no such variable. */
+    /**
+     * Sets the given columns (and `updated`); false when there is no such variable, VariableNameTaken
+     * (with the reference's integrity conflict) when another variable has the new name.
+     */
     const update = Effect.fn("VariablesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
-      const rows = yield* sql`UPDATE variable SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`
+      const rows = yield* sql`UPDATE variable SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`.pipe(
+        Effect.catchIf(isUniqueViolation, () => new VariableNameTaken({ detail: INTEGRITY_CONFLICT }))
+      )
       return rows.length > 0
     })
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM variable WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    return { create, read, readByName, valuesByName, filter, count, update, remove } as const
+    return sqlErrorsAsDefects({ create, find, findByName, valuesByName, filter, count, update, remove })
   })
 }) {}
