@@ -4,7 +4,7 @@
  * the triggering event names that a template mentions (`flow_run`, `flow`, `deployment`,
  * `work_pool`, `work_queue`, `task_run`), plus `variables`.
  */
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { renderTemplate, templateBudget } from "../domain/templates.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
@@ -45,7 +45,7 @@ export const makeActionTemplates = Effect.gen(function* () {
       case "flow_run":
         return flowRuns.read(id)
       case "flow":
-        return flows.read(id)
+        return Effect.map(flows.find(id), Option.getOrUndefined)
       case "deployment":
         return deploymentsRepo.read(id)
       case "work_pool":
@@ -53,7 +53,7 @@ export const makeActionTemplates = Effect.gen(function* () {
       case "work_queue":
         return queues.readQueue(id)
       case "task_run":
-        return taskRuns.read(id)
+        return Effect.map(taskRuns.find(id), Option.getOrUndefined)
     }
   }
 

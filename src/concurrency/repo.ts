@@ -58,11 +58,6 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
 
     const find = (id: string) => Effect.map(select(sql`id = ${id}`), (rows) => Option.fromNullable(rows[0]))
     const findByName = (name: string) => Effect.map(select(sql`name = ${name}`), (rows) => Option.fromNullable(rows[0]))
-    /**
-     * The limit, or undefined: kept for deployments/service.ts, which another change is splitting;
-     * new callers use `find`.
-     */
-    const read = (id: string) => Effect.map(find(id), Option.getOrUndefined)
     const readByNames = (names: ReadonlyArray<string>) => select(sql`name = ANY(${names}::text[])`, sql`ORDER BY name`)
 
     const list = (options: { readonly offset: number; readonly limit: number; readonly prefix?: string }) =>
@@ -154,6 +149,6 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
         `
       )
 
-    return sqlErrorsAsDefects({ find, findByName, read, readByNames, list, create, update, setLimit, remove, increment, decrement, deny })
+    return sqlErrorsAsDefects({ find, findByName, readByNames, list, create, update, setLimit, remove, increment, decrement, deny })
   })
 }) {}

@@ -9,7 +9,7 @@
  * - a task run moving to Running takes a slot of every `tag:<tag>` limit of its tags, or waits;
  *   leaving Running (Cancelling aside) gives them back.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { emptyStateDetails, type State, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
@@ -78,7 +78,7 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
       Effect.gen(function* () {
         const deployment = known !== undefined ? known : yield* deployments.readRow(deploymentId)
         if (deployment === undefined || deployment === null) return { found: false as const }
-        const limit = deployment.concurrency_limit_id === null ? undefined : yield* limits.read(deployment.concurrency_limit_id)
+        const limit = deployment.concurrency_limit_id === null ? undefined : Option.getOrUndefined(yield* limits.find(deployment.concurrency_limit_id))
         const options = deployment.concurrency_options
         return {
           found: true as const,

@@ -4,12 +4,12 @@
  * removing the scheduled runs each change makes stale — each as the reference does it.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { now } from "../domain/time.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
 import { BlockDocumentsRepo } from "../blocks/documents-repo.ts"
-import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound, orFail, ValidationError } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/queue-lookup.ts"
@@ -61,7 +61,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         : Effect.void
 
     const requireLimit = (id: string | null | undefined) =>
-      id ? Effect.flatMap(Effect.orDie(limits.read(id)), (found) => (found === undefined ? Effect.fail(limitNotFound) : Effect.void)) : Effect.void
+      id ? Effect.asVoid(limits.find(id).pipe(orFail(() => limitNotFound))) : Effect.void
 
     /** A block document a created deployment names must exist: the reference's 409, worded for whoever built the deployment elsewhere. */
     const requireBlockDocument = (kind: "storage" | "infrastructure", id: string | null | undefined) =>
@@ -84,7 +84,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const syncConcurrencyLimit = (deploymentId: string, limit: number | null) =>
       Effect.gen(function* () {
         const row = (yield* repo.readRow(deploymentId))!
-        const current = row.concurrency_limit_id === null ? undefined : yield* limits.read(row.concurrency_limit_id)
+        const current = row.concurrency_limit_id === null ? undefined : Option.getOrUndefined(yield* limits.find(row.concurrency_limit_id))
         if (current === undefined && limit === null) return
         if (current !== undefined && current.limit === limit) return
         if (limit === null) return yield* limits.remove(current!.id)
@@ -124,8 +124,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           const queue = yield* queues.forDeployment(body)
           yield* requireBlockDocument("infrastructure", body.infrastructure_document_id)
           yield* requireBlockDocument("storage", body.storage_document_id)
-          const flow = yield* flows.read(body.flow_id)
-          if (flow === undefined) return yield* integrityConflict()
+          const flow = yield* flows.find(body.flow_id).pipe(orFail(integrityConflict))
           const labels = json({ ...flow.labels, "prefect.flow.id": flow.id, ...body.labels })
           const sent: Record<string, unknown> = {}
           for (const key of ["name", "flow_id", "paused", "enforce_parameter_schema", "work_queue_name", "storage_document_id", "infrastructure_document_id", "description", "path", "version", "entrypoint"] as const) {

@@ -7,7 +7,7 @@ import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { historyWindow } from "../orchestration/repo.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { BatonApi } from "../api.ts"
-import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { BadRequest, Conflict, integrityConflict, NotFound, orFail, ValidationError } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
@@ -53,8 +53,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
           : payload.work_queue_name
           ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name, { create: false })
           : yield* queues.defaultQueue(payload.work_pool_name)
-        const flow = yield* Effect.orDie(flows.read(payload.flow_id))
-        if (flow === undefined) return yield* integrityConflict()
+        const flow = yield* flows.find(payload.flow_id).pipe(orFail(integrityConflict))
         const { id, created } = yield* Effect.orDie(
           runs.create({
             ...payload,

@@ -47,12 +47,6 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     const findByName = (name: string) =>
       Effect.map(sql<Flow>`SELECT * FROM flow WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
 
-    /**
-     * The flow, or undefined: kept for deployments/service.ts and automations/actions.ts, which
-     * another change is splitting; new callers use `find`.
-     */
-    const read = (id: string) => Effect.map(find(id), Option.getOrUndefined)
-
     /** Sets the given fields; false when there is no such flow. */
     const update = Effect.fn("FlowsRepo.update")(function* (
       id: string,
@@ -99,6 +93,6 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
         (rows) => rows.map((r) => r.id)
       )
 
-    return sqlErrorsAsDefects({ create, find, findByName, read, update, filter, count, remove, removeMatching })
+    return sqlErrorsAsDefects({ create, find, findByName, update, filter, count, remove, removeMatching })
   })
 }) {}

@@ -28,26 +28,19 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   detail: Schema.String
 }) {}
 
-const wire = <Self extends { readonly detail: D }, D, DI>(
-  errorClass: Schema.Schema<Self, any> & (new(props: { readonly detail: D }) => Self),
-  detail: Schema.Schema<D, DI>,
-  status: number,
-  identifier: string
-) => httpError(errorClass, status, { identifier, detail })
-
-export const ValidationErrorResponse = wire(ValidationError, ValidationDetail, 422, "HTTPValidationError")
-export const NotFoundResponse = wire(NotFound, Schema.String, 404, "NotFound")
-export const ConflictResponse = wire(Conflict, Schema.String, 409, "Conflict")
-export const BadRequestResponse = wire(BadRequest, Schema.String, 400, "BadRequest")
-export const ForbiddenResponse = wire(Forbidden, Schema.String, 403, "Forbidden")
-export const GoneResponse = wire(Gone, Schema.String, 410, "Gone")
-export const MethodNotAllowedResponse = wire(MethodNotAllowed, Schema.String, 405, "MethodNotAllowed")
-export const ServiceUnavailableResponse = wire(ServiceUnavailable, Schema.String, 503, "ServiceUnavailable")
-export const UnauthorizedResponse = wire(Unauthorized, Schema.String, 401, "Unauthorized")
-export const PayloadTooLargeResponse = wire(PayloadTooLarge, Schema.String, 413, "PayloadTooLarge")
-export const LockedResponse = wire(Locked, Schema.String, 423, "Locked")
-export const RequestTimeoutResponse = wire(RequestTimeout, Schema.String, 408, "RequestTimeout")
-export const RequestHeaderFieldsTooLargeResponse = wire(RequestHeaderFieldsTooLarge, Schema.String, 431, "RequestHeaderFieldsTooLarge")
+export const ValidationErrorResponse = httpError(ValidationError, 422, { identifier: "HTTPValidationError", detail: ValidationDetail })
+export const NotFoundResponse = httpError(NotFound, 404, { identifier: "NotFound" })
+export const ConflictResponse = httpError(Conflict, 409, { identifier: "Conflict" })
+export const BadRequestResponse = httpError(BadRequest, 400, { identifier: "BadRequest" })
+export const ForbiddenResponse = httpError(Forbidden, 403, { identifier: "Forbidden" })
+export const GoneResponse = httpError(Gone, 410, { identifier: "Gone" })
+export const MethodNotAllowedResponse = httpError(MethodNotAllowed, 405, { identifier: "MethodNotAllowed" })
+export const ServiceUnavailableResponse = httpError(ServiceUnavailable, 503, { identifier: "ServiceUnavailable" })
+export const UnauthorizedResponse = httpError(Unauthorized, 401, { identifier: "Unauthorized" })
+export const PayloadTooLargeResponse = httpError(PayloadTooLarge, 413, { identifier: "PayloadTooLarge" })
+export const LockedResponse = httpError(Locked, 423, { identifier: "Locked" })
+export const RequestTimeoutResponse = httpError(RequestTimeout, 408, { identifier: "RequestTimeout" })
+export const RequestHeaderFieldsTooLargeResponse = httpError(RequestHeaderFieldsTooLarge, 431, { identifier: "RequestHeaderFieldsTooLarge" })
 
 /**
  * The answer an error class gives where no Api encodes it (before routing, in front of the Api):

@@ -311,11 +311,6 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       forGraph,
       history,
       find: (id: string) => Effect.map(read(id), Option.fromNullable),
-      /**
-       * The task run, or undefined: kept for automations/actions.ts, which another change is
-       * splitting; new callers use `find`.
-       */
-      read,
       findWithFlowRunName,
       // The transition's failures are untyped (unknown): every one is a defect, as the handler had it.
       setState: (id: string, proposed: StateCreate, force: boolean) => Effect.orDie(setState(id, proposed, force)),
