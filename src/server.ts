@@ -51,7 +51,10 @@ import { BucketsRepo } from "./automations/buckets-repo.ts"
 import { AutomationsRepo } from "./automations/repo.ts"
 import { Automations } from "./automations/service.ts"
 import { TriggersEngine } from "./automations/triggers.ts"
+import { FlowRunInputsRepo } from "./flow-runs/inputs-repo.ts"
 import { FlowRunResume } from "./flow-runs/resume.ts"
+import { FlowRuns } from "./flow-runs/service.ts"
+import { Orchestrator } from "./orchestration/orchestrator.ts"
 import { EventBus } from "./events/bus.ts"
 import { EventsLive } from "./events/http.ts"
 import { EventPersister } from "./events/persister.ts"
@@ -147,13 +150,16 @@ const areas = Layer.mergeAll(
   EventPersister.Default,
   Events.Default,
   EventsRepo.Default,
+  FlowRunInputsRepo.Default,
   FlowRunResume.Default,
+  FlowRuns.Default,
   FlowRunsRepo.Default,
   FlowsRepo.Default,
   Hydration.Default,
   LeaseStorageLive,
   LogsRepo.Default,
   LogStream.Default,
+  Orchestrator.Default,
   PollRepo.Default,
   RunEventsLive,
   RunResourcesRepo.Default,

@@ -2,11 +2,12 @@
  * The flow run actions, on the run the firing names: change its state (through orchestration, as
  * the API would), cancel it, suspend it, resume it, delete it.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { FlowRunResume } from "../flow-runs/resume.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
 import { flowRunTarget, type Perform, type Performers, statusReason, targetResource } from "./action-performer.ts"
 import type { TriggeredAction } from "./firing.ts"
 import { actionFailed } from "./outbound.ts"
@@ -18,17 +19,19 @@ type FlowRunActionType = "change-flow-run-state" | "cancel-flow-run" | "suspend-
 export const makeFlowRunActions = Effect.gen(function* () {
   const flowRuns = yield* FlowRunsRepo
   const resumer = yield* FlowRunResume
+  const orchestrator = yield* Orchestrator
 
   /** Proposes a state for the flow run; anything but ACCEPT fails the action. */
   const changeState = (ta: TriggeredAction, state: StateCreate, force: boolean, related: Array<Record<string, string>>, details: Record<string, unknown>) =>
     Effect.gen(function* () {
       const id = yield* flowRunTarget(ta)
       related.push(targetResource("flow-run", id))
-      const result = yield* Effect.orDie(flowRuns.setState(id, state, force))
-      if (result === undefined) {
+      const outcome = yield* orchestrator.setFlowRunState(id, state, { force })
+      if (Option.isNone(outcome)) {
         details.status_code = 404
         return yield* actionFailed(statusReason(ta.action.type, 404))
       }
+      const result = outcome.value
       details.status_code = result.created ? 201 : 200
       if (result.status !== "ACCEPT") return yield* actionFailed(`Failed to set state: ${("reason" in result.details ? result.details.reason : null) ?? result.status}`)
     })
@@ -78,8 +81,9 @@ export const makeFlowRunActions = Effect.gen(function* () {
     Effect.gen(function* () {
       const id = yield* flowRunTarget(ta)
       related.push(targetResource("flow-run", id))
-      const result = yield* resumer.resume(id, null)
-      if (result === undefined) return yield* actionFailed(statusReason(action.type, 404))
+      const outcome = yield* resumer.resume(id, null)
+      if (Option.isNone(outcome)) return yield* actionFailed(statusReason(action.type, 404))
+      const result = outcome.value
       if (result.status !== "ACCEPT") return yield* actionFailed(`Failed to resume flow run: ${("reason" in result.details ? result.details.reason : null) ?? result.status}`)
     })
 

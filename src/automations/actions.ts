@@ -19,6 +19,7 @@ import { now } from "../domain/time.ts"
 import { Events } from "../events/service.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { FlowRunResume } from "../flow-runs/resume.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { VariablesRepo } from "../variables/repo.ts"
@@ -144,6 +145,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
     FlowRunResume.Default,
     FlowRunsRepo.Default,
     FlowsRepo.Default,
+    Orchestrator.Default,
     TaskRunsRepo.Default,
     VariablesRepo.Default,
     WorkPools.Default,

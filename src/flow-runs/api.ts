@@ -27,6 +27,13 @@ import {
 import { State } from "../domain/states.ts"
 import { Timestamp } from "../domain/time.ts"
 import { DependencyResult, Graph } from "./graph.ts"
+import {
+  FlowRunConflictResponse,
+  FlowRunInputKeyTakenResponse,
+  FlowRunInputNotFoundResponse,
+  FlowRunNotFoundResponse,
+  FlowRunStateNotFoundResponse
+} from "./errors.ts"
 
 const IdPath = Schema.Struct({ id: Id })
 const InputPath = Schema.Struct({ id: Id, key: Schema.String })
@@ -75,6 +82,10 @@ export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   .add(
     HttpApiEndpoint.post("setState", "/:id/set_state").setPath(IdPath).setPayload(SetFlowRunStateBody).addSuccess(OrchestrationResult)
   )
+  .addError(FlowRunNotFoundResponse)
+  .addError(FlowRunInputNotFoundResponse)
+  .addError(FlowRunInputKeyTakenResponse)
+  .addError(FlowRunConflictResponse)
   .prefix("/flow_runs")
 {}
 
@@ -85,5 +96,6 @@ export class FlowRunStatesApi extends HttpApiGroup.make("flowRunStates")
       .setUrlParams(Schema.Struct({ flow_run_id: Id }))
       .addSuccess(Schema.Array(State))
   )
+  .addError(FlowRunStateNotFoundResponse)
   .prefix("/flow_run_states")
 {}

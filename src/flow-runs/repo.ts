@@ -1,13 +1,12 @@
-/** Flow runs and their states in SQL. */
+/** Flow runs in SQL; their states go through the state store, their transitions through the Orchestrator. */
 import { SqlClient, type Statement } from "@effect/sql"
-import { Effect } from "effect"
-import { ConcurrencyRules, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
+import { Effect, Option } from "effect"
+import { isIntegrityViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import type { Rule, RuleRun } from "../orchestration/engine.ts"
-import { coreFlowPolicy, minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { type HistoryWindow, RunStatesRepo } from "../orchestration/repo.ts"
 import { rollupCount, rollupFilter, rollupHistory, withoutJit } from "./history.ts"
 import { flowRunOrder, flowRunPage, type FlowRunQuery } from "./page.ts"
@@ -18,7 +17,7 @@ import {
   type FlowRunSort,
   type FlowRunUpdate
 } from "./schemas.ts"
-import { decodePolicy } from "./wire.ts"
+import { FlowRunConflict } from "./errors.ts"
 
 export interface NewFlowRun {
   readonly flow_id: string
@@ -117,24 +116,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       Effect.tap(effect, (result) =>
         result.created ? states.published("flow_run", result.id, null, result.state!, input.work_queue_id ?? null) : Effect.void))
 
-    /**
-     * Proposes a state for the run through the core flow policy (the minimal one when forced, or the
-     * `rules` a background service brings).
-     */
-    const setState = (id: string, proposed: StateCreate, force: boolean, rules?: ReadonlyArray<Rule<RuleRun>>) =>
-      states.transition<FlowRunRow, RuleRun>({
-        kind: "flow_run",
-        id,
-        proposed,
-        rules: rules ?? (force ? minimalFlowPolicy : coreFlowPolicy),
-        columns: sql.literal(deploymentConcurrencyColumn),
-        // Only the core policy takes deployment slots; every stored transition may give one back.
-        ...(rules === undefined && !force ? { secure: (row, _run, outcome, initial) => concurrency.secureFlow(row, outcome, initial) } : {}),
-        afterStore: (row, state, initial) => concurrency.releaseFlow(row, state, initial),
-        ruleRun: (row) => Effect.succeed({ ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) })
-      })
-
-    const readState = (stateId: string) => states.readState("flow_run", stateId)
+    const findState = (stateId: string) => Effect.map(states.readState("flow_run", stateId), Option.fromNullable)
     const readStates = (flowRunId: string) => states.readStates("flow_run", flowRunId)
 
     /** Sets the given fields; false when there is no such run. */
@@ -257,117 +239,13 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         (rows) => rows.map((r) => r.id)
       )
 
-    /** Stores an input for the run: "duplicate" when the key is taken, "missing" without such a run. */
-    const createInput = (flowRunId: string, input: { readonly key: string; readonly value: string; readonly sender: string | null }) =>
-      Effect.gen(function* () {
-        const id = yield* newId
-        const at = yield* now
-        const rows = yield* sql<{ outcome: string }>`
-          WITH run AS (SELECT id FROM flow_run WHERE id = ${flowRunId}),
-          inserted AS (
-            INSERT INTO flow_run_input (id, created, updated, flow_run_id, key, value, sender)
-            SELECT ${id}, ${at}, ${at}, run.id, ${input.key}, ${input.value}, ${input.sender} FROM run
-            ON CONFLICT (flow_run_id, key) DO NOTHING
-            RETURNING id
-          )
-          SELECT CASE
-            WHEN EXISTS (SELECT 1 FROM inserted) THEN 'created'
-            WHEN EXISTS (SELECT 1 FROM run) THEN 'duplicate'
-            ELSE 'missing' END AS outcome
-        `
-        return rows[0]!.outcome as "created" | "duplicate" | "missing"
-      })
-
-    const filterInputs = (
-      flowRunId: string,
-      options: { readonly prefix: string; readonly limit: number; readonly exclude_keys: ReadonlyArray<string> }
-    ) =>
-      sql<{ id: string; created: Date; updated: Date; flow_run_id: string; key: string; value: string; sender: string | null }>`
-        SELECT * FROM flow_run_input
-        WHERE flow_run_id = ${flowRunId} AND key LIKE ${options.prefix + "%"}
-          AND NOT (key = ANY(${options.exclude_keys}::text[]))
-        ORDER BY created ASC
-        LIMIT ${options.limit}
-      `
-
-    const readInput = (flowRunId: string, key: string) =>
-      Effect.map(
-        sql<{ value: string }>`SELECT value FROM flow_run_input WHERE flow_run_id = ${flowRunId} AND key = ${key}`,
-        (rows) => rows[0]?.value
-      )
-
-    const deleteInput = (flowRunId: string, key: string) =>
-      Effect.map(
-        sql`DELETE FROM flow_run_input WHERE flow_run_id = ${flowRunId} AND key = ${key} RETURNING id`,
-        (rows) => rows.length > 0
-      )
-
-    /** Runs still named Scheduled whose time passed before `before`, at most `limit`. */
-    const overdue = (before: Date, limit: number) =>
-      sql<{ id: string; next_scheduled_start_time: Date; cancel_new_limit_full: boolean }>`
-        SELECT flow_run.id, flow_run.next_scheduled_start_time,
-          -- Its deployment's concurrency limit is full and turns new runs away.
-          coalesce(deployment.concurrency_options ->> 'collision_strategy' = 'CANCEL_NEW'
-            AND gcl.active_slots >= gcl."limit", false) AS cancel_new_limit_full
-        FROM flow_run
-          LEFT JOIN deployment ON deployment.id = flow_run.deployment_id
-          LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id
-        WHERE flow_run.state_type = 'SCHEDULED' AND flow_run.state_name = 'Scheduled'
-          AND flow_run.next_scheduled_start_time <= ${before}
-        ORDER BY flow_run.next_scheduled_start_time
-        LIMIT ${limit}
-      `
-
-    /** Paused runs whose pause timed out before `at`, at most `limit`. */
-    const expiredPauses = (at: Date, limit: number) =>
-      Effect.map(
-        sql<{ id: string }>`
-          SELECT flow_run.id FROM flow_run JOIN flow_run_state s ON s.id = flow_run.state_id
-          WHERE flow_run.state_type = 'PAUSED' AND (s.state_details ->> 'pause_timeout')::timestamptz < ${at}
-          ORDER BY flow_run.id
-          LIMIT ${limit}
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
-
-    /**
-     * Unfinished subflow runs whose parent flow run (the flow run of the task run that started them) is
-     * Cancelled, with what cancelling them needs: at most `limit`.
-     */
-    const orphanedSubflows = (limit: number) =>
-      sql<{ id: string; deployment_id: string | null; state_type: StateType }>`
-        SELECT sub.id, sub.deployment_id, sub.state_type FROM flow_run sub
-          JOIN task_run parent_task ON parent_task.id = sub.parent_task_run_id
-          JOIN flow_run parent ON parent.id = parent_task.flow_run_id
-        WHERE sub.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
-          AND parent.state_type = 'CANCELLED'
-        ORDER BY sub.id
-        LIMIT ${limit}
-      `
-
-    /** Runs waiting in Scheduled for a deployment that no longer exists, at most `limit`. */
-    const scheduledWithoutDeployment = (limit: number) =>
-      Effect.map(
-        sql<{ id: string }>`
-          SELECT id FROM flow_run
-          WHERE state_type = 'SCHEDULED' AND deployment_id IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.id = flow_run.deployment_id)
-          ORDER BY id
-          LIMIT ${limit}
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
-
-    return {
-      create,
+    return sqlErrorsAsDefects({
+      // The flow was deleted while the run was made.
+      create: (input: NewFlowRun) => create(input).pipe(Effect.catchIf(isIntegrityViolation, () => new FlowRunConflict())),
+      find: (id: string) => Effect.map(read(id), Option.fromNullable),
       read,
       readMany,
-      setState,
-      overdue,
-      expiredPauses,
-      orphanedSubflows,
-      scheduledWithoutDeployment,
-      readState,
+      findState,
       readStates,
       update,
       updateLabels,
@@ -377,12 +255,8 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       history,
       idsMatching,
       remove,
-      removeMatching,
-      createInput,
-      filterInputs,
-      readInput,
-      deleteInput
-    } as const
+      removeMatching
+    })
   }),
   dependencies: [ConcurrencyRules.Default, RunStatesRepo.Default]
 }) {}

@@ -3,19 +3,23 @@
  * When the pause asked for input, `run_input` must satisfy the schema it stored, and is kept as the
  * run's response input. Used by POST /flow_runs/{id}/resume and the resume-flow-run action.
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { checkAgainstSchema, describeFailure } from "../domain/json-schema.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { Hydration } from "../variables/hydration.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
+import { FlowRunInputsRepo } from "./inputs-repo.ts"
 import { FlowRunsRepo } from "./repo.ts"
-import type { OrchestrationResult } from "./schemas.ts"
+import type { FlowRun, OrchestrationResult } from "./schemas.ts"
 
 export type ResumeResult = { readonly created: boolean } & typeof OrchestrationResult.Type
 
 export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRunResume", {
   effect: Effect.gen(function* () {
     const runs = yield* FlowRunsRepo
+    const inputs = yield* FlowRunInputsRepo
+    const orchestrator = yield* Orchestrator
     const hydration = yield* Hydration
 
     /** A refusal to resume: the run keeps its paused state (the reference calls the details abort_details). */
@@ -26,10 +30,15 @@ export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRu
       details: { type: "abort_details", reason }
     })
 
-    /** The orchestration result of resuming the run; undefined when there is no such run. */
-    const resume = Effect.fn("FlowRunResume.resume")(function* (id: string, runInput: Record<string, unknown> | null) {
-      const run = yield* Effect.orDie(runs.read(id))
-      if (run === undefined) return undefined
+    /** The orchestration result of resuming the run; None when there is no such run. */
+    const resume = (id: string, runInput: Record<string, unknown> | null) =>
+      Effect.flatMap(runs.find(id), Option.match({
+        onNone: () => Effect.succeedNone,
+        onSome: (run) => Effect.asSome(resumeRun(run, runInput))
+      }))
+
+    const resumeRun = Effect.fn("FlowRunResume.resume")(function* (run: FlowRun, runInput: Record<string, unknown> | null) {
+      const id = run.id
       const state = run.state
       if (state === null || state.type !== "PAUSED") {
         return {
@@ -45,11 +54,11 @@ export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRu
         const hydrated = yield* hydration.hydrate(input)
         if (Either.isLeft(hydrated)) return refuse(state, `Error hydrating run input: ${hydrated.left}`)
         input = hydrated.right
-        const stored = yield* Effect.orDie(runs.readInput(id, keyset.schema ?? ""))
-        if (stored === undefined) return refuse(state, "Run input schema not found.")
+        const stored = yield* inputs.find(id, keyset.schema ?? "")
+        if (Option.isNone(stored)) return refuse(state, "Run input schema not found.")
         let schema: unknown
         try {
-          schema = JSON.parse(stored)
+          schema = JSON.parse(stored.value)
         } catch {
           return refuse(state, "Run input schema is not valid JSON.")
         }
@@ -59,14 +68,18 @@ export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRu
       const proposed = state.state_details.pause_reschedule
         ? { type: "SCHEDULED" as const, name: "Resuming", message: null, data: null, state_details: { ...emptyStateDetails, scheduled_time: yield* now } }
         : { type: "RUNNING" as const, name: null, message: null, data: null, state_details: emptyStateDetails }
-      const result = (yield* Effect.orDie(runs.setState(id, proposed, false)))!
+      // Deleted since it was read: nothing was resumed.
+      const outcome = yield* orchestrator.setFlowRunState(id, proposed)
+      if (Option.isNone(outcome)) return refuse(null, "Flow run not found")
+      const result = outcome.value
       if (keyset !== null && Object.keys(input).length > 0 && result.status === "ACCEPT" && keyset.response) {
-        yield* Effect.orDie(runs.createInput(id, { key: keyset.response, value: JSON.stringify(input), sender: null }))
+        // A key taken already (or the run gone) leaves the stored input as it was.
+        yield* inputs.create(id, { key: keyset.response, value: JSON.stringify(input), sender: null }).pipe(Effect.ignore)
       }
       return result as ResumeResult
     })
 
     return { resume } as const
   }),
-  dependencies: [FlowRunsRepo.Default, Hydration.Default]
+  dependencies: [FlowRunsRepo.Default, FlowRunInputsRepo.Default, Orchestrator.Default, Hydration.Default]
 }) {}

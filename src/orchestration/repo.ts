@@ -3,7 +3,7 @@
  * the run's row, runs the policy, stores the resulting state with the global bookkeeping, and
  * publishes the committed transition.
  */
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { decodeStateDetails } from "../domain/fast-decode.ts"
 import { newId } from "../domain/ids.ts"
@@ -104,7 +104,7 @@ export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBas
    * Columns the kind of run reads with its locked row (`, <expression> AS <name>` over the run as
    * `r`), so the facts its rules need come in the same statement.
    */
-  readonly columns?: Statement.Fragment
+  readonly columns?: string
   /** The run as the rules see it, from its row (and facts the caller looks up in the transaction). */
   readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<Run, unknown>
   /** Work the kind of run does after storing a state, in the same transaction (e.g. the task cache). */
@@ -289,7 +289,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
             SELECT r.*,
               (SELECT to_jsonb(s.*) FROM ${sql(t.states)} s WHERE s.id = r.state_id) AS state,
               (SELECT max(timestamp) FROM ${sql(t.states)} WHERE ${sql(t.fk)} = r.id) AS last_state_timestamp
-              ${input.columns ?? sql``}
+              ${input.columns === undefined ? sql`` : sql.literal(input.columns)}
             FROM ${sql(t.run)} r WHERE r.id = ${input.id}
             FOR UPDATE OF r
           `

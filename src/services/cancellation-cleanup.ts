@@ -6,8 +6,8 @@
 import { Effect } from "effect"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { FlowRunsRepo } from "../flow-runs/repo.ts"
-import { TaskRunsRepo } from "../task-runs/repo.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
+import { CancellationCleanupRepo } from "./cancellation-cleanup-repo.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 200
@@ -30,25 +30,26 @@ const each = <A>(items: ReadonlyArray<A>, what: string, effect: (item: A) => Eff
     { discard: true }
   )
 
+/** One pass; its query repository is stateless, so each pass brings its own. */
 export const cleanUpCancellations = Effect.gen(function* () {
-  const flowRuns = yield* FlowRunsRepo
-  const taskRuns = yield* TaskRunsRepo
+  const runs = yield* CancellationCleanupRepo
+  const orchestrator = yield* Orchestrator
   const at = yield* now
 
-  const tasks = yield* taskRuns.unfinishedInCancelledRuns(new Date(at.getTime() - DAY_MS), BATCH)
-  yield* each(tasks, "task run", (id) => taskRuns.setState(id, stateOf("CANCELLED", PARENT_CANCELLED), true))
+  const tasks = yield* runs.unfinishedTaskRuns(new Date(at.getTime() - DAY_MS), BATCH)
+  yield* each(tasks, "task run", (id) => orchestrator.setTaskRunState(id, stateOf("CANCELLED", PARENT_CANCELLED), true))
 
-  const subflows = yield* flowRuns.orphanedSubflows(BATCH)
+  const subflows = yield* runs.orphanedSubflows(BATCH)
   yield* each(subflows.filter((s) => !(s.deployment_id !== null && s.state_type === "CANCELLING")), "subflow run", (s) =>
     // A deployment's run has infrastructure its worker must stop: Cancelling, which the worker completes.
-    flowRuns.setState(s.id, stateOf(s.deployment_id === null ? "CANCELLED" : "CANCELLING", PARENT_CANCELLED), true)
+    orchestrator.setFlowRunState(s.id, stateOf(s.deployment_id === null ? "CANCELLED" : "CANCELLING", PARENT_CANCELLED), { force: true })
   )
 
-  const stranded = yield* flowRuns.scheduledWithoutDeployment(BATCH)
+  const stranded = yield* runs.scheduledWithoutDeployment(BATCH)
   yield* each(stranded, "flow run", (id) =>
-    flowRuns.setState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), true)
+    orchestrator.setFlowRunState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), { force: true })
   )
-})
+}).pipe(Effect.provide(CancellationCleanupRepo.Default))
 
 export const CancellationCleanupService = registerServices(
   defineService({

@@ -6,15 +6,18 @@
 import { Duration, Effect } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { FlowRunsRepo } from "../flow-runs/repo.ts"
 import { markLateRunsPolicy } from "../orchestration/flow-policy.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
 import { Settings } from "../settings/settings.ts"
+import { LateRunsRepo } from "./late-runs-repo.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 400
 
+/** One pass; its query repository is stateless, so each pass brings its own. */
 export const markLateRuns = Effect.gen(function* () {
-  const runs = yield* FlowRunsRepo
+  const runs = yield* LateRunsRepo
+  const orchestrator = yield* Orchestrator
   const after = (yield* Settings).server.services.late_runs.after_seconds
   const at = yield* now
   const overdue = yield* runs.overdue(new Date(at.getTime() - Duration.toMillis(after)), BATCH)
@@ -27,14 +30,18 @@ export const markLateRuns = Effect.gen(function* () {
       state_details: { ...emptyStateDetails, scheduled_time: run.next_scheduled_start_time }
     }
     const change = run.cancel_new_limit_full
-      ? runs.setState(run.id, { ...late, type: "CANCELLED", name: null, message: "Deployment concurrency limit reached.", state_details: emptyStateDetails }, true)
-      : runs.setState(run.id, late, false, markLateRunsPolicy)
+      ? orchestrator.setFlowRunState(
+        run.id,
+        { ...late, type: "CANCELLED", name: null, message: "Deployment concurrency limit reached.", state_details: emptyStateDetails },
+        { force: true }
+      )
+      : orchestrator.setFlowRunState(run.id, late, { rules: markLateRunsPolicy })
     // One run failing (say, deleted meanwhile) does not keep the others from being marked.
     yield* change.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning(`Could not mark flow run ${run.id} late`, cause))
     )
   }
-})
+}).pipe(Effect.provide(LateRunsRepo.Default))
 
 export const LateRunsService = registerServices(
   defineService({ name: "late_runs", interval: loopSeconds((s) => s.late_runs), tick: markLateRuns })

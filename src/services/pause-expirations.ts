@@ -2,13 +2,16 @@
 import { Effect } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
-import { FlowRunsRepo } from "../flow-runs/repo.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
+import { PauseExpirationsRepo } from "./pause-expirations-repo.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 200
 
+/** One pass; its query repository is stateless, so each pass brings its own. */
 export const failExpiredPauses = Effect.gen(function* () {
-  const runs = yield* FlowRunsRepo
+  const runs = yield* PauseExpirationsRepo
+  const orchestrator = yield* Orchestrator
   const expired = yield* runs.expiredPauses(yield* now, BATCH)
   for (const id of expired) {
     const failed = {
@@ -18,11 +21,11 @@ export const failExpiredPauses = Effect.gen(function* () {
       data: null,
       state_details: emptyStateDetails
     }
-    yield* runs.setState(id, failed, true).pipe(
+    yield* orchestrator.setFlowRunState(id, failed, { force: true }).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning(`Could not fail expired pause of flow run ${id}`, cause))
     )
   }
-})
+}).pipe(Effect.provide(PauseExpirationsRepo.Default))
 
 export const PauseExpirationsService = registerServices(
   defineService({ name: "pause_expirations", interval: loopSeconds((s) => s.pause_expirations), tick: failExpiredPauses })

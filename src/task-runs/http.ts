@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { generateName } from "../domain/names.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
+import { Orchestrator } from "../orchestration/orchestrator.ts"
 import { historyWindow } from "../orchestration/repo.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { OrchestrationResult } from "../flow-runs/schemas.ts"
@@ -16,6 +17,7 @@ import { createdOrFound } from "../http/responses.ts"
 export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* TaskRunsRepo
+    const orchestrator = yield* Orchestrator
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
@@ -49,8 +51,9 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
       )
       .handle("setState", ({ path, payload }) =>
         Effect.gen(function* () {
-          const result = yield* runs.setState(path.id, payload.state, payload.force)
-          if (result === undefined) return yield* new TaskRunNotFound()
+          const result = yield* orchestrator.setTaskRunState(path.id, payload.state, payload.force).pipe(
+            orFail(() => new TaskRunNotFound())
+          )
           const { created, ...answer } = result
           return yield* createdOrFound(OrchestrationResult, answer, created)
         })

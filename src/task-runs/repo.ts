@@ -1,17 +1,14 @@
-/** Task runs in SQL; their states go through the shared state store. */
+/** Task runs in SQL; their states go through the state store, their transitions through the Orchestrator. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Random, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { isIntegrityViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { TaskRunConflict } from "./errors.ts"
-import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
-import type { State, StateCreate, StateType } from "../domain/states.ts"
+import type { State, StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { estimates } from "../orchestration/global-policy.ts"
 import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
-import { coreTaskPolicy, minimalTaskPolicy, type TaskRuleRun } from "../orchestration/task-policy.ts"
-import { Settings } from "../settings/settings.ts"
 import { type TaskRun, type TaskRunCreate, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
 
 const orderBy: Record<TaskRunSort, string> = {
@@ -50,8 +47,6 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const states = yield* RunStatesRepo
-    const concurrency = yield* ConcurrencyRules
-    const settings = yield* Settings
 
     const where = (query: TaskRunQuery) => queryCondition(sql, "task_run", query)
 
@@ -145,90 +140,6 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       return { id: result.id, created: result.created, run: result.run }
     })
 
-    /** The facts the task rules read, looked up inside the transition's transaction. */
-    const ruleRun = (row: TaskRunRow, proposed: { readonly state_details: { readonly cache_key: string | null } }) =>
-      Effect.gen(function* () {
-        const flowRuns = row.flow_run_id === null
-          ? []
-          : yield* sql<{ id: string; state_type: StateType | null; run_count: number; state_details: any }>`
-              SELECT flow_run.id, flow_run.state_type, flow_run.run_count, flow_run_state.state_details
-              FROM flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
-              WHERE flow_run.id = ${row.flow_run_id}
-            `
-        const flowRun = flowRuns[0]
-        const at = yield* now
-        const key = proposed.state_details.cache_key
-        const cached = key === null
-          ? []
-          : yield* sql<StateRow>`
-              SELECT task_run_state.* FROM task_run_state_cache
-              JOIN task_run_state ON task_run_state.id = task_run_state_cache.task_run_state_id
-              WHERE task_run_state_cache.cache_key = ${key}
-                AND (task_run_state_cache.cache_expiration IS NULL OR task_run_state_cache.cache_expiration > ${at})
-              ORDER BY task_run_state_cache.created DESC
-              LIMIT 1
-            `
-        return {
-          run_count: row.run_count,
-          flow_run_run_count: row.flow_run_run_count,
-          empirical_policy: decodePolicy(row.empirical_policy ?? {}),
-          flow_run: flowRun === undefined
-            ? null
-            : {
-              id: flowRun.id,
-              state_type: flowRun.state_type,
-              run_count: flowRun.run_count,
-              pause_timeout: flowRun.state_details?.pause_timeout ? new Date(flowRun.state_details.pause_timeout) : null,
-              pause_reschedule: flowRun.state_details?.pause_reschedule === true
-            },
-          cached: cached[0] === undefined ? null : toState(cached[0]),
-          max_cache_key_length: settings.server.tasks.max_cache_key_length,
-          jitter: yield* Random.next
-        } satisfies TaskRuleRun
-      })
-
-    /** After a stored state: remember cached results, and which flow run attempt the task belongs to. */
-    const afterStore = (row: TaskRunRow, state: State) =>
-      Effect.gen(function* () {
-        if (state.type === "COMPLETED" && state.state_details.cache_key !== null) {
-          yield* sql`
-            INSERT INTO task_run_state_cache (id, created, cache_key, cache_expiration, task_run_state_id)
-            VALUES (${yield* newId}, ${yield* now}, ${state.state_details.cache_key}, ${state.state_details.cache_expiration}, ${state.id})
-          `
-        }
-        if (state.type === "RUNNING" && row.flow_run_id !== null) {
-          yield* sql`
-            UPDATE task_run SET flow_run_run_count = (SELECT run_count FROM flow_run WHERE id = ${row.flow_run_id})
-            WHERE id = ${row.id}
-          `
-        }
-      })
-
-    /** Unfinished task runs of flow runs Cancelled since `since`, at most `limit`. */
-    const unfinishedInCancelledRuns = (since: Date, limit: number) =>
-      Effect.map(
-        sql<{ id: string }>`
-          SELECT task_run.id FROM task_run JOIN flow_run ON flow_run.id = task_run.flow_run_id
-          WHERE flow_run.state_type = 'CANCELLED' AND flow_run.end_time >= ${since}
-            AND task_run.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
-          ORDER BY task_run.id
-          LIMIT ${limit}
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
-
-    const setState = (id: string, proposed: StateCreate, force: boolean) =>
-      states.transition<TaskRunRow & { readonly id: string }, TaskRuleRun>({
-        kind: "task_run",
-        id,
-        proposed,
-        rules: force ? minimalTaskPolicy : coreTaskPolicy,
-        ruleRun,
-        // Only the core policy takes tag slots; every stored transition may give them back.
-        ...(force ? {} : { secure: (row, _run, outcome) => concurrency.secureTask(row, outcome) }),
-        afterStore: (row, state) => Effect.zipRight(afterStore(row, state), concurrency.releaseTask(row, state))
-      })
-
     const update = Effect.fn("TaskRunsRepo.update")(function* (id: string, changes: { readonly name?: string | undefined }) {
       const at = yield* now
       const rows = yield* sql`
@@ -312,9 +223,6 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       history,
       find: (id: string) => Effect.map(read(id), Option.fromNullable),
       findWithFlowRunName,
-      // The transition's failures are untyped (unknown): every one is a defect, as the handler had it.
-      setState: (id: string, proposed: StateCreate, force: boolean) => Effect.orDie(setState(id, proposed, force)),
-      unfinishedInCancelledRuns,
       findState: (stateId: string) => Effect.map(states.readState("task_run", stateId), Option.fromNullable),
       readStates: (taskRunId: string) => states.readStates("task_run", taskRunId),
       update,
@@ -323,5 +231,5 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       remove
     })
   }),
-  dependencies: [ConcurrencyRules.Default, RunStatesRepo.Default]
+  dependencies: [RunStatesRepo.Default]
 }) {}

@@ -1,0 +1,54 @@
+/** The cancellation cleanup service's queries: what cancelled runs and deleted deployments leave behind. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
+import type { StateType } from "../domain/states.ts"
+
+export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupRepo>()("baton/CancellationCleanupRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Unfinished task runs of flow runs Cancelled since `since`, at most `limit`. */
+    const unfinishedTaskRuns = (since: Date, limit: number) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT task_run.id FROM task_run JOIN flow_run ON flow_run.id = task_run.flow_run_id
+          WHERE flow_run.state_type = 'CANCELLED' AND flow_run.end_time >= ${since}
+            AND task_run.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
+          ORDER BY task_run.id
+          LIMIT ${limit}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+
+    /**
+     * Unfinished subflow runs whose parent flow run (the flow run of the task run that started them) is
+     * Cancelled, with what cancelling them needs: at most `limit`.
+     */
+    const orphanedSubflows = (limit: number) =>
+      sql<{ id: string; deployment_id: string | null; state_type: StateType }>`
+        SELECT sub.id, sub.deployment_id, sub.state_type FROM flow_run sub
+          JOIN task_run parent_task ON parent_task.id = sub.parent_task_run_id
+          JOIN flow_run parent ON parent.id = parent_task.flow_run_id
+        WHERE sub.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
+          AND parent.state_type = 'CANCELLED'
+        ORDER BY sub.id
+        LIMIT ${limit}
+      `
+
+    /** Runs waiting in Scheduled for a deployment that no longer exists, at most `limit`. */
+    const scheduledWithoutDeployment = (limit: number) =>
+      Effect.map(
+        sql<{ id: string }>`
+          SELECT id FROM flow_run
+          WHERE state_type = 'SCHEDULED' AND deployment_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.id = flow_run.deployment_id)
+          ORDER BY id
+          LIMIT ${limit}
+        `,
+        (rows) => rows.map((r) => r.id)
+      )
+
+    return sqlErrorsAsDefects({ unfinishedTaskRuns, orphanedSubflows, scheduledWithoutDeployment })
+  })
+}) {}
