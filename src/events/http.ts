@@ -49,7 +49,7 @@ export const EventsLive = HttpApiBuilder.group(BatonApi, "events", (handlers) =>
 
     const page = (filter: ResolvedEventFilter, count: number, pageSize: number, offset: number) =>
       Effect.gen(function* () {
-        const found = yield* Effect.orDie(repo.read(filter, pageSize, offset))
+        const found = yield* repo.read(filter, pageSize, offset)
         return { events: found, total: count, next_page: yield* nextPage(filter, count, pageSize, offset) }
       })
 
@@ -58,7 +58,7 @@ export const EventsLive = HttpApiBuilder.group(BatonApi, "events", (handlers) =>
       .handle("filter", ({ payload }) =>
         Effect.gen(function* () {
           const filter = resolveFilter(payload.filter, yield* now)
-          const count = yield* Effect.orDie(repo.count(filter))
+          const count = yield* repo.count(filter)
           return yield* page(filter, count, payload.limit, 0)
         })
       )
@@ -81,7 +81,7 @@ export const EventsLive = HttpApiBuilder.group(BatonApi, "events", (handlers) =>
           const interval = path.countable === "day" ? 1 : payload.time_interval
           const problem = byTime ? bucketProblem(filter.occurred.since, filter.occurred.until, unit, interval) : undefined
           if (problem !== undefined) return yield* new ValidationError({ detail: problem })
-          const counts = yield* Effect.orDie(repo.countBy(filter, path.countable, unit, interval))
+          const counts = yield* repo.countBy(filter, path.countable, unit, interval)
           if (!byTime) return counts
           // Every bucket of the window, empty ones too, with its own bounds.
           const byIndex = new Map(counts.map((c) => [Number(c.value), c.count]))

@@ -35,8 +35,9 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
 
     const store = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries): Effect.Effect<void> =>
       unavailabilityAsFailure(repo.write(batch)).pipe(
-        // A refused value is refused again: only other failures are worth another try.
-        Effect.retry({ schedule: retries[retry], while: (error) => !isDataException(error) }),
+        // Only an unavailable database is a failure here (every other statement error is a
+        // defect): worth another try, where a refused value would be refused again.
+        Effect.retry({ schedule: retries[retry] }),
         Effect.catchAllCause((cause) =>
           // One event the database refuses (a resource id too large for its index) must not take
           // the rest of its batch with it: each is written alone, and only the refused one dropped.
@@ -70,7 +71,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       const before = new Date((yield* now).getTime() - retention)
       let total = 0
       while (true) {
-        const deleted = yield* Effect.orDie(repo.deleteOlderThan(before, options.batch_size_delete))
+        const deleted = yield* repo.deleteOlderThan(before, options.batch_size_delete)
         total += deleted
         if (deleted < options.batch_size_delete) return total
       }

@@ -6,6 +6,7 @@ import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
 import { compileEventFilter, type ResolvedEventFilter } from "./filter.ts"
 import { type ReceivedEvent, resourceId, resourceRole } from "./schemas.ts"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 
 interface EventRow {
   readonly id: string
@@ -196,6 +197,8 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       )
     })
 
-    return { write, count, read, countBy, existing, deleteOlderThan } as const
+    // A failed write is a defect too: the persister retries the ones that say the database is
+    // unavailable (unavailabilityAsFailure), and only those.
+    return sqlErrorsAsDefects({ write, count, read, countBy, existing, deleteOlderThan })
   })
 }) {}

@@ -74,7 +74,7 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
           const sent = new Set<string>()
           if (message.backfill !== false) {
             for (let offset = 0; ; offset += pageSize) {
-              const page = yield* Effect.orDie(repo.read(filter, pageSize, offset))
+              const page = yield* repo.read(filter, pageSize, offset)
               for (const event of page) {
                 sent.add(event.id)
                 yield* socket.send({ type: "event", event: encodeEvent(event) })
