@@ -51,7 +51,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         const queue = payload.work_pool_name === null
           ? null
           : payload.work_queue_name
-          ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name, { create: false })
+          ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name)
           : yield* queues.defaultQueue(payload.work_pool_name)
         const flow = yield* flows.find(payload.flow_id).pipe(orFail(integrityConflict))
         const { id, created } = yield* Effect.orDie(
