@@ -54,7 +54,18 @@ export const statusReason = (type: string, status: number, detail?: unknown) =>
     ? `Validation error occurred for '${type}' - ${typeof detail === "string" ? detail : JSON.stringify(detail)}`
     : `Unexpected status from '${type}' action: ${status}`
 
-const STATUS_OF_ERROR: Record<string, number> = { NotFound: 404, Conflict: 409, ValidationError: 422, BadRequest: 400, Forbidden: 403 }
+const STATUS_OF_ERROR: Record<string, number> = {
+  NotFound: 404,
+  Conflict: 409,
+  ValidationError: 422,
+  BadRequest: 400,
+  Forbidden: 403,
+  // The work pools area's own (work-pools/errors.ts): pausing pools and queues, a run's queue.
+  WorkPoolNotFound: 404,
+  WorkQueueNotFound: 404,
+  WorkPoolNameReserved: 403,
+  WorkPoolConflict: 409
+}
 
 /** Runs an API-level operation; its declared errors become the reason the action failed. */
 export const command = <A, R>(type: string, effect: Effect.Effect<A, unknown, R>, details: Record<string, unknown>, okStatus = 200) =>

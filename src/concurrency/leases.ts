@@ -5,7 +5,8 @@
  * a transaction is rolled back with it).
  */
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
@@ -31,8 +32,8 @@ export interface LeaseStore {
     ttlSeconds: number,
     metadata: { readonly slots: number; readonly holder: LeaseHolder | null } | null
   ) => Effect.Effect<Lease>
-  /** Expired but not yet revoked leases are still read. */
-  readonly read: (id: string) => Effect.Effect<Lease | undefined>
+  /** Expired but not yet revoked leases are still found. */
+  readonly find: (id: string) => Effect.Effect<Option.Option<Lease>>
   /** False when there is no such lease. */
   readonly renew: (id: string, ttlSeconds: number) => Effect.Effect<boolean>
   readonly revoke: (id: string) => Effect.Effect<void>
@@ -64,7 +65,7 @@ export const memoryStore = Effect.sync((): LeaseStore => {
         leases.set(lease.id, lease)
         return lease
       }),
-    read: (id) => Effect.sync(() => leases.get(id)),
+    find: (id) => Effect.sync(() => Option.fromNullable(leases.get(id))),
     renew: (id, ttlSeconds) =>
       Effect.map(now, (at) => {
         const lease = leases.get(id)
@@ -80,8 +81,7 @@ export const memoryStore = Effect.sync((): LeaseStore => {
     holders: (limitId) =>
       Effect.map(now, (at) =>
         [...leases.values()]
-          .filter((l) => l.expiration > at && l.holder !== null && l.resource_ids.includes(limitId))
-          .map((l) => ({ leaseId: l.id, holder: l.holder! }))
+          .flatMap((l) => (l.expiration > at && l.holder !== null && l.resource_ids.includes(limitId) ? [{ leaseId: l.id, holder: l.holder }] : []))
       )
   }
 })
@@ -105,9 +105,9 @@ const toLease = (row: LeaseRow): Lease => ({
   holder: row.holder_type === null || row.holder_id === null ? null : { type: row.holder_type, id: row.holder_id }
 })
 
-/** Leases in the `concurrency_lease` table. */
-export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore => ({
-  create: (resourceIds, ttlSeconds, metadata) =>
+/** Leases in the `concurrency_lease` table; a failed statement is a defect. */
+export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore => sqlErrorsAsDefects({
+  create: (resourceIds: ReadonlyArray<string>, ttlSeconds: number, metadata: Parameters<LeaseStore["create"]>[2]) =>
     Effect.gen(function* () {
       const at = yield* now
       const id = yield* newId
@@ -118,43 +118,48 @@ export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore =
         RETURNING *
       `
       return toLease(rows[0]!)
-    }).pipe(Effect.orDie),
-  read: (id) => Effect.orDie(Effect.map(sql<LeaseRow>`SELECT * FROM concurrency_lease WHERE id = ${id}`, (rows) => rows[0] && toLease(rows[0]))),
-  renew: (id, ttlSeconds) =>
-    Effect.orDie(Effect.flatMap(now, (at) =>
+    }),
+  find: (id: string) =>
+    Effect.map(sql<LeaseRow>`SELECT * FROM concurrency_lease WHERE id = ${id}`, (rows) => Option.map(Option.fromNullable(rows[0]), toLease)),
+  renew: (id: string, ttlSeconds: number) =>
+    Effect.flatMap(now, (at) =>
       Effect.map(
         sql`UPDATE concurrency_lease SET expiration = ${later(at, ttlSeconds)} WHERE id = ${id} RETURNING id`,
         (rows) => rows.length > 0
       )
-    )),
-  revoke: (id) => Effect.orDie(Effect.asVoid(sql`DELETE FROM concurrency_lease WHERE id = ${id}`)),
-  activeIds: ({ limit, offset }) =>
-    Effect.orDie(Effect.flatMap(now, (at) =>
+    ),
+  revoke: (id: string) => Effect.asVoid(sql`DELETE FROM concurrency_lease WHERE id = ${id}`),
+  activeIds: ({ limit, offset }: { readonly limit: number; readonly offset: number }) =>
+    Effect.flatMap(now, (at) =>
       Effect.map(
         sql<{ id: string }>`
           SELECT id FROM concurrency_lease WHERE expiration > ${at} ORDER BY expiration, id LIMIT ${limit} OFFSET ${offset}
         `,
         (rows) => rows.map((r) => r.id)
       )
-    )),
-  expiredIds: (limit) =>
-    Effect.orDie(Effect.flatMap(now, (at) =>
+    ),
+  expiredIds: (limit: number) =>
+    Effect.flatMap(now, (at) =>
       Effect.map(
         sql<{ id: string }>`SELECT id FROM concurrency_lease WHERE expiration < ${at} ORDER BY expiration, id LIMIT ${limit}`,
         (rows) => rows.map((r) => r.id)
       )
-    )),
-  holders: (limitId) =>
-    Effect.orDie(Effect.flatMap(now, (at) =>
+    ),
+  holders: (limitId: string) =>
+    Effect.flatMap(now, (at) =>
       Effect.map(
         sql<LeaseRow>`
           SELECT * FROM concurrency_lease
           WHERE resource_ids @> ARRAY[${limitId}]::uuid[] AND expiration > ${at} AND holder_id IS NOT NULL
           ORDER BY created, id
         `,
-        (rows) => rows.map((row) => ({ leaseId: row.id, holder: toLease(row).holder! }))
+        // The statement keeps only rows with a holder.
+        (rows) => rows.flatMap((row) => {
+          const holder = toLease(row).holder
+          return holder === null ? [] : [{ leaseId: row.id, holder }]
+        })
       )
-    ))
+    )
 }))
 
 /** The store `server.concurrency.lease_storage` names. */

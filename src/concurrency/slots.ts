@@ -3,7 +3,8 @@
  * a lease recording who holds what until when, and a Retry-After estimate for those turned away.
  */
 import { SqlClient } from "@effect/sql"
-import { Data, Effect, Random } from "effect"
+import { Data, Effect, Option, Random } from "effect"
+import { inTransaction } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { type LeaseHolder, LeaseStorage, LeaseStorageLive } from "./leases.ts"
@@ -41,9 +42,11 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
     const take = (ids: ReadonlyArray<string>, slots: number) =>
       ids.length === 0
         ? Effect.succeed(true)
-        : sql.withTransaction(
+        // Failing rolls back the increments of the limits that had room.
+        : inTransaction(
+          sql,
           Effect.flatMap(repo.increment(ids, slots), (ok) => (ok ? Effect.succeed(true) : Effect.fail(new NotAcquired())))
-        ).pipe(Effect.catchTag("NotAcquired", () => Effect.succeed(false)), Effect.orDie)
+        ).pipe(Effect.catchTag("NotAcquired", () => Effect.succeed(false)))
 
     /**
      * Seconds a client turned away should wait: after the limit that blocks most (by denied slots,
@@ -52,7 +55,7 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
      */
     const retryAfter = (limits: ReadonlyArray<GlobalConcurrencyLimitRow>, slots: number) =>
       Effect.gen(function* () {
-        yield* Effect.orDie(repo.deny(limits.map((l) => l.id), slots))
+        yield* repo.deny(limits.map((l) => l.id), slots)
         const blocking = (l: GlobalConcurrencyLimitRow) =>
           l.slot_decay_per_second > 0 ? slots + l.denied_slots : (slots + l.denied_slots) / l.limit
         const worst = limits.reduce((a, b) => (blocking(b) > blocking(a) ? b : a))
@@ -71,10 +74,11 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
     /** Gives back what a lease holds and revokes it (nothing for a lease already gone). */
     const release = (leaseId: string) =>
       Effect.gen(function* () {
-        const found = yield* leases.read(leaseId)
-        if (found === undefined) return
+        const found = yield* leases.find(leaseId)
+        if (Option.isNone(found)) return
+        const { created, resource_ids, slots } = found.value
         const at = yield* now
-        yield* Effect.orDie(repo.decrement(found.resource_ids, found.slots ?? 0, (at.getTime() - found.created.getTime()) / 1000))
+        yield* repo.decrement(resource_ids, slots ?? 0, (at.getTime() - created.getTime()) / 1000)
         yield* leases.revoke(leaseId)
       })
 
@@ -87,8 +91,8 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
           if (ids.length === 0) return
           let revoked = false
           for (const id of ids) {
-            const found = yield* leases.read(id)
-            if (found?.resource_ids.includes(limitId)) {
+            const found = yield* leases.find(id)
+            if (Option.exists(found, (lease) => lease.resource_ids.includes(limitId))) {
               yield* leases.revoke(id)
               revoked = true
             }

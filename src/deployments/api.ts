@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { ConcurrencyLimitNameTakenResponse } from "../concurrency/errors.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
+import { WorkPoolConflictResponse, WorkPoolNotFoundResponse } from "../work-pools/errors.ts"
 import { CoreWorkQueue } from "../work-pools/schemas.ts"
 import {
   BulkDeleteDeploymentsBody,
@@ -79,5 +80,8 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
   .add(HttpApiEndpoint.del("deleteSchedule", "/:id/schedules/:schedule_id").setPath(SchedulePath).addSuccess(Schema.Void))
   // A deployment's own concurrency limit (deployments/service.ts) is created by name.
   .addError(ConcurrencyLimitNameTakenResponse)
+  // The pool and queue a deployment or its run names (work-pools/queue-lookup.ts).
+  .addError(WorkPoolNotFoundResponse)
+  .addError(WorkPoolConflictResponse)
   .prefix("/deployments")
 {}

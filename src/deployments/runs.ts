@@ -85,7 +85,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           if (deployment.work_queue_id === null || deployment.work_pool_name === null) {
             return Either.left<RunProblem>({ kind: "no-pool", queue: body.work_queue_name })
           }
-          const found = yield* queues.queueInPool(deployment.work_pool_name, body.work_queue_name, { create: true })
+          const found = yield* queues.ensureQueueInPool(deployment.work_pool_name, body.work_queue_name)
           queue = { id: found.id, name: found.name }
         }
         const state: StateCreate = body.state ?? {

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { WorkPoolNotFoundResponse, WorkQueueNotFoundResponse } from "../work-pools/errors.ts"
 import {
   BulkDeleteFlowRunsBody,
   BulkSetFlowRunStateBody,
@@ -40,7 +41,14 @@ const InputPath = Schema.Struct({ id: Id, key: Schema.String })
 
 export class FlowRunsApi extends HttpApiGroup.make("flowRuns")
   // 200 with the existing run for a repeated idempotency key, 201 when it was created.
-  .add(HttpApiEndpoint.post("create", "/").setPayload(FlowRunCreate).addSuccess(FlowRun))
+  .add(
+    HttpApiEndpoint.post("create", "/")
+      .setPayload(FlowRunCreate)
+      .addSuccess(FlowRun)
+      // The pool and queue the run names (work-pools/queue-lookup.ts).
+      .addError(WorkPoolNotFoundResponse)
+      .addError(WorkQueueNotFoundResponse)
+  )
   .add(HttpApiEndpoint.post("count", "/count").setPayload(CountFlowRunsBody).addSuccess(Schema.Int))
   .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadFlowRunsBody).addSuccess(Schema.Array(FlowRun)))
   .add(HttpApiEndpoint.post("paginate", "/paginate").setPayload(PaginateFlowRunsBody).addSuccess(FlowRunPaginationResponse))

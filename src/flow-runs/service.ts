@@ -41,7 +41,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
       const queue = payload.work_pool_name === null
         ? null
         : payload.work_queue_name
-        ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name, { create: false })
+        ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name)
         : yield* queues.defaultQueue(payload.work_pool_name)
       const flow = yield* flows.find(payload.flow_id).pipe(orFail(() => new FlowRunConflict()))
       const { id, created } = yield* runs.create({

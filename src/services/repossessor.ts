@@ -2,7 +2,7 @@
  * The repossessor: a concurrency lease that expired without being renewed or given back (its holder
  * crashed, say) is revoked, and the slots it held are given back.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ConcurrencySlots } from "../concurrency/slots.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
@@ -12,8 +12,9 @@ export const repossessExpiredLeases = Effect.gen(function* () {
   const slots = yield* ConcurrencySlots
   const expired = yield* slots.leases.expiredIds(BATCH)
   for (const id of expired) {
-    const lease = yield* slots.leases.read(id)
-    if (lease === undefined) continue
+    const found = yield* slots.leases.find(id)
+    if (Option.isNone(found)) continue
+    const lease = found.value
     // Without metadata there is nothing known to give back: the lease stays, as the reference keeps it.
     if (lease.slots === null) {
       yield* Effect.logWarning(`Lease ${id} should be revoked but has no metadata`)

@@ -1,6 +1,17 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import {
+  DefaultQueueKeptResponse,
+  JobDefaultsBlockNotFoundResponse,
+  WorkerNotFoundResponse,
+  WorkPoolConflictResponse,
+  WorkPoolNameReservedResponse,
+  WorkPoolNameTakenResponse,
+  WorkPoolNotFoundResponse,
+  WorkQueueNameTakenResponse,
+  WorkQueueNotFoundResponse
+} from "./errors.ts"
+import {
   CountWorkPoolsBody,
   HeartbeatBody,
   PoolConcurrencyStatusBody,
@@ -75,5 +86,14 @@ export class WorkPoolsApi extends HttpApiGroup.make("workPools")
       .addSuccess(Schema.Array(Worker))
   )
   .add(HttpApiEndpoint.del("deleteWorker", "/:work_pool_name/workers/:name").setPath(PoolItemPath).addSuccess(Schema.Void))
+  .addError(WorkPoolNotFoundResponse)
+  .addError(WorkQueueNotFoundResponse)
+  .addError(WorkerNotFoundResponse)
+  .addError(JobDefaultsBlockNotFoundResponse)
+  .addError(WorkPoolNameReservedResponse)
+  .addError(WorkPoolNameTakenResponse)
+  .addError(WorkQueueNameTakenResponse)
+  .addError(DefaultQueueKeptResponse)
+  .addError(WorkPoolConflictResponse)
   .prefix("/work_pools")
 {}

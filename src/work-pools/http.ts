@@ -3,7 +3,8 @@ import { Effect, Layer } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
-import { NotFound } from "../domain/errors.ts"
+import { orFail } from "../domain/errors.ts"
+import { WorkerNotFound, WorkPoolNotFound } from "./errors.ts"
 import { PollRepo } from "./poll-repo.ts"
 import { WorkPools } from "./pools.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
@@ -28,25 +29,23 @@ const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers
       .handle("read", ({ path }) => service.record(path.name))
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.orDie(pools.filter({ filter: payload.work_pools, offset: payload.offset, limit }))
+          pools.filter({ filter: payload.work_pools, offset: payload.offset, limit })
         )
       )
-      .handle("count", ({ payload }) => Effect.orDie(pools.count(payload.work_pools)))
+      .handle("count", ({ payload }) => pools.count(payload.work_pools))
       .handle("update", ({ path, payload }) => service.update(path.name, payload))
       .handle("delete", ({ path }) => service.remove(path.name))
       .handle("concurrencyStatus", ({ path, payload }) =>
         Effect.gen(function* () {
-          const found = yield* Effect.orDie(pools.readPoolByName(path.name))
-          if (found === undefined) return yield* new NotFound({ detail: `Work pool '${path.name}' not found.` })
+          // The reference words this one differently from its other routes.
+          const found = yield* pools.findByName(path.name).pipe(
+            orFail(() => new WorkPoolNotFound({ detail: `Work pool '${path.name}' not found.` }))
+          )
           const limit = yield* resolveLimit(payload.limit)
-          const ids = yield* Effect.orDie(queues.idsInPool(found.id))
-          const page = yield* Effect.orDie(
-            queues.filter({ poolId: found.id, filter: null, offset: (payload.page - 1) * limit, limit, slots: "pool" })
-          )
-          const counts = yield* Effect.orDie(poll.slotCounts(ids, { withCancelling: false }))
-          const holders = yield* Effect.orDie(
-            poll.slotHolders(page.map((q) => q.id), { withCancelling: false, offset: 0, limit: payload.flow_run_limit })
-          )
+          const ids = yield* queues.idsInPool(found.id)
+          const page = yield* queues.filter({ poolId: found.id, filter: null, offset: (payload.page - 1) * limit, limit, slots: "pool" })
+          const counts = yield* poll.slotCounts(ids, { withCancelling: false })
+          const holders = yield* poll.slotHolders(page.map((q) => q.id), { withCancelling: false, offset: 0, limit: payload.flow_run_limit })
           const at = yield* now
           const queueDetails = page.map((queue) => ({
             queue_id: queue.id,
@@ -81,9 +80,7 @@ const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers
         Effect.gen(function* () {
           const found = yield* service.pool(path.work_pool_name)
           const limit = yield* resolveLimit(payload.limit)
-          return yield* Effect.orDie(
-            queues.filter({ poolId: found.id, filter: payload.work_queues, offset: payload.offset, limit, slots: "pool" })
-          )
+          return yield* queues.filter({ poolId: found.id, filter: payload.work_queues, offset: payload.offset, limit, slots: "pool" })
         })
       )
       .handle("readQueue", ({ path }) => service.readQueue(path.work_pool_name, path.name))
@@ -106,15 +103,13 @@ const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers
         Effect.gen(function* () {
           const found = yield* service.pool(path.work_pool_name)
           const limit = yield* resolveLimit(payload.limit)
-          return yield* Effect.orDie(pools.workers({ poolId: found.id, filter: payload.workers, offset: payload.offset, limit }))
+          return yield* pools.workers({ poolId: found.id, filter: payload.workers, offset: payload.offset, limit })
         })
       )
       .handle("deleteWorker", ({ path }) =>
         Effect.gen(function* () {
           const found = yield* service.pool(path.work_pool_name)
-          if (!(yield* Effect.orDie(pools.removeWorker(found.id, path.name)))) {
-            return yield* new NotFound({ detail: "Worker not found." })
-          }
+          if (!(yield* pools.removeWorker(found.id, path.name))) return yield* new WorkerNotFound()
         })
       )
   })

@@ -3,7 +3,8 @@
  * and queue concurrency limits), and which runs hold a pool's or queue's slots.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { StatusChanges } from "../events/status-changes.ts"
 
 export interface PollOptions {
@@ -32,10 +33,10 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
 
     /**
      * What a poll of the pool named `poolName` reads first, in one statement: the pool's id and its
-     * queues named in `queueNames` (all its queues when undefined), by id and name; undefined when
-     * there is no such pool.
+     * queues named in `queueNames` (all its queues when undefined), by id and name; none when there
+     * is no such pool.
      */
-    const pollTarget = (poolName: string, queueNames: ReadonlyArray<string> | undefined) =>
+    const findPollTarget = (poolName: string, queueNames: ReadonlyArray<string> | undefined) =>
       Effect.map(
         sql<{ id: string; queues: ReadonlyArray<{ id: string; name: string }> }>`
           SELECT work_pool.id, coalesce((
@@ -45,7 +46,7 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
           ), '[]'::jsonb) AS queues
           FROM work_pool WHERE work_pool.name = ${poolName}
         `,
-        (rows) => rows[0]
+        (rows) => Option.fromNullable(rows[0])
       )
 
     /**
@@ -136,12 +137,13 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
             : sql`flow_run.deployment_id = ANY(${legacy.deployment_ids}::uuid[])`
         ])
       const holding = legacy === null ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`
+      const concurrencyLimit = queue.concurrency_limit
       return Effect.flatMap(
-        queue.concurrency_limit === null
+        concurrencyLimit === null
           ? Effect.succeed(options.limit)
           : Effect.map(
             sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE ${matches} AND flow_run.state_type IN ${holding}`,
-            (rows) => Math.min(options.limit, Math.max(0, queue.concurrency_limit! - Number(rows[0]!.count)))
+            (rows) => Math.min(options.limit, Math.max(0, concurrencyLimit - Number(rows[0]!.count)))
           ),
         (limit) =>
           Effect.map(
@@ -213,7 +215,7 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
         (rows) => (rows[0]?.next == null ? null : new Date(rows[0].next))
       )
 
-    return { pollTarget, markPolled, dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime } as const
+    return sqlErrorsAsDefects({ findPollTarget, markPolled, dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime })
   }),
   dependencies: [StatusChanges.Default]
 }) {}

@@ -3,10 +3,11 @@
  * pool-scoped queues with unique priorities, workers' heartbeats, and the worker poll.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
-import { Conflict, Forbidden, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { inTransaction } from "../database/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { checkJobVariables, describeFailure, referencesBlock } from "./job-variables.ts"
 import { holdPoll } from "./long-poll.ts"
@@ -15,20 +16,25 @@ import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 import { RunsDue } from "./runs-due.ts"
 import type { WorkPoolCreate, WorkPoolUpdate, WorkQueueCreate, WorkQueueUpdate } from "./schemas.ts"
-import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "./queue-lookup.ts"
-import { isUniqueViolation } from "../database/errors.ts"
-
+import { DEFAULT_AGENT_POOL, WorkQueueLookup } from "./queue-lookup.ts"
+import {
+  DefaultQueueKept,
+  JobDefaultsBlockNotFound,
+  poolQueueNotFound,
+  WorkPoolNameReserved,
+  workPoolNotFound,
+  WorkQueueNameTaken,
+  WorkQueueNotFound
+} from "./errors.ts"
 
 const isReserved = (name: string) => name.toLowerCase().startsWith("prefect")
-
-export const defaultQueueKept = new Conflict({ detail: "Can't delete a pool's default queue." })
 
 /**
  * A pool's job variable defaults must satisfy its variables schema (required ones aside). Defaults
  * that point at a block document are checked once blocks exist; until then no such document exists.
  */
 const checkJobDefaults = (template: Record<string, unknown>) => {
-  if (referencesBlock(template)) return Effect.fail(new NotFound({ detail: "Block not found." }))
+  if (referencesBlock(template)) return Effect.fail(new JobDefaultsBlockNotFound())
   const check = checkJobVariables(template, {}, { ignoreRequired: true })
   if (check.valid) return Effect.void
   if (check.message.startsWith("Invalid schema:")) return Effect.fail(new ValidationError({ detail: check.message }))
@@ -48,25 +54,21 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     const lookup = yield* WorkQueueLookup
     const pool = lookup.pool
 
-    const record = (name: string) =>
-      Effect.flatMap(Effect.orDie(pools.record(name)), (found) => (found === undefined ? Effect.fail(workPoolNotFound(name)) : Effect.succeed(found)))
+    const record = (name: string) => pools.findRecord(name).pipe(orFail(() => workPoolNotFound(name)))
 
     const create = Effect.fn("WorkPools.create")(function* (body: WorkPoolCreate) {
       if (isReserved(body.name)) {
-        return yield* new Forbidden({ detail: "Work pools starting with 'Prefect' are reserved for internal use." })
+        return yield* new WorkPoolNameReserved({ detail: "Work pools starting with 'Prefect' are reserved for internal use." })
       }
       yield* checkJobDefaults(body.base_job_template)
-      yield* sql.withTransaction(pools.createPool(body)).pipe(
-        Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "A work pool with this name already exists." }))),
-        Effect.catchTag("SqlError", Effect.die)
-      )
+      yield* inTransaction(sql, pools.createPool(body))
       return yield* record(body.name)
     })
 
     const update = Effect.fn("WorkPools.update")(function* (name: string, body: WorkPoolUpdate) {
       const sent = Object.keys(body).filter((key) => body[key as keyof WorkPoolUpdate] !== undefined)
       if (isReserved(name) && sent.some((key) => key !== "is_paused" && key !== "concurrency_limit")) {
-        return yield* new Forbidden({
+        return yield* new WorkPoolNameReserved({
           detail: "Work pools starting with 'Prefect' are reserved for internal use and can only be updated to set concurrency limits or pause."
         })
       }
@@ -80,53 +82,54 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       if (body.is_paused != null) {
         changes.is_paused = body.is_paused
         if (found.type !== AGENT_POOL_TYPE) {
-          changes.status = body.is_paused ? "PAUSED" : (yield* Effect.orDie(pools.hasOnlineWorker(found.id))) ? "READY" : "NOT_READY"
+          changes.status = body.is_paused ? "PAUSED" : (yield* pools.hasOnlineWorker(found.id)) ? "READY" : "NOT_READY"
         }
       }
-      yield* Effect.orDie(pools.update(found.id, changes))
+      yield* pools.update(found.id, changes)
     })
 
     const remove = Effect.fn("WorkPools.remove")(function* (name: string) {
       if (isReserved(name)) {
-        return yield* new Forbidden({ detail: "Work pools starting with 'Prefect' are reserved for internal use and can not be deleted." })
+        return yield* new WorkPoolNameReserved({ detail: "Work pools starting with 'Prefect' are reserved for internal use and can not be deleted." })
       }
       const found = yield* pool(name)
-      yield* Effect.orDie(pools.remove(found.id))
+      yield* pools.remove(found.id)
     })
 
-    const queueRecord = (id: string) => Effect.map(Effect.orDie(queues.record(id, "pool")), (q) => q!)
+    /** The queue's record; `missing` when it is gone (deleted since it was found). */
+    const queueRecord = (id: string, slots: "pool" | "legacy", missing: () => WorkQueueNotFound) =>
+      queues.findRecord(id, slots).pipe(orFail(missing))
 
     const createQueue = Effect.fn("WorkPools.createQueue")(function* (poolName: string, body: WorkQueueCreate) {
       const found = yield* pool(poolName)
-      const queue = yield* sql.withTransaction(queues.createQueue(found.id, body)).pipe(
-        Effect.catchIf(isUniqueViolation, () =>
-          Effect.fail(new Conflict({ detail: `A work queue with this name already exists in work pool '${poolName}'.` }))
-        ),
-        Effect.catchTag("SqlError", Effect.die)
+      const queue = yield* inTransaction(sql, queues.createQueue(found.id, body)).pipe(
+        Effect.catchTag("WorkQueueNameTaken", () =>
+          new WorkQueueNameTaken({ detail: `A work queue with this name already exists in work pool '${poolName}'.` }))
       )
-      return yield* queueRecord(queue.id)
+      return yield* queueRecord(queue.id, "pool", () => poolQueueNotFound(poolName, body.name))
     })
 
     /** A queue made without a pool goes to the default agent pool (created on demand). */
     const createAgentQueue = Effect.fn("WorkPools.createAgentQueue")(function* (body: WorkQueueCreate) {
-      const queue = yield* sql.withTransaction(Effect.gen(function* () {
-        const existing = yield* pools.readPoolByName(DEFAULT_AGENT_POOL)
-        if (existing === undefined) {
+      const queue = yield* inTransaction(sql, Effect.gen(function* () {
+        const existing = yield* pools.findByName(DEFAULT_AGENT_POOL)
+        if (Option.isNone(existing)) {
           const created = yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: AGENT_POOL_TYPE })
-          if (body.name === "default") return (yield* queues.readQueue(created.default_queue_id!))!
-          return yield* queues.createQueue(created.id, body)
+          if (body.name === "default") return created.defaultQueue
+          return yield* queues.createQueue(created.pool.id, body)
         }
-        return yield* queues.createQueue(existing.id, body)
+        return yield* queues.createQueue(existing.value.id, body)
       })).pipe(
-        Effect.catchIf(isUniqueViolation, () => Effect.fail(new Conflict({ detail: "A work queue with this name already exists." }))),
-        Effect.catchTag("SqlError", Effect.die)
+        // The agent pool created by another request meanwhile: the reference's words for any name taken here.
+        Effect.catchTag("WorkPoolNameTaken", () => new WorkQueueNameTaken())
       )
-      return (yield* Effect.orDie(queues.record(queue.id, "legacy")))!
+      return yield* queueRecord(queue.id, "legacy", () => new WorkQueueNotFound({ detail: "work queue not found" }))
     })
 
-    const queueIn = (poolName: string, queueName: string) => lookup.queueInPool(poolName, queueName, { create: false })
+    const queueIn = (poolName: string, queueName: string) => lookup.queueInPool(poolName, queueName)
 
-    const readQueue = (poolName: string, queueName: string) => Effect.flatMap(queueIn(poolName, queueName), (q) => queueRecord(q.id))
+    const readQueue = (poolName: string, queueName: string) =>
+      Effect.flatMap(queueIn(poolName, queueName), (q) => queueRecord(q.id, "pool", () => poolQueueNotFound(poolName, queueName)))
 
     /**
      * Changes a queue. Pausing makes it PAUSED; unpausing a PAUSED queue makes it READY when it was
@@ -154,19 +157,20 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
           changes.status = fresh ? "READY" : "NOT_READY"
         }
       }
-      yield* sql.withTransaction(Effect.gen(function* () {
+      // A new name another queue of the pool has: WorkPoolConflict, from the repository.
+      yield* inTransaction(sql, Effect.gen(function* () {
         yield* queues.update(queue.id, changes)
         if (options.rebalance && body.priority != null) {
           yield* queues.rebalancePriorities(queue.work_pool_id, new Map([[queue.id, body.priority]]))
         }
-      })).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+      }))
     })
 
     /** Deletes a queue; a pool's default queue stays. */
     const removeQueue = Effect.fn("WorkPools.removeQueue")(function* (queue: { readonly id: string; readonly work_pool_id: string }) {
-      const owner = yield* Effect.orDie(pools.readPoolById(queue.work_pool_id))
-      if (owner?.default_queue_id === queue.id) return yield* defaultQueueKept
-      yield* Effect.orDie(queues.remove(queue.id))
+      const owner = yield* pools.findById(queue.work_pool_id)
+      if (Option.exists(owner, (found) => found.default_queue_id === queue.id)) return yield* new DefaultQueueKept()
+      yield* queues.remove(queue.id)
     })
 
     /** A worker's heartbeat: ONLINE now; its pool, when NOT_READY, becomes READY. */
@@ -175,8 +179,8 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       worker: { readonly name: string; readonly heartbeat_interval_seconds?: number | null | undefined }
     ) {
       const found = yield* pool(poolName)
-      yield* Effect.orDie(pools.heartbeat(found.id, worker))
-      if (found.status === "NOT_READY") yield* Effect.orDie(pools.update(found.id, { status: "READY" }))
+      yield* pools.heartbeat(found.id, worker)
+      if (found.status === "NOT_READY") yield* pools.update(found.id, { status: "READY" })
     })
 
     /**
@@ -195,24 +199,27 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       }
     ) {
       const names = options.queueNames && options.queueNames.length > 0 ? options.queueNames : undefined
-      const target = yield* Effect.orDie(poll.pollTarget(poolName, names))
-      if (target === undefined) return yield* workPoolNotFound(poolName)
+      const target = yield* poll.findPollTarget(poolName, names).pipe(orFail(() => workPoolNotFound(poolName)))
       const missing = names?.find((name) => !target.queues.some((q) => q.name === name))
-      if (missing !== undefined) return yield* new NotFound({ detail: `Work pool queue '${poolName}/${missing}' not found.` })
+      if (missing !== undefined) return yield* poolQueueNotFound(poolName, missing)
       const queueIds = target.queues.map((q) => q.id)
       const pollOnce = (scheduledBefore: Date | null) =>
         Effect.gen(function* () {
-          const due = yield* Effect.orDie(poll.dueInPool({
+          const due = yield* poll.dueInPool({
             poolId: target.id,
             queueIds: names === undefined ? undefined : queueIds,
             scheduledBefore,
             scheduledAfter: options.scheduledAfter,
             limit: options.limit
-          }))
-          const queueOf = new Map(due.map((d) => [d.id, d.work_queue_id]))
-          const dueRuns = yield* Effect.orDie(runs.readMany(due.map((d) => d.id)))
-          yield* Effect.orDie(poll.markPolled(queueIds, yield* now))
-          return dueRuns.map((run) => ({ work_pool_id: target.id, work_queue_id: queueOf.get(run.id)!, flow_run: run }))
+          })
+          const dueRuns = yield* runs.readMany(due.map((d) => d.id))
+          yield* poll.markPolled(queueIds, yield* now)
+          const runById = new Map(dueRuns.map((run) => [run.id, run]))
+          // In the poll's order; a run deleted since it was found is left out.
+          return due.flatMap((d) => {
+            const run = runById.get(d.id)
+            return run === undefined ? [] : [{ work_pool_id: target.id, work_queue_id: d.work_queue_id, flow_run: run }]
+          })
         })
       if (!options.waitSeconds || options.waitSeconds <= 0) return yield* pollOnce(options.scheduledBefore)
       return yield* holdPoll({
@@ -221,7 +228,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
         scheduledBefore: options.scheduledBefore,
         scheduledAfter: options.scheduledAfter,
         poll: pollOnce,
-        nextScheduledTime: (after, notBefore) => Effect.orDie(poll.nextScheduledTime(queueIds, { after, notBefore })),
+        nextScheduledTime: (after, notBefore) => poll.nextScheduledTime(queueIds, { after, notBefore }),
         due
       })
     })

@@ -4,14 +4,23 @@
  * demand so deployments written before work pools keep working).
  */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
-import { NotFound } from "../domain/errors.ts"
+import { Effect, Option } from "effect"
+import { inTransaction } from "../database/errors.ts"
+import { orFail } from "../domain/errors.ts"
+import { poolQueueNotFound, WorkPoolConflict, workPoolNotFound } from "./errors.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 
 export const DEFAULT_AGENT_POOL = "default-agent-pool"
 
-export const workPoolNotFound = (name: string) => new NotFound({ detail: `Work pool "${name}" not found.` })
+/** Kept where it was for deployments/service.ts; the error is work-pools/errors.ts's. */
+export { workPoolNotFound }
+
+/**
+ * A queue (or the default agent pool) created on demand that another request created at the same
+ * moment: the reference answers its integrity conflict, not the name-taken words of the create routes.
+ */
+const raced = () => new WorkPoolConflict()
 
 export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/WorkQueueLookup", {
   effect: Effect.gen(function* () {
@@ -19,68 +28,67 @@ export class WorkQueueLookup extends Effect.Service<WorkQueueLookup>()("baton/Wo
     const pools = yield* WorkPoolsRepo
     const queues = yield* WorkQueuesRepo
 
-    const pool = (name: string) =>
-      Effect.flatMap(Effect.orDie(pools.readPoolByName(name)), (found) =>
-        found === undefined ? Effect.fail(workPoolNotFound(name)) : Effect.succeed(found)
-      )
+    const pool = (name: string) => pools.findByName(name).pipe(orFail(() => workPoolNotFound(name)))
 
-    /** The pool's default queue; 404 without such a pool. */
-    const defaultQueue = (poolName: string) =>
-      Effect.flatMap(pool(poolName), (found) => Effect.map(Effect.orDie(queues.readQueue(found.default_queue_id!)), (q) => q!))
+    /** The pool's default queue; WorkPoolNotFound without such a pool. */
+    const defaultQueue = (poolName: string) => queues.findDefault(poolName).pipe(orFail(() => workPoolNotFound(poolName)))
 
-    /** The queue of that name in the pool: created when missing and `create` is set; 404 otherwise. */
-    const queueInPool = (poolName: string, queueName: string, options: { readonly create: boolean }) =>
+    /** The queue of that name in the pool; WorkQueueNotFound without it. */
+    const queueInPool = (poolName: string, queueName: string) =>
+      queues.findByName(poolName, queueName).pipe(orFail(() => poolQueueNotFound(poolName, queueName)))
+
+    /** The queue of that name in the pool, created when missing; WorkPoolNotFound without such a pool. */
+    const ensureQueueInPool = (poolName: string, queueName: string) =>
       Effect.gen(function* () {
-        const existing = yield* Effect.orDie(queues.readQueueByName(poolName, queueName))
-        if (existing !== undefined) return existing
-        if (!options.create) {
-          return yield* new NotFound({ detail: `Work pool queue '${poolName}/${queueName}' not found.` })
-        }
+        const existing = yield* queues.findByName(poolName, queueName)
+        if (Option.isSome(existing)) return existing.value
         const found = yield* pool(poolName)
-        return yield* Effect.orDie(queues.createQueue(found.id, { name: queueName }))
+        return yield* queues.createQueue(found.id, { name: queueName }).pipe(Effect.catchTag("WorkQueueNameTaken", raced))
       })
 
     /** A queue named without a pool: the default agent pool's, or (without that pool) the first of any pool. */
     const queueWithoutPool = (name: string) =>
-      Effect.orDie(
-        Effect.gen(function* () {
-          const agentPool = yield* pools.readPoolByName(DEFAULT_AGENT_POOL)
-          const queue = agentPool === undefined
-            ? yield* queues.readAnyQueueByName(name)
-            : yield* queues.readQueueByName(DEFAULT_AGENT_POOL, name)
-          return { agentPool, queue }
-        })
-      )
+      Effect.gen(function* () {
+        const agentPool = yield* pools.findByName(DEFAULT_AGENT_POOL)
+        const queue = Option.isNone(agentPool)
+          ? yield* queues.findAnyByName(name)
+          : yield* queues.findByName(DEFAULT_AGENT_POOL, name)
+        return { agentPool, queue }
+      })
 
     /** A queue named without a pool, as `queueWithoutPool` finds it, else created in the default agent pool. */
     const ensureQueue = (name: string) =>
-      Effect.orDie(
-        Effect.gen(function* () {
-          const { agentPool, queue: existing } = yield* queueWithoutPool(name)
-          if (existing !== undefined) return existing
-          const target = agentPool ?? (yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: AGENT_POOL_TYPE }))
-          if (name === "default") return (yield* queues.readQueue(target.default_queue_id!))!
-          return yield* queues.createQueue(target.id, { name, priority: 1 })
-        })
-      )
+      Effect.gen(function* () {
+        const { agentPool, queue: existing } = yield* queueWithoutPool(name)
+        if (Option.isSome(existing)) return existing.value
+        if (Option.isNone(agentPool)) {
+          const created = yield* pools.createPool({ name: DEFAULT_AGENT_POOL, type: AGENT_POOL_TYPE })
+          if (name === "default") return created.defaultQueue
+          return yield* queues.createQueue(created.pool.id, { name, priority: 1 })
+        }
+        // The agent pool's default queue, renamed: still the one "default" names.
+        if (name === "default") return yield* defaultQueue(DEFAULT_AGENT_POOL)
+        return yield* queues.createQueue(agentPool.value.id, { name, priority: 1 })
+      }).pipe(Effect.catchTags({ WorkPoolNameTaken: raced, WorkQueueNameTaken: raced }))
 
     /**
      * The queue a deployment is assigned to: pool and queue (created in the pool when missing),
      * pool only (its default queue), queue only (ensured in the default agent pool); null for neither.
      */
     const forDeployment = (names: { readonly work_pool_name?: string | null | undefined; readonly work_queue_name?: string | null | undefined }) =>
-      sql.withTransaction(
+      inTransaction(
+        sql,
         Effect.gen(function* () {
           if (names.work_pool_name && names.work_queue_name) {
-            return yield* queueInPool(names.work_pool_name, names.work_queue_name, { create: true })
+            return yield* ensureQueueInPool(names.work_pool_name, names.work_queue_name)
           }
           if (names.work_pool_name) return yield* defaultQueue(names.work_pool_name)
           if (names.work_queue_name) return yield* ensureQueue(names.work_queue_name)
           return null
         })
-      ).pipe(Effect.catchTag("SqlError", Effect.die))
+      )
 
-    return { pool, defaultQueue, queueInPool, queueWithoutPool, ensureQueue, forDeployment } as const
+    return { pool, defaultQueue, queueInPool, ensureQueueInPool, queueWithoutPool, ensureQueue, forDeployment } as const
   }),
   dependencies: [WorkPoolsRepo.Default, WorkQueuesRepo.Default]
 }) {}

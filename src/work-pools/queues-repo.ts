@@ -1,9 +1,11 @@
 /** Work queues in SQL: records, priorities kept unique within a pool, readiness. */
 import { SqlClient, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
+import { WorkPoolConflict, WorkQueueNameTaken } from "./errors.ts"
 import { WorkQueueFilter } from "./filter.ts"
 import { WorkQueue } from "./schemas.ts"
 
@@ -79,17 +81,23 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       FROM work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id
     `
 
-    const readQueue = (id: string) => Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.id = ${id}`, (rows) => rows[0])
+    const first = (rows: ReadonlyArray<WorkQueueRow>) => Option.fromNullable(rows[0])
 
-    const readQueueByName = (poolName: string, queueName: string) =>
-      Effect.map(
-        sql<WorkQueueRow>`${selectRows} WHERE work_pool.name = ${poolName} AND work_queue.name = ${queueName}`,
-        (rows) => rows[0]
-      )
+    const find = (id: string) => Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.id = ${id}`, first)
+
+    const findByName = (poolName: string, queueName: string) =>
+      Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_pool.name = ${poolName} AND work_queue.name = ${queueName}`, first)
 
     /** The first queue named `name`, in any pool. */
-    const readAnyQueueByName = (name: string) =>
-      Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.name = ${name} ORDER BY work_queue.id LIMIT 1`, (rows) => rows[0])
+    const findAnyByName = (name: string) =>
+      Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.name = ${name} ORDER BY work_queue.id LIMIT 1`, first)
+
+    /** The default queue of the pool named `poolName`; none when there is no such pool. */
+    const findDefault = (poolName: string) =>
+      Effect.map(
+        sql<WorkQueueRow>`${selectRows} WHERE work_pool.name = ${poolName} AND work_queue.id = work_pool.default_queue_id`,
+        first
+      )
 
     /** Queue records as answered, with the runs holding their slots counted when they have a limit. */
     const records = (condition: Statement.Fragment, options: { readonly slots: SlotStates; readonly tail?: Statement.Fragment }) =>
@@ -106,11 +114,12 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
           WHERE ${condition}
           ${options.tail ?? sql``}
         `,
+        // A record the schema refuses is a bug: a defect.
         (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodeQueue(row.record)))
       )
 
-    const record = (id: string, slots: SlotStates) =>
-      Effect.map(records(sql`work_queue.id = ${id}`, { slots }), (rows) => rows[0])
+    const findRecord = (id: string, slots: SlotStates) =>
+      Effect.map(records(sql`work_queue.id = ${id}`, { slots }), (rows) => Option.fromNullable(rows[0]))
 
     /** Queues matching the filter (in one pool when given), by priority in a pool, by name across pools. */
     const filter = (options: {
@@ -154,7 +163,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
     })
 
     /** Adds a queue to a pool; priorities stay unique within the pool. Call inside a transaction. */
-    const createQueue = Effect.fn("WorkQueuesRepo.createQueue")(function* (poolId: string, queue: NewWorkQueue) {
+    const insertQueue = Effect.fn("WorkQueuesRepo.createQueue")(function* (poolId: string, queue: NewWorkQueue) {
       const id = yield* newId
       const at = yield* now
       let priority = queue.priority ?? null
@@ -165,19 +174,34 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
         // The first gap in 1, 2, 3 … or one past the last.
         priority = taken.findIndex((row, i) => row.priority !== i + 1) + 1 || taken.length + 1
       }
-      yield* sql`
-        INSERT INTO work_queue (id, created, updated, name, description, is_paused, concurrency_limit, priority, filter,
-                                work_pool_id, status)
-        VALUES (${id}, ${at}, ${at}, ${queue.name}, ${queue.description ?? ""}, ${queue.is_paused ?? false},
-                ${queue.concurrency_limit ?? null}, ${priority}, ${queue.filter == null ? null : JSON.stringify(queue.filter)}::jsonb,
-                ${poolId}, 'NOT_READY')
+      const rows = yield* sql<WorkQueueRow>`
+        WITH inserted AS (
+          INSERT INTO work_queue (id, created, updated, name, description, is_paused, concurrency_limit, priority, filter,
+                                  work_pool_id, status)
+          VALUES (${id}, ${at}, ${at}, ${queue.name}, ${queue.description ?? ""}, ${queue.is_paused ?? false},
+                  ${queue.concurrency_limit ?? null}, ${priority}, ${queue.filter == null ? null : JSON.stringify(queue.filter)}::jsonb,
+                  ${poolId}, 'NOT_READY')
+          RETURNING *
+        )
+        SELECT inserted.*, work_pool.name AS work_pool_name FROM inserted JOIN work_pool ON work_pool.id = inserted.work_pool_id
       `
+      // The new queue keeps the priority it was given: only the others move.
       if (queue.priority != null) yield* rebalancePriorities(poolId, new Map([[id, queue.priority]]))
-      return (yield* readQueue(id))!
+      return rows[0]!
     })
 
+    /**
+     * WorkQueueNameTaken when the pool has a queue of that name, WorkPoolConflict when the pool is
+     * gone (deleted since the caller found it).
+     */
+    const createQueue = (poolId: string, queue: NewWorkQueue) =>
+      insertQueue(poolId, queue).pipe(
+        Effect.catchIf(isUniqueViolation, () => new WorkQueueNameTaken()),
+        Effect.catchIf(isForeignKeyViolation, () => new WorkPoolConflict())
+      )
+
     /** Sets the given columns (and `updated`); false when there is no such queue. */
-    const update = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const updateColumns = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
       const rows = yield* sql<{ id: string; previous: string | null }>`
@@ -189,13 +213,16 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       return rows.length > 0
     })
 
+    /** A new name another queue of the pool has is the reference's integrity conflict. */
+    const update = (id: string, changes: Readonly<Record<string, unknown>>) =>
+      Effect.catchIf(updateColumns(id, changes), isIntegrityViolation, () => new WorkPoolConflict())
+
     const idsInPool = (poolId: string) =>
       Effect.map(sql<{ id: string }>`SELECT id FROM work_queue WHERE work_pool_id = ${poolId}`, (rows) => rows.map((r) => r.id))
 
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM work_queue WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    /** Polled now: last_polled set, and NOT_READY queues become READY (paused ones stay PAUSED). */
     /** READY queues not polled since `before` become NOT_READY. */
     const markStale = (before: Date, at: Date) =>
       Effect.flatMap(
@@ -221,11 +248,14 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
         ORDER BY work_pool.name, work_queue.priority, work_queue.name
       `
 
-    return {
-      readQueue,
-      readQueueByName,
-      readAnyQueueByName,
-      record,
+    return sqlErrorsAsDefects({
+      find,
+      findByName,
+      findAnyByName,
+      findDefault,
+      /** The queue, or undefined: kept for automations, being converted elsewhere; new callers use `find`. */
+      readQueue: (id: string) => Effect.map(find(id), Option.getOrUndefined),
+      findRecord,
       filter,
       createQueue,
       rebalancePriorities,
@@ -234,7 +264,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       remove,
       markStale,
       queuesAccepting
-    } as const
+    })
   }),
   dependencies: [StatusChanges.Default]
 }) {}

@@ -1,11 +1,13 @@
 /** Work pools and their workers in SQL. */
 import { SqlClient, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { isForeignKeyViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
+import { WorkPoolConflict, WorkPoolNameTaken } from "./errors.ts"
 import { WorkerFilter, WorkPoolFilter } from "./filter.ts"
-import { WorkQueuesRepo } from "./queues-repo.ts"
+import { type WorkQueueRow, WorkQueuesRepo } from "./queues-repo.ts"
 import { WorkPool } from "./schemas.ts"
 
 export interface WorkPoolRow {
@@ -56,11 +58,11 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     const queues = yield* WorkQueuesRepo
     const statusChanges = yield* StatusChanges
 
-    const readPoolByName = (name: string) =>
-      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE name = ${name}`, (rows) => rows[0])
+    const findByName = (name: string) =>
+      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
 
-    const readPoolById = (id: string) =>
-      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE id = ${id}`, (rows) => rows[0])
+    const findById = (id: string) =>
+      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
 
     /** Pool records as answered: Pending and Running runs in their queues counted when they have a limit. */
     const records = (condition: Statement.Fragment, tail: Statement.Fragment = sql``) =>
@@ -78,10 +80,11 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
           WHERE ${condition}
           ${tail}
         `,
+        // A record the schema refuses is a bug: a defect.
         (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodePool(row.record)))
       )
 
-    const record = (name: string) => Effect.map(records(sql`work_pool.name = ${name}`), (rows) => rows[0])
+    const findRecord = (name: string) => Effect.map(records(sql`work_pool.name = ${name}`), (rows) => Option.fromNullable(rows[0]))
 
     const filter = (options: { readonly filter: WorkPoolFilter | null | undefined; readonly offset: number; readonly limit: number }) =>
       records(
@@ -95,7 +98,10 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
         (rows) => Number(rows[0]!.count)
       )
 
-    /** Creates a pool with its `default` queue. Call inside a transaction. */
+    /**
+     * Creates a pool with its `default` queue; answers both. WorkPoolNameTaken when another pool has
+     * the name. Call inside a transaction.
+     */
     const createPool = Effect.fn("WorkPoolsRepo.createPool")(function* (pool: NewWorkPool) {
       const id = yield* newId
       const at = yield* now
@@ -106,10 +112,12 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
                 ${JSON.stringify(pool.base_job_template ?? {})}::jsonb, ${pool.is_paused ?? false},
                 ${pool.concurrency_limit ?? null}, ${pool.is_paused && pool.type !== AGENT_POOL_TYPE ? "PAUSED" : "NOT_READY"},
                 ${JSON.stringify({ ...emptyStorage, ...pool.storage_configuration })}::jsonb, ${at})
-      `
-      const queue = yield* queues.createQueue(id, { name: "default", description: "The work pool's default queue." })
-      yield* sql`UPDATE work_pool SET default_queue_id = ${queue.id} WHERE id = ${id}`
-      return { ...(yield* readPoolByName(pool.name))!, default_queue_id: queue.id }
+      `.pipe(Effect.catchIf(isUniqueViolation, () => new WorkPoolNameTaken()))
+      // The pool was inserted just now, in this transaction: its default queue's name is free.
+      const defaultQueue: WorkQueueRow = yield* queues.createQueue(id, { name: "default", description: "The work pool's default queue." })
+        .pipe(Effect.catchTags({ WorkQueueNameTaken: Effect.die, WorkPoolConflict: Effect.die }))
+      const rows = yield* sql<WorkPoolRow>`UPDATE work_pool SET default_queue_id = ${defaultQueue.id} WHERE id = ${id} RETURNING *`
+      return { pool: rows[0]!, defaultQueue }
     })
 
     /** Sets the given columns (and `updated`); false when there is no such pool. */
@@ -144,7 +152,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       )
 
     /** A worker's heartbeat: the worker (created on its first) is ONLINE as of now. */
-    const heartbeat = Effect.fn("WorkPoolsRepo.heartbeat")(function* (
+    const beat = Effect.fn("WorkPoolsRepo.heartbeat")(function* (
       poolId: string,
       worker: { readonly name: string; readonly heartbeat_interval_seconds?: number | null | undefined }
     ) {
@@ -158,6 +166,10 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
           heartbeat_interval_seconds = coalesce(${interval}::integer, worker.heartbeat_interval_seconds)
       `
     })
+
+    /** WorkPoolConflict when the pool is gone (deleted since the caller found it). */
+    const heartbeat = (poolId: string, worker: Parameters<typeof beat>[1]) =>
+      Effect.catchIf(beat(poolId, worker), isForeignKeyViolation, () => new WorkPoolConflict())
 
     const workers = (options: {
       readonly poolId: string
@@ -196,10 +208,14 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
         yield* statusChanges.announce("work-pool", "NOT_READY", at, silent.map((r) => r.id))
       })
 
-    return {
-      readPoolByName,
-      readPoolById,
-      record,
+    return sqlErrorsAsDefects({
+      findByName,
+      findById,
+      /** The pool, or undefined: kept for deployments and automations, being converted elsewhere; new callers use `findByName`. */
+      readPoolByName: (name: string) => Effect.map(findByName(name), Option.getOrUndefined),
+      /** The pool, or undefined: kept for automations, being converted elsewhere; new callers use `findById`. */
+      readPoolById: (id: string) => Effect.map(findById(id), Option.getOrUndefined),
+      findRecord,
       filter,
       count,
       createPool,
@@ -210,7 +226,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       workers,
       removeWorker,
       markSilentWorkers
-    } as const
+    })
   }),
   dependencies: [StatusChanges.Default, WorkQueuesRepo.Default]
 }) {}

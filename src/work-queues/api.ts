@@ -13,6 +13,12 @@ import {
   WorkQueueUpdate
 } from "../work-pools/schemas.ts"
 import * as Lax from "../domain/lax.ts"
+import {
+  DefaultQueueKeptResponse,
+  WorkPoolConflictResponse,
+  WorkQueueNameTakenResponse,
+  WorkQueueNotFoundResponse
+} from "../work-pools/errors.ts"
 
 const IdPath = Schema.Struct({ id: Id })
 
@@ -38,5 +44,9 @@ export class WorkQueuesApi extends HttpApiGroup.make("workQueues")
       .addSuccess(WorkQueueConcurrencyStatus)
   )
   .add(HttpApiEndpoint.get("status", "/:id/status").setPath(IdPath).addSuccess(WorkQueueStatusDetail))
+  .addError(WorkQueueNotFoundResponse)
+  .addError(WorkQueueNameTakenResponse)
+  .addError(DefaultQueueKeptResponse)
+  .addError(WorkPoolConflictResponse)
   .prefix("/work_queues")
 {}

@@ -82,6 +82,17 @@ describe("work pools", () => {
           "Validation failed for work pool's job variable defaults: Validation failed for field 'n'. Failure reason: 'x' is not of type 'integer'"
         )
         expect((yield* request("GET", "/work_pools/t3")).body).toEqual({ detail: 'Work pool "t3" not found.' })
+        const blockDefault = yield* request("POST", "/work_pools/", {
+          body: {
+            name: "t4",
+            base_job_template: {
+              job_configuration: { a: "{{ creds }}" },
+              variables: { type: "object", properties: { creds: { default: { $ref: { block_document_id: "00000000-0000-0000-0000-000000000000" } } } } }
+            }
+          }
+        })
+        expect(blockDefault.status).toBe(404)
+        expect(blockDefault.body).toEqual({ detail: "Block not found." })
       })
     )
 
@@ -159,6 +170,13 @@ describe("work pools", () => {
         expect((yield* makeQueue("prio", { name: "gap" })).priority).toBe(2)
         const dup = yield* request("POST", "/work_pools/prio/queues", { body: { name: "gap" } })
         expect(dup.status).toBe(409)
+        expect(dup.body).toEqual({ detail: "A work queue with this name already exists in work pool 'prio'." })
+        // A queue renamed to a name the pool has: the reference's integrity conflict.
+        const renamed = yield* request("PATCH", "/work_pools/prio/queues/gap", { body: { name: "next" } })
+        expect(renamed.status).toBe(409)
+        expect(renamed.body).toEqual({
+          detail: "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
+        })
         expect((yield* request("POST", "/work_pools/prio/queues", { body: { name: "zero", priority: 0 } })).status).toBe(422)
         expect((yield* request("POST", "/work_pools/nowhere/queues", { body: { name: "x" } })).body).toEqual({
           detail: 'Work pool "nowhere" not found.'
