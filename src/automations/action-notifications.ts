@@ -1,5 +1,5 @@
 /** The actions that call out through a block: call a webhook, send a notification. */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { BlockDocuments } from "../blocks/documents-service.ts"
 import { type Perform, type Performers, statusReason } from "./action-performer.ts"
 import type { ActionTemplates } from "./action-templates.ts"
@@ -20,11 +20,12 @@ export const makeNotificationActions = (templates: ActionTemplates) =>
 
     const blockDocument = (ta: TriggeredAction, id: string, related: Array<Record<string, string>>, details: Record<string, unknown>) =>
       Effect.gen(function* () {
-        const document = yield* Effect.orDie(blocks.read(id, true))
-        if (document === undefined) {
+        const found = yield* blocks.find(id, true)
+        if (Option.isNone(found)) {
           details.status_code = 404
           return yield* actionFailed(statusReason(ta.action.type, 404))
         }
+        const document = found.value
         related.push(
           { "prefect.resource.id": `prefect.block-document.${id}`, "prefect.resource.role": "block", "prefect.resource.name": document.name ?? "" },
           { "prefect.resource.id": `prefect.block-type.${document.block_type?.slug ?? ""}`, "prefect.resource.role": "block-type" }

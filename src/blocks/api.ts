@@ -10,6 +10,24 @@ import {
   ReadBlockDocumentsBody
 } from "./documents-schemas.ts"
 import {
+  BlockDocumentConflictResponse,
+  BlockDocumentNameTakenResponse,
+  BlockDocumentNotFoundResponse,
+  BlockDocumentReferencedResponse,
+  BlockReferenceCycleResponse,
+  BlockReferenceInvalidResponse,
+  BlockSchemaConflictResponse,
+  BlockSchemaMigrationInvalidResponse,
+  BlockSchemaNotFoundResponse,
+  BlockSchemaProtectedResponse,
+  BlockSchemaTypeNotFoundResponse,
+  BlockTypeNameReservedResponse,
+  BlockTypeNameTakenResponse,
+  BlockTypeNotFoundResponse,
+  BlockTypeProtectedResponse,
+  NestedBlockTypeNotFoundResponse
+} from "./errors.ts"
+import {
   BlockSchema,
   BlockSchemaCreate,
   BlockType,
@@ -28,9 +46,23 @@ export const IncludeSecrets = Schema.Struct({
 })
 
 export class BlockTypesApi extends HttpApiGroup.make("blockTypes")
-  .add(HttpApiEndpoint.post("create", "/").setPayload(BlockTypeCreate).addSuccess(BlockType, { status: 201 }))
+  .add(
+    HttpApiEndpoint.post("create", "/")
+      .setPayload(BlockTypeCreate)
+      .addSuccess(BlockType, { status: 201 })
+      .addError(BlockTypeNameReservedResponse)
+      .addError(BlockTypeNameTakenResponse)
+  )
   .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadBlockTypesBody).addSuccess(Schema.Array(BlockType)))
-  .add(HttpApiEndpoint.post("installSystem", "/install_system_block_types").addSuccess(Schema.Null))
+  // Storing the system schemas fails only when a type is deleted meanwhile.
+  .add(
+    HttpApiEndpoint.post("installSystem", "/install_system_block_types")
+      .addSuccess(Schema.Null)
+      .addError(BlockSchemaTypeNotFoundResponse)
+      .addError(BlockSchemaNotFoundResponse)
+      .addError(NestedBlockTypeNotFoundResponse)
+      .addError(BlockSchemaConflictResponse)
+  )
   .add(HttpApiEndpoint.get("readBySlug", "/slug/:slug").setPath(SlugPath).addSuccess(BlockType))
   .add(
     HttpApiEndpoint.get("readDocuments", "/slug/:slug/block_documents")
@@ -43,16 +75,25 @@ export class BlockTypesApi extends HttpApiGroup.make("blockTypes")
       .setPath(Schema.Struct({ slug: Schema.String, block_document_name: Schema.String }))
       .setUrlParams(IncludeSecrets)
       .addSuccess(BlockDocument)
+      .addError(BlockDocumentNotFoundResponse)
   )
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(BlockType))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(BlockTypeUpdate).addSuccess(Schema.Void))
-  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void).addError(BlockTypeProtectedResponse))
+  .addError(BlockTypeNotFoundResponse)
   .prefix("/block_types")
 {}
 
 export class BlockSchemasApi extends HttpApiGroup.make("blockSchemas")
   // 201 when the schema was created, 200 when one with its checksum and version existed.
-  .add(HttpApiEndpoint.post("create", "/").setPayload(BlockSchemaCreate).addSuccess(BlockSchema))
+  .add(
+    HttpApiEndpoint.post("create", "/")
+      .setPayload(BlockSchemaCreate)
+      .addSuccess(BlockSchema)
+      .addError(BlockSchemaTypeNotFoundResponse)
+      .addError(NestedBlockTypeNotFoundResponse)
+      .addError(BlockSchemaConflictResponse)
+  )
   .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadBlockSchemasBody).addSuccess(Schema.Array(BlockSchema)))
   .add(
     HttpApiEndpoint.get("readByChecksum", "/checksum/:checksum")
@@ -61,7 +102,8 @@ export class BlockSchemasApi extends HttpApiGroup.make("blockSchemas")
       .addSuccess(BlockSchema)
   )
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).addSuccess(BlockSchema))
-  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void).addError(BlockSchemaProtectedResponse))
+  .addError(BlockSchemaNotFoundResponse)
   .prefix("/block_schemas")
 {}
 
@@ -71,11 +113,28 @@ export class BlockCapabilitiesApi extends HttpApiGroup.make("blockCapabilities")
 {}
 
 export class BlockDocumentsApi extends HttpApiGroup.make("blockDocuments")
-  .add(HttpApiEndpoint.post("create", "/").setPayload(BlockDocumentCreate).addSuccess(BlockDocument, { status: 201 }))
+  .add(
+    HttpApiEndpoint.post("create", "/")
+      .setPayload(BlockDocumentCreate)
+      .addSuccess(BlockDocument, { status: 201 })
+      .addError(BlockDocumentConflictResponse)
+      .addError(BlockDocumentNameTakenResponse)
+      .addError(BlockReferenceInvalidResponse)
+  )
   .add(HttpApiEndpoint.post("filter", "/filter").setPayload(ReadBlockDocumentsBody).addSuccess(Schema.Array(BlockDocument)))
   .add(HttpApiEndpoint.post("count", "/count").setPayload(CountBlockDocumentsBody).addSuccess(Schema.Int))
   .add(HttpApiEndpoint.get("read", "/:id").setPath(IdPath).setUrlParams(IncludeSecrets).addSuccess(BlockDocument))
-  .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(BlockDocumentUpdate).addSuccess(Schema.Void))
-  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .add(
+    HttpApiEndpoint.patch("update", "/:id")
+      .setPath(IdPath)
+      .setPayload(BlockDocumentUpdate)
+      .addSuccess(Schema.Void)
+      .addError(BlockDocumentConflictResponse)
+      .addError(BlockReferenceInvalidResponse)
+      .addError(BlockReferenceCycleResponse)
+      .addError(BlockSchemaMigrationInvalidResponse)
+  )
+  .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void).addError(BlockDocumentReferencedResponse))
+  .addError(BlockDocumentNotFoundResponse)
   .prefix("/block_documents")
 {}

@@ -2,10 +2,9 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
-import { NotFound } from "../domain/errors.ts"
+import { orFail } from "../domain/errors.ts"
 import { BlockDocuments } from "./documents-service.ts"
-
-const notFound = new NotFound({ detail: "Block document not found" })
+import { BlockDocumentNotFound } from "./errors.ts"
 
 export const BlockDocumentsLive = HttpApiBuilder.group(BatonApi, "blockDocuments", (handlers) =>
   Effect.gen(function* () {
@@ -17,9 +16,7 @@ export const BlockDocumentsLive = HttpApiBuilder.group(BatonApi, "blockDocuments
       )
       .handle("count", ({ payload }) => documents.count(payload))
       .handle("read", ({ path, urlParams }) =>
-        Effect.flatMap(documents.read(path.id, urlParams.include_secrets), (document) =>
-          document === undefined ? Effect.fail(notFound) : Effect.succeed(document)
-        )
+        documents.find(path.id, urlParams.include_secrets).pipe(orFail(() => new BlockDocumentNotFound()))
       )
       .handle("update", ({ path, payload }) => documents.update(path.id, payload))
       .handle("delete", ({ path }) => documents.remove(path.id))

@@ -3,10 +3,10 @@
  * references — a top-level key whose value is `{"$ref": {"block_document_id": …}}` — stored as edges
  * to other documents, whose data (and references) reads put back in place.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { v4 } from "uuid"
 import { isObject } from "../domain/schemas.ts"
-import { BadRequest, Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
 import { type DocumentRow, BlockDocumentsRepo, type ReferenceRow } from "./documents-repo.ts"
 import type {
   BlockDocument,
@@ -16,6 +16,14 @@ import type {
   BlockDocumentUpdate
 } from "./documents-schemas.ts"
 import { Encryption } from "./encryption.ts"
+import {
+  BlockDocumentConflict,
+  BlockDocumentNotFound,
+  BlockDocumentReferenced,
+  BlockReferenceCycle,
+  BlockReferenceInvalid,
+  BlockSchemaMigrationInvalid
+} from "./errors.ts"
 import type { BlockSchema, BlockType } from "./schemas.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
 import { obfuscateSecrets, restoreSecrets, secretPaths } from "./secrets.ts"
@@ -23,8 +31,6 @@ import { StorageDefaults } from "./storage-defaults.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
 
 type Data = Record<string, unknown>
-
-const notFound = new NotFound({ detail: "Block document not found" })
 
 /** The data without its references, and the references (key, referenced document id). */
 const separateReferences = (data: Data) => {
@@ -35,10 +41,12 @@ const separateReferences = (data: Data) => {
       const ref = value.$ref
       const id = isObject(ref) ? ref.block_document_id : undefined
       if (id === undefined || id === null) {
-        return Effect.fail(new BadRequest({ detail: `Received block reference without a block_document_id in key ${key}` }))
+        return Effect.fail(new BlockReferenceInvalid({ detail: `Received block reference without a block_document_id in key ${key}` }))
       }
       if (typeof id !== "string" || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
-        return Effect.fail(new BadRequest({ detail: `Received block reference with an invalid block_document_id in key ${key}` }))
+        return Effect.fail(
+          new BlockReferenceInvalid({ detail: `Received block reference with an invalid block_document_id in key ${key}` })
+        )
       }
       references.push({ name: key, id: id.toLowerCase() })
     } else plain[key] = value
@@ -56,11 +64,11 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
 
     /** The documents `ids` names, whole: nested documents in place, their schema and type. */
     const readMany = Effect.fn("BlockDocuments.readMany")(function* (ids: ReadonlyArray<string>, includeSecrets: boolean) {
-      const { rows, references } = yield* Effect.orDie(documents.readGraph(ids))
+      const { rows, references } = yield* documents.readGraph(ids)
       const byId = new Map(rows.map((r) => [r.id, r]))
-      const schemaList = yield* Effect.orDie(schemas.readMany([...new Set(rows.map((r) => r.block_schema_id))]))
+      const schemaList = yield* schemas.readMany([...new Set(rows.map((r) => r.block_schema_id))])
       const schemaById = new Map<string, BlockSchema>(schemaList.map((s) => [s.id, s]))
-      const typeList = yield* Effect.orDie(types.readMany([...new Set(rows.map((r) => r.block_type_id))]))
+      const typeList = yield* types.readMany([...new Set(rows.map((r) => r.block_type_id))])
       const typeById = new Map<string, BlockType>(typeList.map((t) => [t.id, t]))
       const edges = new Map<string, Array<ReferenceRow>>()
       for (const edge of references) {
@@ -119,11 +127,14 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
       return out
     })
 
-    const read = (id: string, includeSecrets: boolean) => Effect.map(readMany([id], includeSecrets), (docs) => docs[0])
+    const find = (id: string, includeSecrets: boolean) =>
+      Effect.map(readMany([id], includeSecrets), (docs) => Option.fromNullable(docs[0]))
 
-    const readByName = (slug: string, name: string, includeSecrets: boolean) =>
-      Effect.flatMap(Effect.orDie(documents.idByName(slug, name)), (id) =>
-        id === undefined ? Effect.succeed(undefined) : read(id, includeSecrets)
+    /** The document named `name` of the type with this slug. */
+    const findByName = (slug: string, name: string, includeSecrets: boolean) =>
+      Effect.flatMap(
+        documents.findIdByName(slug, name),
+        Option.match({ onNone: () => Effect.succeedNone, onSome: (id) => find(id, includeSecrets) })
       )
 
     const filter = Effect.fn("BlockDocuments.filter")(function* (
@@ -135,63 +146,59 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
         readonly limit: number | null
       }
     ) {
-      const ids = yield* Effect.orDie(documents.filterIds({ ...query, sort: query.sort ?? "NAME_ASC" }))
+      const ids = yield* documents.filterIds({ ...query, sort: query.sort ?? "NAME_ASC" })
       return yield* readMany(ids, query.include_secrets)
     })
 
-    const count = (query: BlockDocumentQuery) => Effect.orDie(documents.count(query))
+    const count = (query: BlockDocumentQuery) => documents.count(query)
 
     /** Every referenced document must exist: a reference to nothing is an integrity conflict. */
     const checkReferences = (references: ReadonlyArray<{ readonly id: string }>) =>
-      Effect.flatMap(Effect.orDie(documents.existingIds(references.map((r) => r.id))), (existing) =>
-        references.every((r) => existing.has(r.id)) ? Effect.void : Effect.fail(integrityConflict())
+      Effect.flatMap(documents.existingIds(references.map((r) => r.id)), (existing) =>
+        references.every((r) => existing.has(r.id)) ? Effect.void : Effect.fail(new BlockDocumentConflict())
       )
 
     const create = Effect.fn("BlockDocuments.create")(function* (body: BlockDocumentCreate) {
       const id = yield* documents.transaction(
         Effect.gen(function* () {
-          const type = yield* Effect.orDie(types.read(body.block_type_id))
-          const schema = yield* Effect.orDie(schemas.summary(body.block_schema_id))
-          if (type === undefined || schema === undefined) return yield* integrityConflict()
+          const type = yield* types.find(body.block_type_id).pipe(orFail(() => new BlockDocumentConflict()))
+          const schema = yield* schemas.findSummary(body.block_schema_id).pipe(orFail(() => new BlockDocumentConflict()))
           if (schema.block_type_id !== type.id) {
             return yield* new ValidationError({ detail: "The block schema is not a schema of the block type." })
           }
           const { plain, references } = yield* separateReferences(body.data)
           yield* checkReferences(references)
           const name = body.is_anonymous && !body.name ? `anonymous-${v4()}` : body.name!
-          const created = yield* Effect.orDie(
-            documents.insert({
-              name,
-              data: yield* encryption.encrypt(plain),
-              is_anonymous: body.is_anonymous,
-              block_type_name: type.name,
-              block_type_id: type.id,
-              block_schema_id: body.block_schema_id
-            })
-          )
-          if (created === undefined) return yield* new Conflict({ detail: "Block already exists" })
-          yield* Effect.orDie(documents.addReferences(created, references))
+          const created = yield* documents.insert({
+            name,
+            data: yield* encryption.encrypt(plain),
+            is_anonymous: body.is_anonymous,
+            block_type_name: type.name,
+            block_type_id: type.id,
+            block_schema_id: body.block_schema_id
+          })
+          yield* documents.addReferences(created, references)
           return created
         })
       )
-      return (yield* read(id, false))!
+      // Deleted between its transaction and this read.
+      return yield* find(id, false).pipe(orFail(() => new BlockDocumentNotFound()))
     })
 
     const update = Effect.fn("BlockDocuments.update")(function* (id: string, body: BlockDocumentUpdate) {
       yield* documents.transaction(
         Effect.gen(function* () {
-          const row = yield* Effect.orDie(documents.lockRow(id))
-          if (row === undefined) return yield* notFound
+          const row = yield* documents.lockRow(id).pipe(orFail(() => new BlockDocumentNotFound()))
           // Without merging, what was not sent is gone: no data means empty data.
           const sent = body.data ?? (body.merge_existing_data ? undefined : {})
-          if (sent === undefined) return yield* Effect.orDie(documents.update(id, {}))
+          if (sent === undefined) return yield* documents.update(id, {})
           const current = (yield* encryption.decrypt(row.data)) as Data
-          const schema = yield* Effect.orDie(schemas.summary(row.block_schema_id))
+          const schema = Option.getOrUndefined(yield* schemas.findSummary(row.block_schema_id))
           const kept = restoreSecrets(sent, current, secretPaths({ secret_fields: schema?.secret_fields }))
           const merged = body.merge_existing_data ? { ...current, ...kept } : kept
           const separated = yield* separateReferences(merged)
           const { plain } = separated
-          const existing = yield* Effect.orDie(documents.referencesOf(id))
+          const existing = yield* documents.referencesOf(id)
           // Merging keeps the references of keys the update does not mention, as it keeps their data.
           const references = body.merge_existing_data
             ? [
@@ -200,25 +207,18 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
             ]
             : separated.references
           yield* checkReferences(references)
-          const reached = yield* Effect.orDie(documents.reachable(references.map((r) => r.id)))
-          if (reached.has(id)) {
-            return yield* new BadRequest({
-              detail: "Cannot create block document reference: it would introduce a cycle into the block document references."
-            })
-          }
+          const reached = yield* documents.reachable(references.map((r) => r.id))
+          if (reached.has(id)) return yield* new BlockReferenceCycle()
           const changes: Record<string, unknown> = { data: yield* encryption.encrypt(plain) }
           if (body.block_schema_id !== null && body.block_schema_id !== row.block_schema_id) {
-            const proposed = yield* Effect.orDie(schemas.summary(body.block_schema_id))
-            if (proposed === undefined) return yield* integrityConflict()
-            if (proposed.block_type_id !== row.block_type_id) {
-              return yield* new BadRequest({ detail: "Must migrate block document to a block schema of the same block type." })
-            }
+            const proposed = yield* schemas.findSummary(body.block_schema_id).pipe(orFail(() => new BlockDocumentConflict()))
+            if (proposed.block_type_id !== row.block_type_id) return yield* new BlockSchemaMigrationInvalid()
             changes.block_schema_id = body.block_schema_id
           }
-          yield* Effect.orDie(documents.update(id, changes))
+          yield* documents.update(id, changes)
           const same = (e: ReferenceRow, r: { name: string; id: string }) => e.name === r.name && e.reference_block_document_id === r.id
-          yield* Effect.orDie(documents.addReferences(id, references.filter((r) => !existing.some((e) => same(e, r)))))
-          yield* Effect.orDie(documents.removeReferences(existing.filter((e) => !references.some((r) => same(e, r))).map((e) => e.id)))
+          yield* documents.addReferences(id, references.filter((r) => !existing.some((e) => same(e, r))))
+          yield* documents.removeReferences(existing.filter((e) => !references.some((r) => same(e, r))).map((e) => e.id))
         })
       )
     })
@@ -227,11 +227,10 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
     const remove = Effect.fn("BlockDocuments.remove")(function* (id: string) {
       yield* documents.transaction(
         Effect.gen(function* () {
-          const row = yield* Effect.orDie(documents.lockRow(id))
-          if (row === undefined) return yield* notFound
-          const parents = yield* Effect.orDie(documents.referencedBy(id))
+          yield* documents.lockRow(id).pipe(orFail(() => new BlockDocumentNotFound()))
+          const parents = yield* documents.referencedBy(id)
           if (parents.length > 0) {
-            return yield* new Conflict({
+            return yield* new BlockDocumentReferenced({
               detail: `Block document is referenced by other block documents (${parents.map((p) => p.name).join(", ")}); delete or update them first.`
             })
           }
@@ -240,7 +239,7 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
       )
     })
 
-    return { read, readByName, readMany, filter, count, create, update, remove } as const
+    return { find, findByName, readMany, filter, count, create, update, remove } as const
   }),
   dependencies: [
     BlockDocumentsRepo.Default,

@@ -49,7 +49,7 @@ export class Encryption extends Effect.Service<Encryption>()("baton/Encryption",
 
     const load = Effect.gen(function* () {
       const fresh = { aes_256_gcm_key: randomBytes(32).toString("base64") }
-      const stored = yield* Effect.orDie(configuration.readOrCreate(KEY_NAME, fresh))
+      const stored = yield* configuration.readOrCreate(KEY_NAME, fresh)
       return yield* Option.match(parseKey(stored), {
         onNone: () => Effect.die(new EncryptionKeyInvalid(`configuration ${KEY_NAME} is not a valid key`)),
         onSome: Effect.succeed
@@ -65,7 +65,8 @@ export class Encryption extends Effect.Service<Encryption>()("baton/Encryption",
     )
 
     const encrypt = (value: unknown) => Effect.map(key, (k) => seal(k, value))
-    const decrypt = (token: string) => Effect.flatMap(key, (k) => Effect.try({ try: () => open(k, token), catch: (e) => e }).pipe(Effect.orDie))
+    // Data that does not open with the key is a broken database, not a request's fault: a defect.
+    const decrypt = (token: string) => Effect.flatMap(key, (k) => Effect.sync(() => open(k, token)))
 
     return { encrypt, decrypt } as const
   }),

@@ -3,7 +3,7 @@
  * asks (skipped when nothing changed since the last registration into this database, unless
  * server.memoize_block_auto_registration is off), and on POST /block_types/install_system_block_types.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { ConfigurationRepo } from "../configuration/repo.ts"
 import { Settings } from "../settings/settings.ts"
@@ -33,17 +33,15 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
     /** Creates or updates every system block type (by slug) and adds its schema when missing. */
     const registerAll = Effect.fn("BlockRegistration.registerAll")(function* () {
       for (const block of systemBlocks) {
-        const type = yield* Effect.orDie(
-          types.upsert({ ...blockTypeOf(block), is_protected: block.is_protected })
-        )
-        yield* schemas
-          .create({
-            fields: block.fields as Record<string, unknown>,
-            block_type_id: type.id,
-            capabilities: block.capabilities,
-            version: SYSTEM_BLOCK_SCHEMA_VERSION
-          })
-          .pipe(Effect.orDie)
+        const type = yield* types.upsert({ ...blockTypeOf(block), is_protected: block.is_protected })
+        // Fails only when a block type is deleted while its schema is being stored (or the system
+        // blocks themselves are wrong): the caller answers it.
+        yield* schemas.create({
+          fields: block.fields as Record<string, unknown>,
+          block_type_id: type.id,
+          capabilities: block.capabilities,
+          version: SYSTEM_BLOCK_SCHEMA_VERSION
+        })
       }
     })
 
@@ -51,9 +49,9 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
     const registerOnStart = Effect.fn("BlockRegistration.registerOnStart")(function* () {
       if (!settings.server.register_blocks_on_start) return false
       const memoize = settings.server.memoize_block_auto_registration
-      if (memoize && (yield* Effect.orDie(configuration.read(MEMO_KEY))) === registrationHash) return false
+      if (memoize && Option.getOrUndefined(yield* configuration.find(MEMO_KEY)) === registrationHash) return false
       yield* registerAll()
-      if (memoize) yield* Effect.orDie(configuration.write(MEMO_KEY, registrationHash))
+      if (memoize) yield* configuration.write(MEMO_KEY, registrationHash)
       yield* Effect.logDebug(`Registered ${systemBlocks.length} system block types`)
       return true
     })

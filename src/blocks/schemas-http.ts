@@ -2,50 +2,41 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
-import { Forbidden, NotFound } from "../domain/errors.ts"
+import { orFail } from "../domain/errors.ts"
 import { createdOrFound } from "../http/responses.ts"
+import { BlockSchemaNotFound, BlockSchemaProtected } from "./errors.ts"
 import { BlockSchema } from "./schemas.ts"
 import { BlockSchemas } from "./schemas-service.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
 import { StorageDefaults } from "./storage-defaults.ts"
-import { BlockTypesRepo } from "./types-repo.ts"
-
-const notFound = new NotFound({ detail: "Block schema not found" })
-
-const found = (schema: BlockSchema | undefined) => (schema === undefined ? Effect.fail(notFound) : Effect.succeed(schema))
 
 export const BlockSchemasLive = HttpApiBuilder.group(BatonApi, "blockSchemas", (handlers) =>
   Effect.gen(function* () {
     const schemas = yield* BlockSchemasRepo
     const service = yield* BlockSchemas
-    const types = yield* BlockTypesRepo
     const storage = yield* StorageDefaults
 
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          const type = yield* Effect.orDie(types.read(payload.block_type_id))
-          if (type === undefined) return yield* new NotFound({ detail: `Block type ${payload.block_type_id} not found.` })
           const { schema, created } = yield* service.create(payload)
           return yield* createdOrFound(BlockSchema, schema, created)
         })
       )
-      .handle("read", ({ path }) => Effect.flatMap(Effect.orDie(schemas.read(path.id)), found))
+      .handle("read", ({ path }) => schemas.find(path.id).pipe(orFail(() => new BlockSchemaNotFound())))
       // Without a version, the newest schema with the checksum.
       .handle("readByChecksum", ({ path, urlParams }) =>
-        Effect.flatMap(Effect.orDie(schemas.readByChecksum(path.checksum, urlParams.version)), found)
+        schemas.findByChecksum(path.checksum, urlParams.version).pipe(orFail(() => new BlockSchemaNotFound()))
       )
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.orDie(schemas.filter({ filter: payload.block_schemas, offset: payload.offset, limit }))
+          schemas.filter({ filter: payload.block_schemas, offset: payload.offset, limit })
         )
       )
       .handle("delete", ({ path }) =>
         Effect.gen(function* () {
-          const schema = yield* Effect.flatMap(Effect.orDie(schemas.read(path.id)), found)
-          if (schema.block_type?.is_protected) {
-            return yield* new Forbidden({ detail: "Block schemas for protected block types cannot be deleted." })
-          }
+          const schema = yield* schemas.find(path.id).pipe(orFail(() => new BlockSchemaNotFound()))
+          if (schema.block_type?.is_protected) return yield* new BlockSchemaProtected()
           yield* storage.clearWhenDeleting({ block_schema_id: path.id }, schemas.remove(path.id))
         })
       )
@@ -55,6 +46,6 @@ export const BlockSchemasLive = HttpApiBuilder.group(BatonApi, "blockSchemas", (
 export const BlockCapabilitiesLive = HttpApiBuilder.group(BatonApi, "blockCapabilities", (handlers) =>
   Effect.gen(function* () {
     const schemas = yield* BlockSchemasRepo
-    return handlers.handle("list", () => Effect.orDie(schemas.capabilities))
+    return handlers.handle("list", () => schemas.capabilities())
   })
 )

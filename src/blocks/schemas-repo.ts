@@ -4,12 +4,13 @@
  * into `fields` (block_schema_references and definitions) as the client sent them.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
-import { inTransaction } from "../database/errors.ts"
+import { Effect, Option } from "effect"
+import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
 import { newId } from "../domain/ids.ts"
 import { isObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
+import { BlockSchemaConflict } from "./errors.ts"
 import { type BlockSchema, BlockSchemaFilter, type BlockType, type SchemaReference } from "./schemas.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
 
@@ -119,23 +120,30 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
       return out
     })
 
-    const read = (id: string) => Effect.map(readMany([id]), (schemas) => schemas[0])
+    const find = (id: string) => Effect.map(readMany([id]), (schemas) => Option.fromNullable(schemas[0]))
 
     /** The id of the newest schema with this checksum (and version, when given). */
-    const idByChecksum = (checksum: string, version?: string | null) =>
+    const findIdByChecksum = (checksum: string, version?: string | null) =>
       Effect.map(
         sql<{ id: string }>`
           SELECT id FROM block_schema
           WHERE checksum = ${checksum} AND ${version == null ? sql`TRUE` : sql`version = ${version}`}
           ORDER BY created DESC, id DESC LIMIT 1
         `,
-        (rows) => rows[0]?.id
+        (rows) => Option.fromNullable(rows[0]?.id)
       )
 
-    const readByChecksum = (checksum: string, version?: string | null) =>
-      Effect.flatMap(idByChecksum(checksum, version), (id) => (id === undefined ? Effect.succeed(undefined) : read(id)))
+    const findByChecksum = (checksum: string, version?: string | null) =>
+      Effect.flatMap(
+        findIdByChecksum(checksum, version),
+        Option.match({ onNone: () => Effect.succeedNone, onSome: find })
+      )
 
-    /** Inserts a schema row as it is to be stored; its id. */
+    /**
+     * Inserts a schema row as it is to be stored; its id, or the id of the schema with its checksum
+     * and version that a concurrent create stored first (`created` false). BlockSchemaConflict when
+     * its type was deleted meanwhile.
+     */
     const insert = Effect.fn("BlockSchemasRepo.insert")(function* (row: {
       readonly checksum: string
       readonly fields: Record<string, unknown>
@@ -145,15 +153,25 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     }) {
       const at = yield* now
       const id = yield* newId
-      yield* sql`
+      // ON CONFLICT waits for the concurrent create to commit, so the schema it stored can be read.
+      const inserted = yield* sql<{ id: string }>`
         INSERT INTO block_schema (id, created, updated, checksum, fields, capabilities, version, block_type_id)
         VALUES (${id}, ${at}, ${at}, ${row.checksum}, ${JSON.stringify(row.fields)}::jsonb,
                 ${JSON.stringify(row.capabilities)}::jsonb, ${row.version}, ${row.block_type_id})
-      `
-      return id
+        ON CONFLICT (checksum, version) DO NOTHING
+        RETURNING id
+      `.pipe(Effect.catchIf(isForeignKeyViolation, () => new BlockSchemaConflict()))
+      if (inserted.length > 0) return { id, created: true }
+      const existing = yield* findIdByChecksum(row.checksum, row.version)
+      // The schema that won was deleted before this read: this transaction cannot store it again.
+      if (Option.isNone(existing)) return yield* new BlockSchemaConflict()
+      return { id: existing.value, created: false }
     })
 
-    /** Records that `parent`'s property `name` holds a block of schema `child`, once. */
+    /**
+     * Records that `parent`'s property `name` holds a block of schema `child`, once;
+     * BlockSchemaConflict when `child` was deleted meanwhile.
+     */
     const addReference = Effect.fn("BlockSchemasRepo.addReference")(function* (parent: string, child: string, name: string) {
       const at = yield* now
       yield* sql`
@@ -163,7 +181,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
           SELECT 1 FROM block_schema_reference
           WHERE parent_block_schema_id = ${parent} AND reference_block_schema_id = ${child} AND name = ${name}
         )
-      `
+      `.pipe(Effect.catchIf(isForeignKeyViolation, () => new BlockSchemaConflict()))
     })
 
     /** Schemas matching the filter, newest first. */
@@ -180,38 +198,41 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     })
 
     /** The capabilities and type of the schema `id`, without rebuilding its fields. */
-    const summary = (id: string) =>
+    const findSummary = (id: string) =>
       Effect.map(
         sql<{ block_type_id: string; capabilities: ReadonlyArray<string>; secret_fields: unknown }>`
           SELECT block_type_id, capabilities, fields -> 'secret_fields' AS secret_fields FROM block_schema WHERE id = ${id}
         `,
-        (rows) => rows[0]
+        (rows) => Option.fromNullable(rows[0])
       )
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM block_schema WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
     /** Every capability some schema has, sorted. */
-    const capabilities = Effect.map(
+    const capabilities = () => Effect.map(
       sql<{ capability: string }>`
         SELECT DISTINCT jsonb_array_elements_text(capabilities) AS capability FROM block_schema ORDER BY capability
       `,
       (rows) => rows.map((r) => r.capability)
     )
 
-    /** Runs `effect` in one transaction. */
+    /** Runs `effect` in one transaction (whose own statement failures are defects already). */
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => inTransaction(sql, effect)
 
     return {
-      read,
-      readMany,
-      readByChecksum,
-      idByChecksum,
-      summary,
-      insert,
-      addReference,
-      filter,
-      remove,
-      capabilities,
+      ...sqlErrorsAsDefects({
+        find,
+        readMany,
+        findByChecksum,
+        findIdByChecksum,
+        findSummary,
+        insert,
+        addReference,
+        filter,
+        remove,
+        capabilities
+      }),
+      // Outside the wrapper, whose mapped type would lose its type parameters.
       transaction
     } as const
   }),

@@ -2,10 +2,10 @@
  * Creating block schemas: idempotent by checksum and version; a schema that nests blocks stores each
  * nested block's schema (from the root's definitions) unless one with its checksum exists already.
  */
-import { Effect } from "effect"
-import { isUniqueViolation } from "../database/errors.ts"
+import { Effect, Option } from "effect"
 import { isObject } from "../domain/schemas.ts"
-import { Conflict, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
+import { BlockSchemaConflict, BlockSchemaNotFound, BlockSchemaTypeNotFound, NestedBlockTypeNotFound } from "./errors.ts"
 import { blockSchemaChecksum, collectRefs, definitionKey, nonBlockDefinitions } from "./checksum.ts"
 import { type BlockSchemaCreate, DEFAULT_BLOCK_SCHEMA_VERSION } from "./schemas.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
@@ -44,14 +44,17 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
       version: string,
       capabilities: ReadonlyArray<string>,
       inherited: Fields | undefined
-    ): Effect.Effect<{ readonly id: string; readonly created: boolean }, ValidationError | Conflict> =>
+    ): Effect.Effect<
+      { readonly id: string; readonly created: boolean },
+      ValidationError | NestedBlockTypeNotFound | BlockSchemaConflict
+    > =>
       Effect.gen(function* () {
         const fields: Fields = structuredClone(input)
         const definitions = inherited ?? (nonEmptyObject(fields.definitions) ? fields.definitions : undefined)
         if (definitions !== undefined) fields.definitions = definitions
         const checksum = blockSchemaChecksum(fields)
-        const existing = yield* Effect.orDie(schemas.idByChecksum(checksum, version))
-        if (existing !== undefined) return { id: existing, created: false }
+        const existing = yield* schemas.findIdByChecksum(checksum, version)
+        if (Option.isSome(existing)) return { id: existing.value, created: false }
 
         // Nested blocks are schemas of their own: only other definitions are stored with this one.
         if (definitions !== undefined) {
@@ -61,7 +64,9 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
         }
         const references = isObject(fields.block_schema_references) ? fields.block_schema_references : {}
         delete fields.block_schema_references
-        const id = yield* Effect.orDie(schemas.insert({ checksum, fields, capabilities, version, block_type_id: blockTypeId }))
+        const { id, created } = yield* schemas.insert({ checksum, fields, capabilities, version, block_type_id: blockTypeId })
+        // A concurrent create stored it first, with its nested schemas.
+        if (!created) return { id, created }
 
         for (const [name, value] of Object.entries(references)) {
           for (const entry of Array.isArray(value) ? value : [value]) {
@@ -71,13 +76,12 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
               )
             }
             const slug = entry.block_type_slug
-            const childType = yield* Effect.orDie(types.readBySlug(slug))
-            if (childType === undefined) {
-              return yield* new Conflict({
+            const childType = yield* types.findBySlug(slug).pipe(orFail(() =>
+              new NestedBlockTypeNotFound({
                 detail: `Cannot create block schema because block type '${slug}' was not found.Did you forget to register the block type?`
               })
-            }
-            let childId = yield* Effect.orDie(schemas.idByChecksum(entry.block_schema_checksum))
+            ))
+            let childId = Option.getOrUndefined(yield* schemas.findIdByChecksum(entry.block_schema_checksum))
             if (childId === undefined) {
               if (definitions === undefined) {
                 return yield* invalid(
@@ -87,7 +91,7 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
               const childFields = yield* definitionFor(input, name, slug, childType.name, definitions)
               childId = (yield* store(childFields, childType.id, DEFAULT_BLOCK_SCHEMA_VERSION, [], definitions)).id
             }
-            yield* Effect.orDie(schemas.addReference(id, childId, name))
+            yield* schemas.addReference(id, childId, name)
           }
         }
         return { id, created: true }
@@ -95,15 +99,18 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
 
     /**
      * Creates the schema of `body`, or finds the one with its checksum and version; a concurrent
-     * create of the same schema finds the one that won.
+     * create of the same schema finds the one that won (BlockSchemasRepo.insert).
      */
     const create = Effect.fn("BlockSchemas.create")(function* (body: BlockSchemaCreate) {
-      const attempt = schemas.transaction(store(body.fields, body.block_type_id, body.version, body.capabilities, undefined))
-      const { id, created } = yield* attempt.pipe(
-        Effect.catchAllDefect((defect) => (isUniqueViolation(defect) ? attempt : Effect.die(defect)))
+      yield* types.find(body.block_type_id).pipe(
+        orFail(() => new BlockSchemaTypeNotFound({ detail: `Block type ${body.block_type_id} not found.` }))
       )
-      const schema = yield* Effect.orDie(schemas.read(id))
-      return { schema: schema!, created }
+      const { id, created } = yield* schemas.transaction(
+        store(body.fields, body.block_type_id, body.version, body.capabilities, undefined)
+      )
+      // Deleted between its transaction and this read.
+      const schema = yield* schemas.find(id).pipe(orFail(() => new BlockSchemaNotFound()))
+      return { schema, created }
     })
 
     return { create } as const

@@ -2,12 +2,12 @@
  * The server's default result storage: a block document (of a schema that can write paths) kept in
  * the configuration table, and forgotten when that document, its schema or its type is deleted.
  */
-import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { ConfigurationRepo } from "../configuration/repo.ts"
 import { Id } from "../domain/ids.ts"
-import { NotFound, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
 import { BlockDocumentsRepo } from "./documents-repo.ts"
+import { StorageBlockDocumentNotFound } from "./errors.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
 
 const KEY = "server-default-result-storage"
@@ -34,30 +34,32 @@ export class StorageDefaults extends Effect.Service<StorageDefaults>()("baton/St
     const documents = yield* BlockDocumentsRepo
     const schemas = yield* BlockSchemasRepo
 
-    const read = Effect.map(Effect.orDie(configuration.read(KEY)), (value): ServerDefaultResultStorage => {
+    const read = Effect.map(configuration.find(KEY), (stored): ServerDefaultResultStorage => {
+      const value = Option.getOrNull(stored)
       const id = typeof value === "object" && value !== null ? (value as Record<string, unknown>).default_result_storage_block_id : null
       return { default_result_storage_block_id: typeof id === "string" ? id : null }
     })
 
     /** Makes document `id` the default result storage: it must exist and be able to write paths. */
     const set = Effect.fn("StorageDefaults.set")(function* (id: string) {
-      const document = yield* Effect.orDie(documents.readRow(id))
-      if (document === undefined) return yield* new NotFound({ detail: `Block document ${id} not found.` })
-      const schema = yield* Effect.orDie(schemas.summary(document.block_schema_id))
+      const document = yield* documents.findRow(id).pipe(
+        orFail(() => new StorageBlockDocumentNotFound({ detail: `Block document ${id} not found.` }))
+      )
+      const schema = Option.getOrUndefined(yield* schemas.findSummary(document.block_schema_id))
       if (schema === undefined || !schema.capabilities.includes("write-path")) {
         return yield* new ValidationError({ detail: `Block document ${id} cannot be used for result storage.` })
       }
-      yield* Effect.orDie(configuration.write(KEY, { default_result_storage_block_id: id }))
+      yield* configuration.write(KEY, { default_result_storage_block_id: id })
       return yield* read
     })
 
-    const clear = Effect.orDie(configuration.remove(KEY))
+    const clear = configuration.remove(KEY)
 
     /** Runs `deletion`; when it deleted the default storage document (or its schema or type), forgets it. */
-    const clearWhenDeleting = <E, R>(scope: DeletionScope, deletion: Effect.Effect<boolean, E | SqlError, R>) =>
+    const clearWhenDeleting = <E, R>(scope: DeletionScope, deletion: Effect.Effect<boolean, E, R>) =>
       Effect.gen(function* () {
         const current = (yield* read).default_result_storage_block_id
-        const document = current === null ? undefined : yield* Effect.orDie(documents.readRow(current))
+        const document = current === null ? undefined : Option.getOrUndefined(yield* documents.findRow(current))
         const affected =
           document !== undefined &&
           ("block_document_id" in scope
@@ -65,7 +67,7 @@ export class StorageDefaults extends Effect.Service<StorageDefaults>()("baton/St
             : "block_schema_id" in scope
             ? document.block_schema_id === scope.block_schema_id
             : document.block_type_id === scope.block_type_id)
-        const deleted = yield* Effect.orDie(deletion)
+        const deleted = yield* deletion
         if (deleted && affected) yield* clear
         return deleted
       })

@@ -2,16 +2,13 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
-import { Conflict, Forbidden, NotFound } from "../domain/errors.ts"
+import { orFail } from "../domain/errors.ts"
 import { BlockDocuments } from "./documents-service.ts"
+import { BlockDocumentNotFound, BlockTypeNameReserved, BlockTypeNotFound, BlockTypeProtected } from "./errors.ts"
 import { BlockRegistration } from "./registration.ts"
 import type { BlockType, BlockTypeUpdate } from "./schemas.ts"
 import { StorageDefaults } from "./storage-defaults.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
-
-const notFound = new NotFound({ detail: "Block type not found" })
-
-const found = (type: BlockType | undefined) => (type === undefined ? Effect.fail(notFound) : Effect.succeed(type))
 
 /** `&`, `<` and `>` as entities (quotes kept), as descriptions and examples are stored on create. */
 const escapeHtml = (text: string | null) =>
@@ -41,54 +38,44 @@ export const BlockTypesLive = HttpApiBuilder.group(BatonApi, "blockTypes", (hand
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          if (payload.name.toLowerCase().startsWith("prefect")) {
-            return yield* new Forbidden({ detail: "Block type names beginning with 'Prefect' are reserved." })
-          }
-          const created = yield* Effect.orDie(
-            types.create({
-              name: payload.name,
-              slug: payload.slug,
-              logo_url: payload.logo_url?.trim() ?? null,
-              documentation_url: payload.documentation_url?.trim() ?? null,
-              description: escapeHtml(payload.description),
-              code_example: escapeHtml(payload.code_example)
-            })
-          )
-          if (created === undefined) {
-            return yield* new Conflict({ detail: `Block type with name "${payload.name}" already exists` })
-          }
-          return created
+          if (payload.name.toLowerCase().startsWith("prefect")) return yield* new BlockTypeNameReserved()
+          return yield* types.create({
+            name: payload.name,
+            slug: payload.slug,
+            logo_url: payload.logo_url?.trim() ?? null,
+            documentation_url: payload.documentation_url?.trim() ?? null,
+            description: escapeHtml(payload.description),
+            code_example: escapeHtml(payload.code_example)
+          })
         })
       )
-      .handle("read", ({ path }) => Effect.flatMap(Effect.orDie(types.read(path.id)), found))
-      .handle("readBySlug", ({ path }) => Effect.flatMap(Effect.orDie(types.readBySlug(path.slug)), found))
+      .handle("read", ({ path }) => types.find(path.id).pipe(orFail(() => new BlockTypeNotFound())))
+      .handle("readBySlug", ({ path }) => types.findBySlug(path.slug).pipe(orFail(() => new BlockTypeNotFound())))
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.orDie(
-            types.filter({ block_types: payload.block_types, block_schemas: payload.block_schemas, offset: payload.offset, limit })
-          )
+          types.filter({ block_types: payload.block_types, block_schemas: payload.block_schemas, offset: payload.offset, limit })
         )
       )
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
-          const stored = yield* Effect.flatMap(Effect.orDie(types.read(path.id)), found)
+          const stored = yield* types.find(path.id).pipe(orFail(() => new BlockTypeNotFound()))
           if (changesNothing(payload, stored)) return
           const changes: Record<string, unknown> = {}
           for (const key of UPDATABLE) if (payload[key] !== undefined) changes[key] = payload[key]
-          if (Object.keys(changes).length > 0) yield* Effect.orDie(types.update(path.id, changes))
+          if (Object.keys(changes).length > 0) yield* types.update(path.id, changes)
         })
       )
       .handle("delete", ({ path }) =>
         Effect.gen(function* () {
-          const stored = yield* Effect.flatMap(Effect.orDie(types.read(path.id)), found)
-          if (stored.is_protected) return yield* new Forbidden({ detail: "protected block types cannot be deleted." })
+          const stored = yield* types.find(path.id).pipe(orFail(() => new BlockTypeNotFound()))
+          if (stored.is_protected) return yield* new BlockTypeProtected()
           yield* storage.clearWhenDeleting({ block_type_id: path.id }, types.remove(path.id))
         })
       )
       .handle("installSystem", () => Effect.as(registration.registerAll(), null))
       .handle("readDocuments", ({ path, urlParams }) =>
         Effect.gen(function* () {
-          const type = yield* Effect.flatMap(Effect.orDie(types.readBySlug(path.slug)), found)
+          const type = yield* types.findBySlug(path.slug).pipe(orFail(() => new BlockTypeNotFound()))
           return yield* documents.filter({
             block_documents: { operator: "and_", block_type_id: { any_: [type.id] }, is_anonymous: { eq_: false } },
             include_secrets: urlParams.include_secrets,
@@ -100,10 +87,8 @@ export const BlockTypesLive = HttpApiBuilder.group(BatonApi, "blockTypes", (hand
         })
       )
       .handle("readDocumentByName", ({ path, urlParams }) =>
-        Effect.flatMap(
-          documents.readByName(path.slug, path.block_document_name, urlParams.include_secrets),
-          (document) =>
-            document === undefined ? Effect.fail(new NotFound({ detail: "Block document not found" })) : Effect.succeed(document)
+        documents.findByName(path.slug, path.block_document_name, urlParams.include_secrets).pipe(
+          orFail(() => new BlockDocumentNotFound())
         )
       )
   })

@@ -1,8 +1,10 @@
 /** Block types in SQL. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
+import { BlockTypeNameTaken } from "./errors.ts"
 import { BlockSchemaFilter, type BlockType, BlockTypeFilter } from "./schemas.ts"
 
 /** A block type's own fields. */
@@ -12,7 +14,7 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** Creates the type; undefined when its slug is taken. */
+    /** Creates the type; BlockTypeNameTaken when its slug is taken. */
     const create = Effect.fn("BlockTypesRepo.create")(function* (values: BlockTypeValues) {
       const at = yield* now
       const rows = yield* sql<BlockType>`
@@ -20,7 +22,8 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
         ON CONFLICT (slug) DO NOTHING
         RETURNING *
       `
-      return rows[0]
+      if (rows.length === 0) return yield* new BlockTypeNameTaken({ detail: `Block type with name "${values.name}" already exists` })
+      return rows[0]!
     })
 
     /** Creates the type, or makes the one with its slug match `values` (keeping its id). */
@@ -37,10 +40,11 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
       return rows[0]!
     })
 
-    const read = (id: string) => Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE id = ${id}`, (rows) => rows[0])
+    const find = (id: string) =>
+      Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
 
-    const readBySlug = (slug: string) =>
-      Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE slug = ${slug}`, (rows) => rows[0])
+    const findBySlug = (slug: string) =>
+      Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE slug = ${slug}`, (rows) => Option.fromNullable(rows[0]))
 
     const readMany = (ids: ReadonlyArray<string>) =>
       ids.length === 0 ? Effect.succeed([]) : sql<BlockType>`SELECT * FROM block_type WHERE id = ANY(${ids}::uuid[])`
@@ -74,6 +78,6 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM block_type WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    return { create, upsert, read, readBySlug, readMany, filter, update, remove } as const
+    return sqlErrorsAsDefects({ create, upsert, find, findBySlug, readMany, filter, update, remove })
   })
 }) {}

@@ -1,6 +1,7 @@
 /** The server's own key/value configuration (encryption key, default result storage …) in SQL. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 
@@ -8,8 +9,11 @@ export class ConfigurationRepo extends Effect.Service<ConfigurationRepo>()("bato
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const read = (key: string) =>
-      Effect.map(sql<{ value: unknown }>`SELECT value FROM configuration WHERE key = ${key}`, (rows) => rows[0]?.value)
+    /** The value of `key`, when it has one (a stored JSON null is a value). */
+    const find = (key: string) =>
+      Effect.map(sql<{ value: unknown }>`SELECT value FROM configuration WHERE key = ${key}`, (rows) =>
+        rows.length > 0 ? Option.some(rows[0]!.value) : Option.none()
+      )
 
     /** Sets the value of `key`, replacing what was there. */
     const write = Effect.fn("ConfigurationRepo.write")(function* (key: string, value: unknown) {
@@ -32,11 +36,11 @@ export class ConfigurationRepo extends Effect.Service<ConfigurationRepo>()("bato
         VALUES (${yield* newId}, ${at}, ${at}, ${key}, ${JSON.stringify(value)}::jsonb)
         ON CONFLICT (key) DO NOTHING
       `
-      return yield* read(key)
+      return Option.getOrUndefined(yield* find(key))
     })
 
     const remove = (key: string) => Effect.asVoid(sql`DELETE FROM configuration WHERE key = ${key}`)
 
-    return { read, write, readOrCreate, remove } as const
+    return sqlErrorsAsDefects({ find, write, readOrCreate, remove })
   })
 }) {}
