@@ -47,7 +47,7 @@ export const makeActionTemplates = Effect.gen(function* () {
       case "flow":
         return Effect.map(flows.find(id), Option.getOrUndefined)
       case "deployment":
-        return deploymentsRepo.read(id)
+        return Effect.map(deploymentsRepo.find(id), Option.getOrUndefined)
       case "work_pool":
         return poolsRepo.readPoolById(id)
       case "work_queue":

@@ -6,11 +6,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { deploymentNotFoundDot } from "../deployments/errors.ts"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Events } from "../events/service.ts"
-import { NotFound, ValidationError } from "../domain/errors.ts"
+import { NotFound, orFail, ValidationError } from "../domain/errors.ts"
 import { valueErrorItem } from "../domain/problems.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
@@ -78,8 +79,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
         for (const action of actions) {
           if (action.type !== "run-deployment" || !action.deployment_id || action.job_variables === null) continue
           if (!every && Object.keys(action.job_variables).length === 0) continue
-          const deployment = yield* Effect.orDie(deployments.read(action.deployment_id))
-          if (deployment === undefined) return yield* new NotFound({ detail: "Deployment not found." })
+          const deployment = yield* deployments.find(action.deployment_id).pipe(orFail(deploymentNotFoundDot))
           if (deployment.work_pool_name === null) continue
           const pool = yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
           if (pool === undefined) continue

@@ -2,6 +2,19 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { ConcurrencyLimitNameTakenResponse } from "../concurrency/errors.ts"
+import {
+  DeploymentBlockNotFoundResponse,
+  DeploymentConflictResponse,
+  DeploymentLimitNotFoundResponse,
+  DeploymentNotFoundResponse,
+  DeploymentWithoutPoolResponse,
+  JobVariablesRejectedResponse,
+  ParametersNotHydratedResponse,
+  ParametersRejectedResponse,
+  ScheduleNotFoundResponse,
+  ScheduleSlugTakenResponse,
+  TooManyFlowRunsResponse
+} from "./errors.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { CoreWorkQueue } from "../work-pools/schemas.ts"
 import {
@@ -77,6 +90,17 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       .addSuccess(Schema.Void)
   )
   .add(HttpApiEndpoint.del("deleteSchedule", "/:id/schedules/:schedule_id").setPath(SchedulePath).addSuccess(Schema.Void))
+  .addError(DeploymentNotFoundResponse)
+  .addError(ScheduleNotFoundResponse)
+  .addError(DeploymentLimitNotFoundResponse)
+  .addError(DeploymentConflictResponse)
+  .addError(DeploymentBlockNotFoundResponse)
+  .addError(ScheduleSlugTakenResponse)
+  .addError(ParametersRejectedResponse)
+  .addError(JobVariablesRejectedResponse)
+  .addError(ParametersNotHydratedResponse)
+  .addError(DeploymentWithoutPoolResponse)
+  .addError(TooManyFlowRunsResponse)
   // A deployment's own concurrency limit (deployments/service.ts) is created by name.
   .addError(ConcurrencyLimitNameTakenResponse)
   .prefix("/deployments")
