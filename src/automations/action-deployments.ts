@@ -50,7 +50,7 @@ export const makeDeploymentActions = (templates: ActionTemplates) =>
         related.push(targetResource("deployment", id))
         const upgraded = upgradeTemplates(action.parameters ?? {})
         const context = yield* templates.templateContext([JSON.stringify(upgraded)], ta)
-        const values = yield* Effect.orDie(variables.valuesByName(referencedVariables(upgraded)))
+        const values = yield* variables.valuesByName(referencedVariables(upgraded))
         const parameters = hydrate(upgraded, {
           variable: (name) => (values.has(name) ? values.get(name) : undefined),
           jinja: context,

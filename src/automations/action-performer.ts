@@ -4,6 +4,7 @@
  * target and to turn an operation's errors into the reason the action failed.
  */
 import { Effect } from "effect"
+import { statusOf } from "../domain/errors.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
 import type { TriggeredAction } from "./firing.ts"
 import { type ActionFailed, actionFailed } from "./outbound.ts"
@@ -54,26 +55,16 @@ export const statusReason = (type: string, status: number, detail?: unknown) =>
     ? `Validation error occurred for '${type}' - ${typeof detail === "string" ? detail : JSON.stringify(detail)}`
     : `Unexpected status from '${type}' action: ${status}`
 
-const STATUS_OF_ERROR: Record<string, number> = {
-  NotFound: 404,
-  Conflict: 409,
-  ValidationError: 422,
-  BadRequest: 400,
-  Forbidden: 403,
-  // The work pools area's own (work-pools/errors.ts): pausing pools and queues, a run's queue.
-  WorkPoolNotFound: 404,
-  WorkQueueNotFound: 404,
-  WorkPoolNameReserved: 403,
-  WorkPoolConflict: 409
-}
+/** The shared shapes, whose wire forms (http/errors.ts) this process may not have loaded. */
+const STATUS_OF_ERROR: Record<string, number> = { NotFound: 404, Conflict: 409, ValidationError: 422, BadRequest: 400, Forbidden: 403 }
 
 /** Runs an API-level operation; its declared errors become the reason the action failed. */
 export const command = <A, R>(type: string, effect: Effect.Effect<A, unknown, R>, details: Record<string, unknown>, okStatus = 200) =>
   effect.pipe(
     Effect.tap(() => Effect.sync(() => (details.status_code = okStatus))),
     Effect.catchAll((error) => {
-      const tag = (error as { _tag?: string })._tag ?? ""
-      const status = STATUS_OF_ERROR[tag]
+      // An area's own error answers with the status its wire form declares.
+      const status = statusOf(error) ?? STATUS_OF_ERROR[(error as { _tag?: string })._tag ?? ""]
       if (status === undefined) return Effect.fail(actionFailed(`Action '${type}' failed: ${String(error)}`))
       details.status_code = status
       return Effect.fail(actionFailed(statusReason(type, status, (error as { detail?: unknown }).detail)))

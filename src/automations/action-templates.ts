@@ -47,7 +47,7 @@ export const makeActionTemplates = Effect.gen(function* () {
       case "flow":
         return Effect.map(flows.find(id), Option.getOrUndefined)
       case "deployment":
-        return deploymentsRepo.read(id)
+        return Effect.map(deploymentsRepo.find(id), Option.getOrUndefined)
       case "work_pool":
         return poolsRepo.readPoolById(id)
       case "work_queue":
@@ -75,7 +75,7 @@ export const makeActionTemplates = Effect.gen(function* () {
         context[kind] = id === undefined ? null : plain(yield* Effect.orElseSucceed(readObject(kind, id), () => undefined))
       }
       if (/\bvariables\b/.test(text)) {
-        const all = yield* Effect.orDie(variables.filter({ filter: null, sort: "NAME_ASC", offset: 0, limit: 1000 }))
+        const all = yield* variables.filter({ filter: null, sort: "NAME_ASC", offset: 0, limit: 1000 })
         context.variables = Object.fromEntries(all.map((v) => [v.name, v.value]))
       }
       return context

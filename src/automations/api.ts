@@ -1,7 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
+import { DeploymentNotFoundResponse } from "../deployments/errors.ts"
 import { TemplateBody, TemplateInvalidResponse } from "../templates/api.ts"
+import { AutomationNotFoundResponse } from "./errors.ts"
 import { Automation, AutomationCreate, AutomationPartialUpdate, AutomationUpdate, ReadAutomationsBody } from "./schemas.ts"
 
 const IdPath = Schema.Struct({ id: Id })
@@ -24,5 +26,8 @@ export class AutomationsApi extends HttpApiGroup.make("automations")
   .add(HttpApiEndpoint.put("replace", "/:id").setPath(IdPath).setPayload(AutomationUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.patch("update", "/:id").setPath(IdPath).setPayload(AutomationPartialUpdate).addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("delete", "/:id").setPath(IdPath).addSuccess(Schema.Void))
+  .addError(AutomationNotFoundResponse)
+  // A run-deployment action names a deployment that must exist.
+  .addError(DeploymentNotFoundResponse)
   .prefix("/automations")
 {}

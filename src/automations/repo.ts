@@ -1,6 +1,7 @@
 /** Automations and the resources they relate to, in SQL. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { sqlErrorsAsDefects } from "../database/errors.ts"
 import * as Notifications from "../database/notifications.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -49,7 +50,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
       return rows[0]!
     })
 
-    const read = (id: string) => Effect.map(sql<Automation>`SELECT * FROM automation WHERE id = ${id}`, (rows) => rows[0])
+    const find = (id: string) => Effect.map(sql<Automation>`SELECT * FROM automation WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
 
     const readMany = (ids: ReadonlyArray<string>) =>
       ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : sql<Automation>`SELECT * FROM automation WHERE id = ANY(${ids}::uuid[])`
@@ -131,12 +132,25 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
         ORDER BY automation.created, automation.id
       `
 
-    /** Announces a change on a PostgreSQL channel (database/notifications.ts). */
-    const notify = (channel: string, payload: string) => Effect.provideService(Notifications.notify(channel, payload), SqlClient.SqlClient, sql)
+    /**
+     * Announces a change on a PostgreSQL channel (database/notifications.ts), for other replicas'
+     * triggers services. Best effort: the change stands without it, so a failure is logged.
+     */
+    const notify = (channel: string, payload: string) =>
+      Effect.provideService(Notifications.notify(channel, payload), SqlClient.SqlClient, sql).pipe(
+        Effect.catchAll((error) => Effect.logWarning("Automation change could not be announced to other replicas", error))
+      )
 
     /** Whether other processes may share this database (a PostgreSQL server, not the embedded one). */
     const sharedServer = Effect.provideService(Notifications.sharedServer, SqlClient.SqlClient, sql)
 
-    return { notify, sharedServer, create, read, readMany, all, filter, count, snapshot, replace, setEnabled, remove, relate, relateDeployments, relatedTo } as const
+    return {
+      ...sqlErrorsAsDefects({ notify, create, find, readMany, filter, replace, setEnabled, remove, relate, relateDeployments, relatedTo }),
+      // Effects rather than methods, which the wrapper leaves alone: their failed statements made defects here.
+      sharedServer: Effect.catchTag(sharedServer, "SqlError", Effect.die),
+      all: Effect.catchTag(all, "SqlError", Effect.die),
+      count: Effect.catchTag(count, "SqlError", Effect.die),
+      snapshot: Effect.catchTag(snapshot, "SqlError", Effect.die)
+    }
   })
 }) {}

@@ -6,20 +6,21 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { inTransaction } from "../database/errors.ts"
+import { deploymentNotFoundDot } from "../deployments/errors.ts"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Events } from "../events/service.ts"
-import { NotFound, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
 import { valueErrorItem } from "../domain/problems.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { AUTOMATION_CHANGES_CHANNEL, AutomationChanges } from "./changes.ts"
+import { AutomationNotFound } from "./errors.ts"
 import { type AutomationFields, AutomationsRepo } from "./repo.ts"
 import { runDeploymentLoop } from "./body-checks.ts"
 import { type Action, Automation, type AutomationCreate, type AutomationUpdate, MIN_PROACTIVE_WITHIN, type Trigger } from "./schemas.ts"
-
-export const automationNotFound = new NotFound({ detail: "Automation not found" })
 
 const encodeAutomation = Schema.encodeSync(Automation)
 
@@ -62,9 +63,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
       Effect.gen(function* () {
         yield* changes.publish(automations.map((a) => ({ id: a.id, kind })))
         // Other replicas' triggers services listen for these.
-        yield* Effect.forEach(automations, (a) => repo.notify(AUTOMATION_CHANGES_CHANNEL, JSON.stringify({ automation_id: a.id, event_type: kind }))).pipe(
-          Effect.catchAll((error) => Effect.logWarning("Automation change could not be announced to other replicas", error))
-        )
+        yield* Effect.forEach(automations, (a) => repo.notify(AUTOMATION_CHANGES_CHANNEL, JSON.stringify({ automation_id: a.id, event_type: kind })))
         yield* events.emit(yield* Effect.forEach(automations, (a) => lifecycleEvent(a, kind)))
       })
 
@@ -78,8 +77,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
         for (const action of actions) {
           if (action.type !== "run-deployment" || !action.deployment_id || action.job_variables === null) continue
           if (!every && Object.keys(action.job_variables).length === 0) continue
-          const deployment = yield* Effect.orDie(deployments.read(action.deployment_id))
-          if (deployment === undefined) return yield* new NotFound({ detail: "Deployment not found." })
+          const deployment = yield* deployments.find(action.deployment_id).pipe(orFail(deploymentNotFoundDot))
           if (deployment.work_pool_name === null) continue
           const pool = yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
           if (pool === undefined) continue
@@ -102,57 +100,60 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
 
     const create = Effect.fn("Automations.create")(function* (body: AutomationCreate) {
       yield* checkRunDeployments(body.actions, false)
-      const created = yield* sql.withTransaction(
+      const created = yield* inTransaction(
+        sql,
         Effect.gen(function* () {
           const automation = yield* repo.create(settle(body))
           if (body.owner_resource) yield* repo.relate(automation.id, body.owner_resource, true)
           yield* repo.relateDeployments(automation.id, deploymentsRun(automation.actions))
           return automation
         })
-      ).pipe(Effect.orDie)
+      )
       yield* announce([created], "created")
       return created
     })
 
-    const found = (automation: Automation | undefined) => (automation === undefined ? Effect.fail(automationNotFound) : Effect.succeed(automation))
+    const find = (id: string) => repo.find(id).pipe(orFail(() => new AutomationNotFound()))
 
     /** PUT: the automation becomes exactly the body (defaults for what it leaves out). */
     const replace = Effect.fn("Automations.replace")(function* (id: string, body: AutomationUpdate) {
       yield* checkRunDeployments(body.actions, true)
-      yield* found(yield* Effect.orDie(repo.read(id)))
+      yield* find(id)
       const fields = settle(body)
-      yield* sql.withTransaction(
+      yield* inTransaction(
+        sql,
         Effect.gen(function* () {
-          yield* repo.replace(id, fields)
+          // Deleted since it was read: nothing to relate (its relations would name no automation).
+          if (!(yield* repo.replace(id, fields))) return yield* new AutomationNotFound()
           yield* repo.relateDeployments(id, deploymentsRun(fields.actions))
         })
-      ).pipe(Effect.orDie)
-      yield* announce([(yield* Effect.orDie(repo.read(id)))!], "updated")
+      )
+      yield* announce([yield* find(id)], "updated")
     })
 
     /** PATCH: switches the automation on or off; switching on must not make a run-deployment loop. */
     const setEnabled = Effect.fn("Automations.setEnabled")(function* (id: string, enabled: boolean) {
-      const automation = yield* found(yield* Effect.orDie(repo.read(id)))
+      const automation = yield* find(id)
       const loop = runDeploymentLoop({ ...automation, enabled })
       if (loop !== undefined) {
         // As the reference reports it: the automation as it would become, checked as a whole
         // (its loc is the automation's own, not the request body's).
         return yield* new ValidationError({ detail: [valueErrorItem([], loop, encodeAutomation({ ...automation, enabled }))] })
       }
-      yield* Effect.orDie(repo.setEnabled(id, enabled))
-      yield* announce([(yield* Effect.orDie(repo.read(id)))!], "updated")
+      if (!(yield* repo.setEnabled(id, enabled))) return yield* new AutomationNotFound()
+      yield* announce([yield* find(id)], "updated")
     })
 
     const remove = Effect.fn("Automations.remove")(function* (id: string) {
-      const removed = yield* Effect.orDie(repo.remove([id]))
-      if (removed.length === 0) return yield* automationNotFound
+      const removed = yield* repo.remove([id])
+      if (removed.length === 0) return yield* new AutomationNotFound()
       yield* announce(removed, "deleted")
     })
 
     /** Deletes the automations the resource owns (those created up to now). */
     const removeOwnedBy = Effect.fn("Automations.removeOwnedBy")(function* (resourceId: string) {
-      const owned = yield* Effect.orDie(repo.relatedTo(resourceId, { ownedOnly: true, createdBefore: yield* now }))
-      const removed = yield* Effect.orDie(repo.remove(owned.map((a) => a.id)))
+      const owned = yield* repo.relatedTo(resourceId, { ownedOnly: true, createdBefore: yield* now })
+      const removed = yield* repo.remove(owned.map((a) => a.id))
       if (removed.length > 0) yield* announce(removed, "deleted")
     })
 

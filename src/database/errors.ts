@@ -36,12 +36,15 @@ export const databaseMessage = (error: unknown): string | undefined => {
 }
 
 /**
- * `effect` in one transaction; a failure of the transaction itself (begin, commit) is a defect,
- * as every other statement failure is to the handlers.
+ * `effect` in one transaction; a failure of the transaction itself (begin, commit), or of a statement
+ * in it, is a defect, as every other statement failure is to the handlers.
  */
-export const inTransaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+export const inTransaction = <A, E, R>(
+  sql: SqlClient.SqlClient,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, SqlError>, R> =>
   sql.withTransaction(effect).pipe(
-    Effect.catchAll((error) => (error instanceof SqlError ? Effect.die(error) : Effect.fail(error as E)))
+    Effect.catchAll((error) => (error instanceof SqlError ? Effect.die(error) : Effect.fail(error as Exclude<E, SqlError>)))
   )
 
 /**

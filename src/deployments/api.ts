@@ -2,6 +2,19 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Id } from "../domain/ids.ts"
 import { ConcurrencyLimitNameTakenResponse } from "../concurrency/errors.ts"
+import {
+  DeploymentBlockNotFoundResponse,
+  DeploymentConflictResponse,
+  DeploymentLimitNotFoundResponse,
+  DeploymentNotFoundResponse,
+  DeploymentWithoutPoolResponse,
+  JobVariablesRejectedResponse,
+  ParametersNotHydratedResponse,
+  ParametersRejectedResponse,
+  ScheduleNotFoundResponse,
+  ScheduleSlugTakenResponse,
+  TooManyFlowRunsResponse
+} from "./errors.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { WorkPoolConflictResponse, WorkPoolNotFoundResponse } from "../work-pools/errors.ts"
 import { CoreWorkQueue } from "../work-pools/schemas.ts"
@@ -78,6 +91,17 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       .addSuccess(Schema.Void)
   )
   .add(HttpApiEndpoint.del("deleteSchedule", "/:id/schedules/:schedule_id").setPath(SchedulePath).addSuccess(Schema.Void))
+  .addError(DeploymentNotFoundResponse)
+  .addError(ScheduleNotFoundResponse)
+  .addError(DeploymentLimitNotFoundResponse)
+  .addError(DeploymentConflictResponse)
+  .addError(DeploymentBlockNotFoundResponse)
+  .addError(ScheduleSlugTakenResponse)
+  .addError(ParametersRejectedResponse)
+  .addError(JobVariablesRejectedResponse)
+  .addError(ParametersNotHydratedResponse)
+  .addError(DeploymentWithoutPoolResponse)
+  .addError(TooManyFlowRunsResponse)
   // A deployment's own concurrency limit (deployments/service.ts) is created by name.
   .addError(ConcurrencyLimitNameTakenResponse)
   // The pool and queue a deployment or its run names (work-pools/queue-lookup.ts).

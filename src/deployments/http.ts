@@ -6,11 +6,10 @@ import { BatonApi } from "../api.ts"
 import { DeploymentsRepo } from "./repo.ts"
 import { DeploymentRuns } from "./runs.ts"
 import { Deployment } from "./schemas.ts"
-import { deploymentNotFound } from "./errors.ts"
+import { DeploymentNotFound } from "./errors.ts"
 import { Deployments } from "./service.ts"
 import { createdOrFound } from "../http/responses.ts"
-
-
+import { orFail } from "../domain/errors.ts"
 
 export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (handlers) =>
   Effect.gen(function* () {
@@ -23,21 +22,19 @@ export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (ha
       )
       .handle("read", ({ path }) => deployments.read(path.id))
       .handle("readByName", ({ path }) =>
-        Effect.flatMap(Effect.orDie(repo.readByName(path.flow_name, path.deployment_name)), (found) =>
-          found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found)
-        )
+        repo.findByName(path.flow_name, path.deployment_name).pipe(orFail(() => new DeploymentNotFound()))
       )
       .handle("update", ({ path, payload }) => deployments.update(path.id, payload))
       .handle("delete", ({ path }) => deployments.remove(path.id))
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.orDie(repo.filter({ query: payload, sort: payload.sort, offset: payload.offset, limit }))
+          repo.filter({ query: payload, sort: payload.sort, offset: payload.offset, limit })
         )
       )
       .handle("paginate", ({ payload }) =>
         paginate(payload, (limit, offset) => repo.filter({ query: payload, sort: payload.sort, offset, limit }), repo.count(payload))
       )
-      .handle("count", ({ payload }) => Effect.orDie(repo.count(payload)))
+      .handle("count", ({ payload }) => repo.count(payload))
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(deployments.removeMatching(payload.deployments, payload.limit), (deleted) => ({ deleted }))
       )

@@ -1,11 +1,13 @@
 /** Deployments and their schedules in SQL. */
 import { SqlClient } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Deployment, type DeploymentFilter, DeploymentSchedule, type DeploymentSort } from "./schemas.ts"
+import { DeploymentConflict, deploymentNotFoundDot, ScheduleSlugTaken } from "./errors.ts"
 import type { Schedule } from "./schedules.ts"
 
 /** The filters a deployment query combines: the deployments' own and those of related objects. */
@@ -289,25 +291,38 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
           ${options.after === undefined ? sql`` : sql`AND next_scheduled_start_time > ${options.after}`}
       `
 
-    return {
-      read,
-      readByName,
+    return sqlErrorsAsDefects({
+      find: (id: string) => Effect.map(read(id), Option.fromNullable),
+      findByName: (flowName: string, name: string) => Effect.map(readByName(flowName, name), Option.fromNullable),
+      findRow: (id: string) => Effect.map(readRow(id), Option.fromNullable),
+      findWithJobTemplate: (id: string) => Effect.map(readWithJobTemplate(id), Option.fromNullable),
+      /** The row, or undefined: kept for concurrency/rules.ts, outside this area; new callers use `findRow`. */
       readRow,
+      /** The same, or undefined: kept for flow-runs/http.ts, outside this area; new callers use `findWithJobTemplate`. */
       readWithJobTemplate,
       filter,
       count,
       idsMatching,
-      upsert,
-      update,
+      // A flow, queue, block or limit that does not exist (or no longer does) is a conflict.
+      upsert: (insert: Columns, changes: Columns) =>
+        upsert(insert, changes).pipe(Effect.catchIf(isIntegrityViolation, () => new DeploymentConflict())),
+      update: (id: string, changes: Columns) =>
+        update(id, changes).pipe(Effect.catchIf(isIntegrityViolation, () => new DeploymentConflict())),
       remove,
       markReady,
       markStale,
       readSchedules,
-      createSchedules,
-      updateSchedule,
+      // A slug the deployment already has; a deployment deleted since it was read.
+      createSchedules: (deploymentId: string, schedules: ReadonlyArray<NewSchedule>) =>
+        createSchedules(deploymentId, schedules).pipe(
+          Effect.catchIf(isUniqueViolation, () => new ScheduleSlugTaken()),
+          Effect.catchIf(isForeignKeyViolation, () => deploymentNotFoundDot())
+        ),
+      updateSchedule: (deploymentId: string, target: { readonly id: string } | { readonly slug: string }, changes: ScheduleChanges) =>
+        updateSchedule(deploymentId, target, changes).pipe(Effect.catchIf(isUniqueViolation, () => new ScheduleSlugTaken())),
       deleteSchedules,
       deleteScheduledRuns
-    } as const
+    })
   }),
   dependencies: [StatusChanges.Default]
 }) {}

@@ -9,8 +9,8 @@ import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
-import { isIntegrityViolation } from "../database/errors.ts"
-import { BadRequest, Conflict, integrityConflict, ValidationError } from "../domain/errors.ts"
+import { inTransaction, isIntegrityViolation } from "../database/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkQueueLookup } from "../work-pools/queue-lookup.ts"
@@ -23,7 +23,15 @@ import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
 import type { Deployment, DeploymentFlowRunCreate } from "./schemas.ts"
 import type { FlowRun } from "../flow-runs/schemas.ts"
-import { deploymentNotFound, valueError } from "./errors.ts"
+import {
+  DeploymentConflict,
+  DeploymentNotFound,
+  DeploymentWithoutPool,
+  ParametersNotHydrated,
+  ParametersRejected,
+  TooManyFlowRuns,
+  valueError
+} from "./errors.ts"
 
 /** Why a run could not be created; the single and bulk routes word these differently, as the reference does. */
 type RunProblem =
@@ -49,13 +57,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const settings = yield* Settings
     const hydration = yield* Hydration
 
-    const readDeployment = (id: string) =>
-      Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found)))
-
     /** The deployment its runs are made from, with its work pool's job template (read once per request). */
-    const readRunTarget = (id: string) =>
-      Effect.flatMap(Effect.orDie(repo.readWithJobTemplate(id)), (found) =>
-        found === undefined ? Effect.fail(deploymentNotFound) : Effect.succeed(found))
+    const readRunTarget = (id: string) => repo.findWithJobTemplate(id).pipe(orFail(() => new DeploymentNotFound()))
 
     /**
      * Creates one run of the deployment; a problem with its parameters or queue is returned, not
@@ -122,8 +125,11 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       }).pipe(
         // The queue it may create and the run stand or fall together: a run refused by the database
         // (a reference to nothing) leaves no new queue behind.
-        sql.withTransaction,
-        Effect.catchTag("SqlError", Effect.die)
+        (effect) => inTransaction(sql, effect),
+        // FlowRunsRepo.create makes a broken key a defect: here it is the run's problem.
+        Effect.catchAllDefect((defect) =>
+          isIntegrityViolation(defect) ? Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })) : Effect.die(defect)
+        )
       )
 
     const checkSize = (parameters: unknown, loc: ReadonlyArray<string | number>) => {
@@ -144,26 +150,26 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
         const problem = outcome.left
         switch (problem.kind) {
           case "hydration":
-            return yield* new BadRequest({ detail: `Error hydrating flow run parameters: ${problem.message}` })
+            return yield* new ParametersNotHydrated({ detail: `Error hydrating flow run parameters: ${problem.message}` })
           case "no-schema":
-            return yield* new Conflict({
+            return yield* new ParametersRejected({
               detail:
                 "Error updating deployment: Cannot update parameters because parameter schema enforcement is enabled and the deployment does not have a valid parameter schema."
             })
           case "invalid":
-            return yield* new Conflict({ detail: `Error creating flow run: ${problem.message}` })
+            return yield* new ParametersRejected({ detail: `Error creating flow run: ${problem.message}` })
           case "unusable-schema":
             // As the reference answers a schema it cannot use (circular references).
             return yield* new ValidationError({ detail: problem.message })
           case "job-variables":
             return yield* new ValidationError({ detail: `Error creating flow run: ${problem.message}` })
           case "no-pool":
-            return yield* new BadRequest({
+            return yield* new DeploymentWithoutPool({
               detail:
                 `Cannot create flow run in work queue ${problem.queue} because deployment ${id} is not associated with a work pool. Please remove work_pool_name and try again.`
             })
           case "integrity":
-            return yield* integrityConflict()
+            return yield* new DeploymentConflict()
         }
       }
       const run = (yield* Effect.orDie(runs.read(outcome.right.id)))!
@@ -185,14 +191,14 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
         case "job-variables":
           return `Error creating flow run: ${problem.message}`
         case "integrity":
-          return integrityConflict().detail
+          return new DeploymentConflict().detail
       }
     }
 
     /** POST /deployments/{id}/create_flow_run/bulk: each run created or reported as failed, in order. */
     const createFlowRuns = Effect.fn("DeploymentRuns.createFlowRuns")(function* (id: string, bodies: ReadonlyArray<DeploymentFlowRunCreate>) {
       if (bodies.length > MAX_BULK_RUNS) {
-        return yield* new BadRequest({ detail: `Cannot create more than ${MAX_BULK_RUNS} flow runs at once.` })
+        return yield* new TooManyFlowRuns({ detail: `Cannot create more than ${MAX_BULK_RUNS} flow runs at once.` })
       }
       for (const [i, body] of bodies.entries()) yield* checkSize(body.parameters, [i, "parameters"])
       const target = yield* readRunTarget(id)
@@ -202,10 +208,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       for (const body of bodies) {
         // Each run stands alone: one that cannot be written fails without undoing or stopping the others.
         const outcome = yield* createRun(target, body, null, budget).pipe(
-          Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail }))),
-          Effect.catchAllDefect((defect) =>
-            isIntegrityViolation(defect) ? Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })) : Effect.die(defect)
-          )
+          Effect.catchAll((error) => Effect.succeed(Either.left<RunProblem>({ kind: "hydration", message: error.detail })))
         )
         results.push(
           Either.isLeft(outcome)
@@ -239,16 +242,16 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           limit
         })
       )
-      yield* Effect.orDie(repo.markReady(ids, yield* now))
+      yield* repo.markReady(ids, yield* now)
       return found
     })
 
     /** POST /deployments/{id}/schedule: the runs the active schedules ask for in the window, now. */
-    const scheduleRuns = (id: string, window: WindowOptions) => Effect.orDie(Effect.asVoid(scheduler.schedule([id], window)))
+    const scheduleRuns = (id: string, window: WindowOptions) => Effect.asVoid(scheduler.schedule([id], window))
 
     /** The queues whose legacy filter would take the deployment's runs. */
     const workQueueCheck = Effect.fn("DeploymentRuns.workQueueCheck")(function* (id: string) {
-      const deployment = yield* readDeployment(id)
+      const deployment = yield* repo.find(id).pipe(orFail(() => new DeploymentNotFound()))
       return yield* Effect.orDie(workQueues.queuesAccepting(deployment))
     })
 

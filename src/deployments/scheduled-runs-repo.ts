@@ -4,10 +4,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { isIntegrityViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, StateDetails } from "../domain/states.ts"
 import { defaultFlowRunPolicy } from "../flow-runs/schemas.ts"
+import { DeploymentConflict } from "./errors.ts"
 import { Schedule } from "./schedules.ts"
 import type { ScheduledRun, SchedulingDeployment, SchedulingSchedule } from "./scheduling.ts"
 
@@ -151,6 +153,13 @@ export class ScheduledRunsRepo extends Effect.Service<ScheduledRunsRepo>()("bato
       )
     })
 
-    return { idsNeedingRuns, idsUpdatedSince, readForScheduling, insert } as const
+    return sqlErrorsAsDefects({
+      idsNeedingRuns,
+      idsUpdatedSince,
+      readForScheduling,
+      // A deployment (or its flow, queue, block) deleted since its schedules were read.
+      insert: (runs: ReadonlyArray<ScheduledRun>, at: Date) =>
+        insert(runs, at).pipe(Effect.catchIf(isIntegrityViolation, () => new DeploymentConflict()))
+    })
   })
 }) {}

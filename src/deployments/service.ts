@@ -9,20 +9,28 @@ import { now } from "../domain/time.ts"
 import { FlowsRepo } from "../flows/repo.ts"
 import { ConcurrencyLimitsRepo } from "../concurrency/repo.ts"
 import { BlockDocumentsRepo } from "../blocks/documents-repo.ts"
-import { BadRequest, Conflict, integrityConflict, NotFound, orFail, ValidationError } from "../domain/errors.ts"
+import { orFail, ValidationError } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/queue-lookup.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { parameterSchemaProblem, parameterSizeProblem, templateProblem } from "../domain/parameters.ts"
-import { deploymentNotFound, deploymentNotFoundDot, valueError } from "./errors.ts"
+import {
+  DeploymentBlockNotFound,
+  DeploymentConflict,
+  DeploymentLimitNotFound,
+  DeploymentNotFound,
+  deploymentNotFoundDot,
+  JobVariablesRejected,
+  ParametersNotHydrated,
+  ParametersRejected,
+  valueError
+} from "./errors.ts"
 import { type Columns, DeploymentsRepo } from "./repo.ts"
 import { makeScheduleChanges } from "./schedule-changes.ts"
 import type { DeploymentCreate, DeploymentUpdate } from "./schemas.ts"
-import { isUniqueViolation } from "../database/errors.ts"
-
-const limitNotFound = new NotFound({ detail: "Concurrency limit not found" })
+import { inTransaction } from "../database/errors.ts"
 
 const json = (value: unknown) => JSON.stringify(value)
 
@@ -44,11 +52,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const settings = yield* Settings
     const hydration = yield* Hydration
 
-    const readOrFail = (id: string, missing: NotFound) =>
-      Effect.flatMap(Effect.orDie(repo.read(id)), (found) => (found === undefined ? Effect.fail(missing) : Effect.succeed(found)))
-
     const { checkScheduleLimits, newSchedules, planSchedules, applySchedules, listSchedules, createSchedules, updateSchedule, deleteSchedule } =
-      yield* makeScheduleChanges(readOrFail)
+      yield* makeScheduleChanges
 
     const checkParameterSize = (parameters: unknown) => {
       const problem = parameterSizeProblem(parameters, settings.server.api.max_parameter_size)
@@ -61,7 +66,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         : Effect.void
 
     const requireLimit = (id: string | null | undefined) =>
-      id ? Effect.asVoid(limits.find(id).pipe(orFail(() => limitNotFound))) : Effect.void
+      id ? Effect.asVoid(limits.find(id).pipe(orFail(() => new DeploymentLimitNotFound()))) : Effect.void
 
     /** A block document a created deployment names must exist: the reference's 409, worded for whoever built the deployment elsewhere. */
     const requireBlockDocument = (kind: "storage" | "infrastructure", id: string | null | undefined) =>
@@ -71,7 +76,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           found !== undefined
             ? Effect.void
             : Effect.fail(
-              new Conflict({
+              new DeploymentBlockNotFound({
                 detail:
                   `Error creating deployment. Could not find ${kind} block with id: ${id}. This usually occurs when applying a deployment specification that was built against a different Prefect database / workspace.`
               })
@@ -83,12 +88,15 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
      */
     const syncConcurrencyLimit = (deploymentId: string, limit: number | null) =>
       Effect.gen(function* () {
-        const row = (yield* repo.readRow(deploymentId))!
-        const current = row.concurrency_limit_id === null ? undefined : Option.getOrUndefined(yield* limits.find(row.concurrency_limit_id))
-        if (current === undefined && limit === null) return
-        if (current !== undefined && current.limit === limit) return
-        if (limit === null) return yield* limits.remove(current!.id)
-        if (current !== undefined) return yield* limits.setLimit(current.id, limit)
+        // Written a moment ago in the caller's transaction: it is there.
+        const row = yield* repo.findRow(deploymentId).pipe(orFail(() => new DeploymentNotFound()))
+        const current = row.concurrency_limit_id === null ? Option.none() : yield* limits.find(row.concurrency_limit_id)
+        if (Option.isSome(current)) {
+          if (limit === null) yield* limits.remove(current.value.id)
+          else if (current.value.limit !== limit) yield* limits.setLimit(current.value.id, limit)
+          return
+        }
+        if (limit === null) return
         const id = yield* limits.create({ name: `deployment:${deploymentId}`, limit })
         yield* repo.update(deploymentId, { concurrency_limit_id: id })
       })
@@ -109,7 +117,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         if (problem?.kind === "invalid" || problem?.kind === "unusable-schema") return yield* valueError([], problem.message)
       }
       const at = yield* now
-      const result = yield* sql.withTransaction(
+      const result = yield* inTransaction(
+        sql,
         Effect.gen(function* () {
           if (body.work_pool_name && body.work_pool_name !== DEFAULT_AGENT_POOL) {
             const pool = yield* pools.readPoolByName(body.work_pool_name)
@@ -124,7 +133,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           const queue = yield* queues.forDeployment(body)
           yield* requireBlockDocument("infrastructure", body.infrastructure_document_id)
           yield* requireBlockDocument("storage", body.storage_document_id)
-          const flow = yield* flows.find(body.flow_id).pipe(orFail(integrityConflict))
+          const flow = yield* flows.find(body.flow_id).pipe(orFail(() => new DeploymentConflict()))
           const labels = json({ ...flow.labels, "prefect.flow.id": flow.id, ...body.labels })
           const sent: Record<string, unknown> = {}
           for (const key of ["name", "flow_id", "paused", "enforce_parameter_schema", "work_queue_name", "storage_document_id", "infrastructure_document_id", "description", "path", "version", "entrypoint"] as const) {
@@ -155,9 +164,12 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           if (has("concurrency_limit")) yield* syncConcurrencyLimit(id, body.concurrency_limit ?? null)
           return { id, created }
         })
-      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+      ).pipe(
+        // Two schedules sent with one slug: the reference's integrity conflict.
+        Effect.catchTag("ScheduleSlugTaken", () => new DeploymentConflict())
+      )
       // Deleted by another request since this one committed: there is nothing to answer with.
-      const deployment = yield* readOrFail(result.id, deploymentNotFound)
+      const deployment = yield* repo.find(result.id).pipe(orFail(() => new DeploymentNotFound()))
       return { deployment, created: result.created }
     })
 
@@ -167,14 +179,13 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       if (body.parameters != null) yield* checkParameterSize(body.parameters)
       yield* checkLimitsExclusive(body)
       yield* checkScheduleLimits(body.schedules ?? [], ["schedules"])
-      const existing = yield* Effect.orDie(repo.read(id))
-      if (existing === undefined) return yield* deploymentNotFoundDot
+      const existing = yield* repo.find(id).pipe(orFail(deploymentNotFoundDot))
       const plan = yield* planSchedules(body.schedules, existing.schedules)
       let parameters = existing.parameters
       if (body.parameters != null) {
         const hydrated = yield* hydration.hydrate(body.parameters)
         if (Either.isLeft(hydrated)) {
-          return yield* new BadRequest({ detail: `Error hydrating deployment parameters: ${hydrated.left}` })
+          return yield* new ParametersNotHydrated({ detail: `Error hydrating deployment parameters: ${hydrated.left}` })
         }
         parameters = hydrated.right
         yield* checkParameterSize(parameters)
@@ -183,23 +194,24 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       if (body.enforce_parameter_schema ?? existing.enforce_parameter_schema) {
         const problem = parameterSchemaProblem(parameterSchema && Object.keys(parameterSchema).length > 0 ? parameterSchema : existing.parameter_openapi_schema, parameters, { partial: true })
         if (problem?.kind === "no-schema") {
-          return yield* new Conflict({
+          return yield* new ParametersRejected({
             detail:
               "Error updating deployment: Cannot update parameters because parameter schema enforcement is enabled and the deployment does not have a valid parameter schema."
           })
         }
-        if (problem?.kind === "invalid") return yield* new Conflict({ detail: `Error updating deployment: ${problem.message}` })
+        if (problem?.kind === "invalid") return yield* new ParametersRejected({ detail: `Error updating deployment: ${problem.message}` })
         if (problem?.kind === "unusable-schema") return yield* new ValidationError({ detail: problem.message })
       }
       if (body.work_pool_name) {
         const pool = yield* Effect.orDie(pools.readPoolByName(body.work_pool_name))
         if (pool === undefined) return yield* workPoolNotFound(body.work_pool_name)
         const check = checkJobVariables(pool.base_job_template, body.job_variables ?? existing.job_variables, { ignoreRequired: true })
-        if (!check.valid) return yield* new Conflict({ detail: `Error creating deployment: <ValidationError: "${check.message}">` })
+        if (!check.valid) return yield* new JobVariablesRejected({ detail: `Error creating deployment: <ValidationError: "${check.message}">` })
       }
       yield* requireLimit(body.global_concurrency_limit_id)
       const at = yield* now
-      yield* sql.withTransaction(
+      yield* inTransaction(
+        sql,
         Effect.gen(function* () {
           const changes: Record<string, unknown> = {}
           for (const key of ["version", "description", "paused", "work_queue_name", "path", "entrypoint", "storage_document_id", "infrastructure_document_id"] as const) {
@@ -217,42 +229,46 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
           // An explicit null pool detaches the deployment from its queue (say, to serve it instead).
           if (body.work_pool_name === null) changes.work_queue_id = null
           else if (body.work_pool_name || body.work_queue_name) changes.work_queue_id = (yield* queues.forDeployment(body))!.id
-          if (!(yield* repo.update(id, changes))) return yield* deploymentNotFoundDot
+          if (!(yield* repo.update(id, changes))) return yield* deploymentNotFoundDot()
           yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true, after: at })
           yield* applySchedules(id, plan, at)
           if (body.concurrency_limit !== undefined) yield* syncConcurrencyLimit(id, body.concurrency_limit)
         })
-      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.fail(integrityConflict())), Effect.catchTag("SqlError", Effect.die))
+      ).pipe(
+        // A schedule renamed to a slug another has: the reference's integrity conflict.
+        Effect.catchTag("ScheduleSlugTaken", () => new DeploymentConflict())
+      )
     })
 
     /** Pauses: no runs are scheduled while paused, and the auto-scheduled ones waiting go. */
     const pause = Effect.fn("Deployments.pause")(function* (id: string) {
-      yield* Effect.orDie(sql.withTransaction(Effect.gen(function* () {
+      const found = yield* inTransaction(sql, Effect.gen(function* () {
         if (!(yield* repo.update(id, { paused: true }))) return false
         yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true })
         return true
-      }))).pipe(Effect.flatMap((found) => (found ? Effect.void : Effect.fail(deploymentNotFound))))
+      }))
+      if (!found) return yield* new DeploymentNotFound()
     })
 
     const resume = (id: string) =>
-      Effect.flatMap(Effect.orDie(repo.update(id, { paused: false })), (found) => (found ? Effect.void : Effect.fail(deploymentNotFound)))
+      Effect.flatMap(repo.update(id, { paused: false }), (found) => (found ? Effect.void : new DeploymentNotFound()))
 
     /** Deletes the deployment with its waiting scheduled runs (manual ones too) and its own limit. */
     const remove = (id: string) =>
-      Effect.orDie(sql.withTransaction(Effect.gen(function* () {
-        const row = yield* repo.readRow(id)
-        if (row === undefined) return false
+      inTransaction(sql, Effect.gen(function* () {
+        const row = yield* repo.findRow(id)
+        if (Option.isNone(row)) return false
         yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: false })
         yield* repo.remove(id)
-        if (row.concurrency_limit_id !== null) yield* limits.remove(row.concurrency_limit_id)
+        if (row.value.concurrency_limit_id !== null) yield* limits.remove(row.value.concurrency_limit_id)
         return true
-      })))
+      }))
 
-    const removeOne = (id: string) => Effect.flatMap(remove(id), (found) => (found ? Effect.void : Effect.fail(deploymentNotFound)))
+    const removeOne = (id: string) => Effect.flatMap(remove(id), (found) => (found ? Effect.void : new DeploymentNotFound()))
 
     const removeMatching = (filter: Parameters<typeof repo.idsMatching>[0], limit: number) =>
       Effect.gen(function* () {
-        const ids = yield* Effect.orDie(repo.idsMatching(filter, limit))
+        const ids = yield* repo.idsMatching(filter, limit)
         const deleted = []
         for (const id of ids) if (yield* remove(id)) deleted.push(id)
         return deleted
@@ -269,7 +285,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       createSchedules,
       updateSchedule,
       deleteSchedule,
-      read: (id: string) => readOrFail(id, deploymentNotFound)
+      read: (id: string) => repo.find(id).pipe(orFail(() => new DeploymentNotFound()))
     } as const
   }),
   dependencies: [

@@ -38,6 +38,18 @@ export const integrityConflict = () => new Conflict({ detail: INTEGRITY_CONFLICT
 export const INTEGRITY_CONFLICT =
   "Data integrity conflict. This usually means a unique or foreign key constraint was violated. See server logs for details."
 
+/** The status each error class's wire form answers with, by class tag (filled by `httpError`). */
+const statusByTag = new Map<string, number>()
+
+/**
+ * The status the Api answers `error` with, when its class has a wire form: for callers that report
+ * an operation's outcome as the Api would (an automation's action calling a service).
+ */
+export const statusOf = (error: unknown): number | undefined => {
+  const tag = (error as { readonly _tag?: unknown } | null)?._tag
+  return typeof tag === "string" ? statusByTag.get(tag) : undefined
+}
+
 /**
  * The wire form of an error class: the body `{"detail": …}` (the class tag never leaves the server),
  * answered with `status`, decoding back to the class. `identifier` names it in the OpenAPI document.
@@ -46,8 +58,10 @@ export const httpError = <Self extends { readonly detail: D }, D = string, DI = 
   errorClass: Schema.Schema<Self, any> & (new(props: { readonly detail: D }) => Self),
   status: number,
   options: { readonly identifier: string; readonly detail?: Schema.Schema<D, DI> }
-) =>
-  Schema.transform(
+) => {
+  const tag = (errorClass as { readonly _tag?: unknown })._tag
+  if (typeof tag === "string") statusByTag.set(tag, status)
+  return Schema.transform(
     Schema.Struct({ detail: options.detail ?? (Schema.String as unknown as Schema.Schema<D, DI>) }),
     Schema.typeSchema(errorClass),
     {
@@ -56,6 +70,7 @@ export const httpError = <Self extends { readonly detail: D }, D = string, DI = 
       encode: (error) => ({ detail: error.detail })
     }
   ).annotations(HttpApiSchema.annotations({ status, identifier: options.identifier }))
+}
 
 /** A `detail` field with the reference's fixed message as its default: `new FlowNotFound()`. */
 export const fixedDetail = (message: string) =>

@@ -13,7 +13,7 @@ export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
      * values), else from their own.
      */
     const hydrateValue = (value: Record<string, unknown>, budget?: TemplateBudget) =>
-      Effect.map(Effect.orDie(variables.valuesByName(referencedVariables(value))), (values) =>
+      Effect.map(variables.valuesByName(referencedVariables(value)), (values) =>
         hydrate(value, { variable: (name) => (values.has(name) ? values.get(name) : undefined), ...(budget ? { budget } : {}) })
       )
     const variable = (values: ReadonlyMap<string, unknown>) => (name: string) => (values.has(name) ? values.get(name) : undefined)
@@ -22,7 +22,7 @@ export class Hydration extends Effect.Service<Hydration>()("baton/Hydration", {
      * placeholders (to be checked against a schema, not used).
      */
     const hydrateForCheck = (value: Record<string, unknown>) =>
-      Effect.map(Effect.orDie(variables.valuesByName(referencedVariables(value))), (values) =>
+      Effect.map(variables.valuesByName(referencedVariables(value)), (values) =>
         hydrateKeepingProblems(value, { variable: variable(values) })
       )
     return { hydrate: hydrateValue, hydrateForCheck } as const

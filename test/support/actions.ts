@@ -1,6 +1,6 @@
 /** Driving automation actions directly, as the triggers service queues them, and reading their events back. */
 import { expect } from "@effect/vitest"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import { AutomationActions } from "../../src/automations/actions.ts"
 import type { TriggeredAction } from "../../src/automations/firing.ts"
 import { AutomationsRepo } from "../../src/automations/repo.ts"
@@ -34,7 +34,7 @@ export const perform = (
   labels: Record<string, string> = {}
 ) =>
   Effect.gen(function* () {
-    const automation = (yield* (yield* AutomationsRepo).read(automationId))!
+    const automation = Option.getOrThrow(yield* (yield* AutomationsRepo).find(automationId))
     const at = new Date(yield* Clock.currentTimeMillis)
     const ta: TriggeredAction = {
       id: uuid("11111111"),
