@@ -91,7 +91,7 @@ export const makeFlowRunActions = Effect.gen(function* () {
     Effect.gen(function* () {
       const id = yield* flowRunTarget(ta)
       related.push(targetResource("flow-run", id))
-      const removed = yield* Effect.orDie(flowRuns.remove(id))
+      const removed = yield* flowRuns.remove(id)
       details.status_code = removed ? 204 : 404
       if (!removed) return yield* actionFailed(statusReason(action.type, 404))
     })

@@ -43,15 +43,15 @@ export const makeActionTemplates = Effect.gen(function* () {
   const readObject = (kind: (typeof OBJECT_KINDS)[number], id: string): Effect.Effect<unknown, unknown> => {
     switch (kind) {
       case "flow_run":
-        return flowRuns.read(id)
+        return Effect.map(flowRuns.find(id), Option.getOrUndefined)
       case "flow":
         return Effect.map(flows.find(id), Option.getOrUndefined)
       case "deployment":
         return Effect.map(deploymentsRepo.find(id), Option.getOrUndefined)
       case "work_pool":
-        return poolsRepo.readPoolById(id)
+        return Effect.map(poolsRepo.findById(id), Option.getOrUndefined)
       case "work_queue":
-        return queues.readQueue(id)
+        return Effect.map(queues.find(id), Option.getOrUndefined)
       case "task_run":
         return Effect.map(taskRuns.find(id), Option.getOrUndefined)
     }

@@ -1,5 +1,5 @@
 /** The pause and resume actions of work queues, work pools and automations. */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { WorkPools } from "../work-pools/pools.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
@@ -25,19 +25,21 @@ export const makeToggleActions = Effect.gen(function* () {
     Effect.gen(function* () {
       const id = yield* target(ta, action, action.work_queue_id, "prefect.work-queue", "work queue")
       related.push(targetResource("work-queue", id))
-      const found = yield* Effect.orDie(queues.readQueue(id))
-      if (found === undefined) {
+      const lookup = yield* queues.find(id)
+      if (Option.isNone(lookup)) {
         details.status_code = 404
         return yield* actionFailed(statusReason(action.type, 404))
       }
+      const found = lookup.value
       yield* command(action.type, pools.updateQueue(found, { is_paused: action.type === "pause-work-queue" }, { rebalance: false }), details, 204)
     })
 
   const workPool: Perform<"pause-work-pool" | "resume-work-pool"> = (ta, action, related, details) =>
     Effect.gen(function* () {
       const id = yield* target(ta, action, action.work_pool_id, "prefect.work-pool", "work pool")
-      const pool = yield* Effect.orDie(poolsRepo.readPoolById(id))
-      if (pool === undefined) return yield* actionFailed(`Work pool ${id} not found`)
+      const lookup = yield* poolsRepo.findById(id)
+      if (Option.isNone(lookup)) return yield* actionFailed(`Work pool ${id} not found`)
+      const pool = lookup.value
       related.push(targetResource("work-pool", id, pool.name))
       yield* command(action.type, pools.update(pool.name, { is_paused: action.type === "pause-work-pool" }), details, 204)
     })

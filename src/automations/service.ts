@@ -5,7 +5,7 @@
  * emitted as a `prefect.automation.created/updated/deleted` event.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { inTransaction } from "../database/errors.ts"
 import { deploymentNotFoundDot } from "../deployments/errors.ts"
 import { DeploymentsRepo } from "../deployments/repo.ts"
@@ -79,8 +79,9 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
           if (!every && Object.keys(action.job_variables).length === 0) continue
           const deployment = yield* deployments.find(action.deployment_id).pipe(orFail(deploymentNotFoundDot))
           if (deployment.work_pool_name === null) continue
-          const pool = yield* Effect.orDie(pools.readPoolByName(deployment.work_pool_name))
-          if (pool === undefined) continue
+          const found = yield* pools.findByName(deployment.work_pool_name)
+          if (Option.isNone(found)) continue
+          const pool = found.value
           const check = checkJobVariables(pool.base_job_template, { ...deployment.job_variables, ...action.job_variables }, { ignoreRequired: false })
           if (!check.valid) problems.push(describeFailure(check))
         }

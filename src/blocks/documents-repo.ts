@@ -198,11 +198,6 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
         findIdByName,
         readGraph,
         findRow,
-        /**
-         * The row, or undefined: kept for deployments/service.ts, which another change is
-         * converting; new callers use `findRow`.
-         */
-        readRow: (id: string) => Effect.map(findRow(id), Option.getOrUndefined),
         lockRow,
         existingIds,
         reachable,

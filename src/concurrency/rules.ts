@@ -76,7 +76,7 @@ export class ConcurrencyRules extends Effect.Service<ConcurrencyRules>()("baton/
      */
     const deploymentLimit = (deploymentId: string, known?: DeploymentConcurrency | null) =>
       Effect.gen(function* () {
-        const deployment = known !== undefined ? known : yield* deployments.readRow(deploymentId)
+        const deployment = known !== undefined ? known : Option.getOrUndefined(yield* deployments.findRow(deploymentId))
         if (deployment === undefined || deployment === null) return { found: false as const }
         const limit = deployment.concurrency_limit_id === null ? undefined : Option.getOrUndefined(yield* limits.find(deployment.concurrency_limit_id))
         const options = deployment.concurrency_options

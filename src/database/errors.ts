@@ -147,6 +147,10 @@ export type WithoutSqlError<F> = F extends (...args: infer Args) => Effect.Effec
   ? (...args: Args) => Effect.Effect<A, Exclude<E, SqlError>, R>
   : F
 
+/** `effect` with its statement failures (SqlError) as defects; for a generic method sqlErrorsAsDefects cannot keep generic. */
+export const sqlErrorAsDefect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError>, R> =>
+  Effect.catchIf(effect, (error): error is Extract<E, SqlError> => error instanceof SqlError, Effect.die) as Effect.Effect<A, Exclude<E, SqlError>, R>
+
 /**
  * `repository` with every method's SqlError turned into a defect: a failed statement is a bug or
  * an unavailable database, which the Api middleware answers (500, 503, and 409 for an integrity
@@ -164,7 +168,7 @@ export const sqlErrorsAsDefects = <T extends Record<string, unknown>>(
       ? (...args: Array<unknown>) => {
         const result = (member as (...args: Array<unknown>) => unknown)(...args)
         return Effect.isEffect(result) && !Option.isOption(result) && !Either.isEither(result)
-          ? Effect.catchIf(result, (error): error is SqlError => error instanceof SqlError, Effect.die)
+          ? sqlErrorAsDefect(result)
           : result
       }
       : member

@@ -296,10 +296,6 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       findByName: (flowName: string, name: string) => Effect.map(readByName(flowName, name), Option.fromNullable),
       findRow: (id: string) => Effect.map(readRow(id), Option.fromNullable),
       findWithJobTemplate: (id: string) => Effect.map(readWithJobTemplate(id), Option.fromNullable),
-      /** The row, or undefined: kept for concurrency/rules.ts, outside this area; new callers use `findRow`. */
-      readRow,
-      /** The same, or undefined: kept for flow-runs/http.ts, outside this area; new callers use `findWithJobTemplate`. */
-      readWithJobTemplate,
       filter,
       count,
       idsMatching,

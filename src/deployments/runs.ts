@@ -9,7 +9,7 @@ import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
-import { inTransaction, isIntegrityViolation } from "../database/errors.ts"
+import { inTransaction } from "../database/errors.ts"
 import { orFail, ValidationError } from "../domain/errors.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkQueuesRepo } from "../work-pools/queues-repo.ts"
@@ -98,8 +98,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           data: null,
           state_details: { ...emptyStateDetails, scheduled_time: yield* now }
         }
-        const { id, created } = yield* Effect.orDie(
-          runs.create({
+        const { id, created } = yield* runs.create({
             flow_id: deployment.flow_id,
             deployment_id: deployment.id,
             deployment_version: deployment.version,
@@ -120,16 +119,13 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             created_by: createdBy,
             state
           })
-        )
         return Either.right({ id, created })
       }).pipe(
         // The queue it may create and the run stand or fall together: a run refused by the database
         // (a reference to nothing) leaves no new queue behind.
         (effect) => inTransaction(sql, effect),
-        // FlowRunsRepo.create makes a broken key a defect: here it is the run's problem.
-        Effect.catchAllDefect((defect) =>
-          isIntegrityViolation(defect) ? Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })) : Effect.die(defect)
-        )
+        // A key the database refused (the flow, or the run's parent, gone): here it is the run's problem.
+        Effect.catchTag("FlowRunConflict", () => Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })))
       )
 
     const checkSize = (parameters: unknown, loc: ReadonlyArray<string | number>) => {
@@ -172,7 +168,8 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             return yield* new DeploymentConflict()
         }
       }
-      const run = (yield* Effect.orDie(runs.read(outcome.right.id)))!
+      // Deleted in the instant since: as if the database had refused it.
+      const run = yield* runs.find(outcome.right.id).pipe(orFail(() => new DeploymentConflict()))
       return { run, created: outcome.right.created }
     })
 
@@ -229,8 +226,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       limit: number
     ) {
       if (ids.length === 0) return []
-      const found = yield* Effect.orDie(
-        runs.filter({
+      const found = yield* runs.filter({
           flow_runs: {
             operator: "and_",
             deployment_id: { operator: "and_", any_: ids },
@@ -241,7 +237,6 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           offset: 0,
           limit
         })
-      )
       yield* repo.markReady(ids, yield* now)
       return found
     })
@@ -252,7 +247,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     /** The queues whose legacy filter would take the deployment's runs. */
     const workQueueCheck = Effect.fn("DeploymentRuns.workQueueCheck")(function* (id: string) {
       const deployment = yield* repo.find(id).pipe(orFail(() => new DeploymentNotFound()))
-      return yield* Effect.orDie(workQueues.queuesAccepting(deployment))
+      return yield* workQueues.queuesAccepting(deployment)
     })
 
     return { createFlowRun, createFlowRuns, scheduledFlowRuns, scheduleRuns, workQueueCheck } as const

@@ -12,7 +12,8 @@ import { BlockDocumentsRepo } from "../blocks/documents-repo.ts"
 import { orFail, ValidationError } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { Hydration } from "../variables/hydration.ts"
-import { DEFAULT_AGENT_POOL, workPoolNotFound, WorkQueueLookup } from "../work-pools/queue-lookup.ts"
+import { workPoolNotFound } from "../work-pools/errors.ts"
+import { DEFAULT_AGENT_POOL, WorkQueueLookup } from "../work-pools/queue-lookup.ts"
 import { checkJobVariables, describeFailure } from "../work-pools/job-variables.ts"
 import { WorkPoolsRepo } from "../work-pools/repo.ts"
 import { parameterSchemaProblem, parameterSizeProblem, templateProblem } from "../domain/parameters.ts"
@@ -72,8 +73,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     const requireBlockDocument = (kind: "storage" | "infrastructure", id: string | null | undefined) =>
       id == null
         ? Effect.void
-        : Effect.flatMap(documents.readRow(id), (found) =>
-          found !== undefined
+        : Effect.flatMap(documents.findRow(id), (found) =>
+          Option.isSome(found)
             ? Effect.void
             : Effect.fail(
               new DeploymentBlockNotFound({
@@ -121,8 +122,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         sql,
         Effect.gen(function* () {
           if (body.work_pool_name && body.work_pool_name !== DEFAULT_AGENT_POOL) {
-            const pool = yield* pools.readPoolByName(body.work_pool_name)
-            if (pool === undefined) return yield* workPoolNotFound(body.work_pool_name)
+            const pool = yield* pools.findByName(body.work_pool_name).pipe(orFail(() => workPoolNotFound(body.work_pool_name!)))
             // The deployment's job variables must fit the pool's job template (required ones may come later).
             if (body.job_variables && Object.keys(body.job_variables).length > 0) {
               const check = checkJobVariables(pool.base_job_template, body.job_variables, { ignoreRequired: true })
@@ -203,8 +203,8 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
         if (problem?.kind === "unusable-schema") return yield* new ValidationError({ detail: problem.message })
       }
       if (body.work_pool_name) {
-        const pool = yield* Effect.orDie(pools.readPoolByName(body.work_pool_name))
-        if (pool === undefined) return yield* workPoolNotFound(body.work_pool_name)
+        const poolName = body.work_pool_name
+        const pool = yield* pools.findByName(poolName).pipe(orFail(() => workPoolNotFound(poolName)))
         const check = checkJobVariables(pool.base_job_template, body.job_variables ?? existing.job_variables, { ignoreRequired: true })
         if (!check.valid) return yield* new JobVariablesRejected({ detail: `Error creating deployment: <ValidationError: "${check.message}">` })
       }

@@ -37,7 +37,7 @@ export const paginate = <A, E, R>(
 ) =>
   Effect.gen(function* () {
     const limit = yield* resolveLimit(options.limit)
-    const [results, total] = yield* Effect.orDie(Effect.all([read(limit, (options.page - 1) * limit), count]))
+    const [results, total] = yield* Effect.all([read(limit, (options.page - 1) * limit), count])
     return paginated(results, total, limit, options.page)
   })
 

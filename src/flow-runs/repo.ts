@@ -243,7 +243,6 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       // The flow was deleted while the run was made.
       create: (input: NewFlowRun) => create(input).pipe(Effect.catchIf(isIntegrityViolation, () => new FlowRunConflict())),
       find: (id: string) => Effect.map(read(id), Option.fromNullable),
-      read,
       readMany,
       findState,
       readStates,

@@ -68,8 +68,9 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
         if (run.state.type !== "SCHEDULED") {
           return yield* new BadRequest({ detail: `Job variables for a flow run in state ${run.state.type} cannot be updated` })
         }
-        const target = run.deployment_id === null ? undefined : yield* Effect.orDie(deployments.readWithJobTemplate(run.deployment_id))
-        if (target === undefined) return yield* new BadRequest({ detail: "A deployment for the flow run could not be found" })
+        const found = run.deployment_id === null ? Option.none() : yield* deployments.findWithJobTemplate(run.deployment_id)
+        if (Option.isNone(found)) return yield* new BadRequest({ detail: "A deployment for the flow run could not be found" })
+        const target = found.value
         // The run is where job variables end up: over its deployment's, they must satisfy the
         // pool's template, required ones included. A deployment without a pool has nothing to check.
         if (target.jobTemplate !== undefined) {

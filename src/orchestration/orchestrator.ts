@@ -61,7 +61,7 @@ export class Orchestrator extends Effect.Service<Orchestrator>()("baton/Orchestr
           : {}),
         afterStore: (row, state, initial) => concurrency.releaseFlow(row, state, initial),
         ruleRun: (row) => Effect.succeed({ ...row, empirical_policy: decodeFlowRunPolicy(row.empirical_policy ?? {}) })
-      }).pipe(Effect.map(Option.fromNullable), Effect.orDie)
+      }).pipe(Effect.map(Option.fromNullable))
 
     /** The facts the task rules read, looked up inside the transition's transaction. */
     const taskRuleRun = (row: TaskRunTransitionRow, proposed: { readonly state_details: { readonly cache_key: string | null } }) =>
@@ -88,7 +88,7 @@ export class Orchestrator extends Effect.Service<Orchestrator>()("baton/Orchestr
         // Only the core policy takes tag slots; every stored transition may give them back.
         ...(force ? {} : { secure: (row, _run, outcome) => concurrency.secureTask(row, outcome) }),
         afterStore: (row, state) => Effect.zipRight(facts.afterStore(row, state), concurrency.releaseTask(row, state))
-      }).pipe(Effect.map(Option.fromNullable), Effect.orDie)
+      }).pipe(Effect.map(Option.fromNullable))
 
     return { setFlowRunState, setTaskRunState } as const
   }),

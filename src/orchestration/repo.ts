@@ -10,6 +10,7 @@ import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
 import { LATEST, notAfterLatest, now } from "../domain/time.ts"
 import { ValidationError } from "../domain/errors.ts"
+import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
 import { Transitions } from "./transitions.ts"
@@ -106,14 +107,14 @@ export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBas
    */
   readonly columns?: string
   /** The run as the rules see it, from its row (and facts the caller looks up in the transaction). */
-  readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<Run, unknown>
+  readonly ruleRun: (row: Row, proposed: RuleState) => Effect.Effect<Run>
   /** Work the kind of run does after storing a state, in the same transaction (e.g. the task cache). */
-  readonly afterStore?: (row: Row, state: State, initial: State | null) => Effect.Effect<void, unknown>
+  readonly afterStore?: (row: Row, state: State, initial: State | null) => Effect.Effect<void>
   /**
    * Rules that need the database (concurrency slots), after the policy's: they may take slots for
    * the transition, or turn it into another decision. In the same transaction.
    */
-  readonly secure?: (row: Row, run: Run, outcome: Outcome<Run>, initial: State | null) => Effect.Effect<Outcome<Run>, unknown>
+  readonly secure?: (row: Row, run: Run, outcome: Outcome<Run>, initial: State | null) => Effect.Effect<Outcome<Run>>
 }
 
 const tables = {
@@ -393,7 +394,16 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       }))
     })
 
-    return { readRow, planFirstState, writeState, published, transition, readState, readStates, estimatedLateness, history } as const
+    return {
+      ...sqlErrorsAsDefects({ writeState, readState, readStates, history }),
+      readRow: <Row extends RunStateRow>(kind: RunKind, id: string) => sqlErrorAsDefect(readRow<Row>(kind, id)),
+      transition: <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>) =>
+        sqlErrorAsDefect(transition<Row, Run>(input)),
+      planFirstState,
+      published,
+      // A fragment other statements embed, not a statement of its own.
+      estimatedLateness
+    } as const
   }),
   dependencies: [Transitions.Default]
 }) {}

@@ -14,7 +14,6 @@ import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 export const DEFAULT_AGENT_POOL = "default-agent-pool"
 
 /** Kept where it was for deployments/service.ts; the error is work-pools/errors.ts's. */
-export { workPoolNotFound }
 
 /**
  * A queue (or the default agent pool) created on demand that another request created at the same

@@ -253,8 +253,6 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       findByName,
       findAnyByName,
       findDefault,
-      /** The queue, or undefined: kept for automations, being converted elsewhere; new callers use `find`. */
-      readQueue: (id: string) => Effect.map(find(id), Option.getOrUndefined),
       findRecord,
       filter,
       createQueue,

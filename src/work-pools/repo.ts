@@ -211,10 +211,6 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     return sqlErrorsAsDefects({
       findByName,
       findById,
-      /** The pool, or undefined: kept for deployments and automations, being converted elsewhere; new callers use `findByName`. */
-      readPoolByName: (name: string) => Effect.map(findByName(name), Option.getOrUndefined),
-      /** The pool, or undefined: kept for automations, being converted elsewhere; new callers use `findById`. */
-      readPoolById: (id: string) => Effect.map(findById(id), Option.getOrUndefined),
       findRecord,
       filter,
       count,
