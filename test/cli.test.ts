@@ -1,7 +1,7 @@
 /**
  * The `baton` command: a server started, stopped with SIGTERM and started again on its data (from
  * the bundle, as `npm start` runs it: through tsx each start would take seconds longer); the
- * settings report and a bad setting refused with one line (through bin/baton.mjs, as a user types it).
+ * settings report (through bin/baton.mjs, as a user types it) and a bad setting refused with one line.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -77,7 +77,9 @@ describe("the baton command", () => {
       expect(report.server.api.port).toBe(4321)
       for (const secret of SECRET_VALUES) expect([...ok.lines, ...ok.stderr].join("\n")).not.toContain(secret)
 
-      const bad = baton(["server", "start"], { BATON_SERVER_API_PORT: "abc" })
+      // The bundle refuses it as bin/baton.mjs would, without loading the sources again through tsx.
+      await ensureBundle()
+      const bad = baton(["server", "start"], { BATON_SERVER_API_PORT: "abc" }, BUNDLE)
       expect(await bad.exit).toBe(1)
       expect(bad.stderr).toEqual([expect.stringContaining("BATON_SERVER_API_PORT")])
       expect(bad.stderr[0]).toContain('"abc"')

@@ -11,9 +11,9 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Cause, Context, Effect, Either, Option, Schema } from "effect"
-import { databaseMessage, isDataException, isIntegrityViolation } from "../database/errors.ts"
+import { databaseMessage, isDataException } from "../database/errors.ts"
 import { isTooManyParameters, MAX_STATEMENT_PARAMETERS, type TooManyParameters } from "../database/statements.ts"
-import { BadRequest, type Conflict, integrityConflict, NotFound, ValidationError } from "../domain/errors.ts"
+import { BadRequest, NotFound, ValidationError } from "../domain/errors.ts"
 import { errorResponse, MethodNotAllowed, MethodNotAllowedResponse, ValidationErrorResponse } from "./errors.ts"
 import { type ValidationDetailItem } from "../domain/problems.ts"
 import { Unversioned, VERSION_HEADER, versionHeaderProblem } from "./api-version.ts"
@@ -292,11 +292,12 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
   }
 
   /**
-   * Malformed JSON is a 422; a write that broke a unique or foreign key constraint (a reference to
-   * nothing, a taken key), wherever it happened, the reference's 409; a statement that failed
-   * because the database is unavailable a 503 with Retry-After; anything else a logged 500.
+   * Malformed JSON is a 422; a statement that failed because the database is unavailable a 503 with
+   * Retry-After; a value the database refused a 422; anything else a logged 500. A constraint
+   * violation that means something (a taken name, a reference to nothing) is the area's own error
+   * before it gets here; one that reaches this point is a bug, answered 500 like any other.
    */
-  const recoverDefect = (defect: unknown): Effect.Effect<HttpServerResponse.HttpServerResponse, ValidationError | Conflict> => {
+  const recoverDefect = (defect: unknown): Effect.Effect<HttpServerResponse.HttpServerResponse, ValidationError> => {
     if (isJsonDecodeDefect(defect)) {
       return Effect.fail(
         new ValidationError({
@@ -304,7 +305,6 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
         })
       )
     }
-    if (isIntegrityViolation(defect)) return Effect.fail(integrityConflict())
     // Refused before it was sent (../database/statements.ts): the request asked for too many values.
     if (isTooManyParameters(defect)) return Effect.fail(tooManyValues(defect))
     const unavailable = unavailableAnswer(defect)
