@@ -118,10 +118,10 @@ export const DatabaseLive: Layer.Layer<
 )
 
 /**
- * The repositories and area services the handlers and background services use. Each brings the
- * services it needs (its `dependencies`); Layers are memoised by reference within one build, so a
- * service many need is still built once, and the handlers, the background services and this
- * Layer's output share one instance of each. Settings and the database come from below.
+ * The area services, in one Layer, for programs (and tests) that call them directly: built in the
+ * same build as the server, each is the instance the handlers and background services use (Layers
+ * are memoised by reference within one build). The server's own composition does not use it: each
+ * group and each background service provides the services it uses.
  */
 const areas = Layer.mergeAll(
   ArtifactsRepo.Default,
@@ -161,14 +161,12 @@ const areas = Layer.mergeAll(
   LogStream.Default,
   Orchestrator.Default,
   PollRepo.Default,
-  RunEventsLive,
   RunResourcesRepo.Default,
   RunsDue.Default,
   RunStatesRepo.Default,
   SavedSearchesRepo.Default,
   ScheduledRunsRepo.Default,
   StatusChanges.Default,
-  StatusEventsLive,
   StatusResourcesRepo.Default,
   StorageDefaults.Default,
   TaskRunRecorder.Default,
@@ -192,8 +190,21 @@ export const AreasLive: Layer.Layer<
   DatabaseServices | Settings
 > = areas
 
-/** The handlers of every area's group. */
-export const GroupsLive = Layer.mergeAll(
+/**
+ * What turns the changes this process makes into events, and what reads the event bus: built before
+ * the handlers and the background services (both provide it, one build makes it once), since the
+ * in-memory bus hands an event only to those subscribed when it is published. An API started without
+ * the services thus holds the events it receives and writes them when it stops (docs/services.md).
+ */
+export const EventFlowLive = Layer.mergeAll(
+  RunEventsLive,
+  StatusEventsLive,
+  EventPersister.Default,
+  TaskRunRecorder.Default,
+  TriggersEngine.Default
+)
+
+const groups = Layer.mergeAll(
   RootLive,
   AdminLive,
   FlowsLive,
@@ -224,7 +235,17 @@ export const GroupsLive = Layer.mergeAll(
   UiFlowRunsLive,
   UiTaskRunsLive,
   UiSchemasLive
-).pipe(Layer.provideMerge(AreasLive))
+).pipe(Layer.provide(EventFlowLive))
+
+/**
+ * The handlers of every area's group, each group providing the services it uses. Typed so that a
+ * group needing more than the settings and the database fails here.
+ */
+export const GroupsLive: Layer.Layer<
+  Layer.Layer.Success<typeof groups>,
+  Layer.Layer.Error<typeof groups>,
+  DatabaseServices | Settings
+> = groups
 
 /** The Api with every group's handlers, and the websocket routes beside them. */
 export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOutLive, EventSocketsLive).pipe(Layer.provide(GroupsLive))
@@ -267,10 +288,15 @@ export const HttpServerLive = Layer.unwrapEffect(
 /** The system block types and schemas, registered before the API serves when the settings ask. */
 export const BlocksOnStartLive = Layer.effectDiscard(
   Effect.flatMap(BlockRegistration, (registration) => registration.registerOnStart())
-).pipe(Layer.provide(AreasLive))
+).pipe(Layer.provide(BlockRegistration.Default))
 
-/** Every background service registered (src/services/registry.ts), each started when its settings enable it. */
-export const ServicesLive = runBackgroundServices().pipe(Layer.provide(AreasLive), Layer.provide(StatementsLive))
+const services = runBackgroundServices().pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive))
+
+/**
+ * Every background service registered (src/services/registry.ts), each started when its settings
+ * enable it. Typed so that a registration needing more than the settings and the database fails here.
+ */
+export const ServicesLive: Layer.Layer<never, Layer.Layer.Error<typeof services>, DatabaseServices | Settings> = services
 
 /**
  * The API server without its Settings and Database, for programs (and tests) that bring their own;

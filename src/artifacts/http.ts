@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
@@ -37,4 +37,4 @@ export const ArtifactsLive = HttpApiBuilder.group(BatonApi, "artifacts", (handle
         Effect.flatMap(artifacts.remove(path.id), (deleted) => (deleted ? Effect.void : new ArtifactNotFound()))
       )
   })
-)
+).pipe(Layer.provide(ArtifactsRepo.Default))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { validateTemplate } from "../domain/templates.ts"
 import { BatonApi } from "../api.ts"
@@ -32,4 +32,4 @@ export const AutomationsLive = HttpApiBuilder.group(BatonApi, "automations", (ha
         return problem === undefined ? Effect.void : Effect.fail(new TemplateInvalid({ error: { ...problem, source: payload } }))
       })
   })
-)
+).pipe(Layer.provide([Automations.Default, AutomationsRepo.Default]))

@@ -1,5 +1,5 @@
 /** The triggers service's loops, and the loop that performs the actions they trigger, registered with the runner. */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { defineService, registerServices } from "../services/runner.ts"
 import { AutomationActions } from "./actions.ts"
 import { TriggersEngine } from "./triggers.ts"
@@ -32,4 +32,4 @@ export const TriggersService = registerServices(
     interval: () => Duration.zero,
     tick: Effect.flatMap(AutomationActions, (actions) => actions.tick)
   })
-)
+).pipe(Layer.provide([AutomationActions.Default, TriggersEngine.Default]))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
@@ -21,4 +21,4 @@ export const BlockDocumentsLive = HttpApiBuilder.group(BatonApi, "blockDocuments
       .handle("update", ({ path, payload }) => documents.update(path.id, payload))
       .handle("delete", ({ path }) => documents.remove(path.id))
   })
-)
+).pipe(Layer.provide(BlockDocuments.Default))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
@@ -41,11 +41,11 @@ export const BlockSchemasLive = HttpApiBuilder.group(BatonApi, "blockSchemas", (
         })
       )
   })
-)
+).pipe(Layer.provide([BlockSchemas.Default, BlockSchemasRepo.Default, StorageDefaults.Default]))
 
 export const BlockCapabilitiesLive = HttpApiBuilder.group(BatonApi, "blockCapabilities", (handlers) =>
   Effect.gen(function* () {
     const schemas = yield* BlockSchemasRepo
     return handlers.handle("list", () => schemas.capabilities())
   })
-)
+).pipe(Layer.provide(BlockSchemasRepo.Default))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
@@ -92,4 +92,4 @@ export const BlockTypesLive = HttpApiBuilder.group(BatonApi, "blockTypes", (hand
         )
       )
   })
-)
+).pipe(Layer.provide([BlockDocuments.Default, BlockRegistration.Default, BlockTypesRepo.Default, StorageDefaults.Default]))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail, ValidationError } from "../domain/errors.ts"
@@ -108,7 +108,7 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
         )
       )
   })
-)
+).pipe(Layer.provide([ConcurrencyLimitsRepo.Default, ConcurrencySlots.Default]))
 
 const TAG = "tag:"
 
@@ -210,4 +210,4 @@ export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrency
         })
       )
   })
-)
+).pipe(Layer.provide([ConcurrencyLimitsRepo.Default, ConcurrencySlots.Default]))

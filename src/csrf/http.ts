@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
@@ -25,4 +25,4 @@ export const CsrfLive = HttpApiBuilder.group(BatonApi, "csrf", (handlers) =>
       })
     )
   })
-)
+).pipe(Layer.provide(CsrfTokensRepo.Default))

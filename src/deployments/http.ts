@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { FlowRun } from "../flow-runs/schemas.ts"
 import { BatonApi } from "../api.ts"
@@ -65,4 +65,4 @@ export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (ha
       .handle("updateSchedule", ({ path, payload }) => deployments.updateSchedule(path.id, path.schedule_id, payload))
       .handle("deleteSchedule", ({ path }) => deployments.deleteSchedule(path.id, path.schedule_id))
   })
-)
+).pipe(Layer.provide([DeploymentRuns.Default, Deployments.Default, DeploymentsRepo.Default]))

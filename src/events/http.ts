@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Layer, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
 import { normalizeBasePath } from "../http/edge.ts"
@@ -95,4 +95,4 @@ export const EventsLive = HttpApiBuilder.group(BatonApi, "events", (handlers) =>
         })
       )
   })
-)
+).pipe(Layer.provide([Events.Default, EventsRepo.Default]))

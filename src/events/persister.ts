@@ -7,7 +7,7 @@
  * Every 15 minutes it also deletes the events older than server.events.retention_period,
  * `batch_size_delete` at a time.
  */
-import { Cause, Chunk, Duration, Effect, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Chunk, Duration, Effect, Layer, Option, Queue, Ref, Schedule } from "effect"
 import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
@@ -109,4 +109,4 @@ export const EventPersisterService = registerServices(
     interval: () => Duration.zero,
     tick: Effect.flatMap(EventPersister, (persister) => persister.tick)
   })
-)
+).pipe(Layer.provide(EventPersister.Default))

@@ -5,7 +5,7 @@
  * (oldest first, a page at a time), then every new one, each as `{"type": "event", "event": …}`.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Duration, Effect, Either, Option, ParseResult, Queue, Schema } from "effect"
+import { Duration, Effect, Either, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { PROTOCOL_ERROR, POLICY_VIOLATION, servePrefectSocket } from "../http/websocket.ts"
 import { Settings } from "../settings/settings.ts"
@@ -92,4 +92,4 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
       )
     )
   })
-)
+).pipe(Layer.provide([EventBus.Default, Events.Default, EventsRepo.Default]))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { orFail } from "../domain/errors.ts"
 import { historyWindow } from "../orchestration/repo.ts"
@@ -97,7 +97,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         Effect.flatMap(flowRuns.setState(path.id, payload.state, payload.force), answer)
       )
   })
-)
+).pipe(Layer.provide([FlowRunInputsRepo.Default, FlowRunResume.Default, FlowRuns.Default, FlowRunsRepo.Default, LogsRepo.Default]))
 
 export const FlowRunStatesLive = HttpApiBuilder.group(BatonApi, "flowRunStates", (handlers) =>
   Effect.gen(function* () {
@@ -106,4 +106,4 @@ export const FlowRunStatesLive = HttpApiBuilder.group(BatonApi, "flowRunStates",
       .handle("read", ({ path }) => runs.findState(path.id).pipe(orFail(() => new FlowRunStateNotFound())))
       .handle("list", ({ urlParams }) => runs.readStates(urlParams.flow_run_id))
   })
-)
+).pipe(Layer.provide(FlowRunsRepo.Default))

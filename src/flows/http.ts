@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
@@ -39,4 +39,4 @@ export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
         paginate(payload, (limit, offset) => flows.filter({ query: payload, sort: payload.sort, offset, limit }), flows.count(payload))
       )
   })
-)
+).pipe(Layer.provide(FlowsRepo.Default))

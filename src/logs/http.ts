@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { LogsRepo } from "./repo.ts"
@@ -19,4 +19,4 @@ export const LogsLive = HttpApiBuilder.group(BatonApi, "logs", (handlers) =>
         )
       )
   })
-)
+).pipe(Layer.provide([LogStream.Default, LogsRepo.Default]))

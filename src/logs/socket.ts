@@ -3,7 +3,7 @@
  * LogFilter}` and then receives `{"type": "log", "log": …}` for every new log the filter matches.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Either, Option, ParseResult, Queue, Schema } from "effect"
+import { Effect, Either, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import { POLICY_VIOLATION, PROTOCOL_ERROR, servePrefectSocket } from "../http/websocket.ts"
 import { Settings } from "../settings/settings.ts"
 import { Log, LogFilter } from "./schemas.ts"
@@ -41,4 +41,4 @@ export const LogsOutLive = HttpApiBuilder.Router.use((router) =>
       )
     )
   })
-)
+).pipe(Layer.provide(LogStream.Default))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
@@ -23,4 +23,4 @@ export const SavedSearchesLive = HttpApiBuilder.group(BatonApi, "savedSearches",
         Effect.flatMap(searches.remove(path.id), (deleted) => (deleted ? Effect.void : new SavedSearchNotFound()))
       )
   })
-)
+).pipe(Layer.provide(SavedSearchesRepo.Default))

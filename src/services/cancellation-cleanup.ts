@@ -3,7 +3,7 @@
  * task runs and subflow runs (Cancelling when a deployment's worker must stop its infrastructure,
  * Cancelled otherwise) — and runs still waiting for a deployment that was deleted.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { Orchestrator } from "../orchestration/orchestrator.ts"
@@ -57,4 +57,4 @@ export const CancellationCleanupService = registerServices(
     interval: loopSeconds((s) => s.cancellation_cleanup),
     tick: cleanUpCancellations
   })
-)
+).pipe(Layer.provide(Orchestrator.Default))

@@ -4,7 +4,7 @@
  * in a terminal state more than `retention_period` (P90D) ago with their task runs, states, logs and
  * artifacts.
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { now } from "../domain/time.ts"
 import { EventsRepo } from "../events/repo.ts"
 import { Settings } from "../settings/settings.ts"
@@ -40,4 +40,4 @@ export const vacuum = Effect.gen(function* () {
 
 export const DbVacuumService = registerServices(
   defineService({ name: "db_vacuum", interval: loopSeconds((s) => s.db_vacuum), tick: vacuum })
-)
+).pipe(Layer.provide([EventsRepo.Default, VacuumRepo.Default]))

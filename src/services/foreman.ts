@@ -3,7 +3,7 @@
  * without an ONLINE worker go NOT_READY, and work queues and deployments no worker polled within
  * their timeouts go NOT_READY.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
@@ -28,4 +28,4 @@ export const checkReadiness = Effect.gen(function* () {
 
 export const ForemanService = registerServices(
   defineService({ name: "foreman", interval: loopSeconds((s) => s.foreman), tick: checkReadiness })
-)
+).pipe(Layer.provide([DeploymentsRepo.Default, WorkPoolsRepo.Default, WorkQueuesRepo.Default]))

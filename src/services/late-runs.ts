@@ -3,7 +3,7 @@
  * state of that name, keeping its scheduled time), so users and automations see it has not started.
  * A late run whose deployment's limit is full and says CANCEL_NEW is cancelled instead.
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { markLateRunsPolicy } from "../orchestration/flow-policy.ts"
@@ -45,4 +45,4 @@ export const markLateRuns = Effect.gen(function* () {
 
 export const LateRunsService = registerServices(
   defineService({ name: "late_runs", interval: loopSeconds((s) => s.late_runs), tick: markLateRuns })
-)
+).pipe(Layer.provide(Orchestrator.Default))

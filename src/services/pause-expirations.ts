@@ -1,5 +1,5 @@
 /** Pause expirations: a run paused past its `pause_timeout` (nobody resumed it) fails. */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { emptyStateDetails } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { Orchestrator } from "../orchestration/orchestrator.ts"
@@ -29,4 +29,4 @@ export const failExpiredPauses = Effect.gen(function* () {
 
 export const PauseExpirationsService = registerServices(
   defineService({ name: "pause_expirations", interval: loopSeconds((s) => s.pause_expirations), tick: failExpiredPauses })
-)
+).pipe(Layer.provide(Orchestrator.Default))

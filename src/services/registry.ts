@@ -1,7 +1,8 @@
 /**
  * Every background service of the server, each registered by its own Layer (next to its work) with
  * the runner. Each reads `enabled` and its interval from `server.services.<name>`. A new service is
- * one more Layer here; what its iterations use comes from the area services it is built with.
+ * one more Layer here; its registration provides the area services its iterations use, so only the
+ * settings and the database are left to provide.
  */
 import { Layer } from "effect"
 import { TriggersService } from "../automations/triggers-registration.ts"
@@ -31,8 +32,8 @@ export const BackgroundServicesLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(BackgroundServices.Default))
 
 /**
- * Runs the registered services `only` picks (all by default), each when its settings enable it; their
- * iterations use the services this Layer is built with.
+ * Runs the registered services `only` picks (all by default), each when its settings enable it. Built
+ * in the same build as the handlers, their iterations use the handlers' instances of the area services.
  */
 export const runBackgroundServices = (only?: (service: BackgroundService) => boolean) =>
   runRegistered(only).pipe(Layer.provide(BackgroundServicesLive))

@@ -2,7 +2,7 @@
  * The repossessor: a concurrency lease that expired without being renewed or given back (its holder
  * crashed, say) is revoked, and the slots it held are given back.
  */
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { ConcurrencySlots } from "../concurrency/slots.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
@@ -26,4 +26,4 @@ export const repossessExpiredLeases = Effect.gen(function* () {
 
 export const RepossessorService = registerServices(
   defineService({ name: "repossessor", interval: loopSeconds((s) => s.repossessor), tick: repossessExpiredLeases })
-)
+).pipe(Layer.provide(ConcurrencySlots.Default))

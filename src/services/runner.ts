@@ -95,7 +95,8 @@ type ServiceContext<S> = S extends BackgroundService<infer R> ? R : never
 
 /**
  * A Layer that registers `services` (the loops of one service). Their iterations use the services
- * this Layer is built with, so the server's instances serve them (or, in a test, the test's).
+ * this Layer is built with: the registration provides them (`.pipe(Layer.provide(…))`), and Layers
+ * being memoised by reference within one build, those are the instances the handlers use.
  */
 export const registerServices = <const Services extends ReadonlyArray<BackgroundService<any>>>(
   ...services: Services

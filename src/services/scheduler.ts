@@ -2,7 +2,7 @@
  * The scheduler: a main loop that gives every deployment short of future runs its next runs, and a
  * quick loop for deployments changed a moment ago, so a new schedule has runs within seconds.
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { DeploymentScheduler } from "../deployments/scheduler.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
@@ -18,4 +18,4 @@ export const SchedulerService = registerServices(
     interval: (settings) => Duration.seconds(settings.server.services.scheduler.recent_deployments_loop_seconds),
     tick: scheduleRecent
   })
-)
+).pipe(Layer.provide(DeploymentScheduler.Default))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { generateName } from "../domain/names.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { Orchestrator } from "../orchestration/orchestrator.ts"
@@ -59,7 +59,7 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
         })
       )
   })
-)
+).pipe(Layer.provide([Orchestrator.Default, TaskRunsRepo.Default]))
 
 export const TaskRunStatesLive = HttpApiBuilder.group(BatonApi, "taskRunStates", (handlers) =>
   Effect.gen(function* () {
@@ -70,4 +70,4 @@ export const TaskRunStatesLive = HttpApiBuilder.group(BatonApi, "taskRunStates",
       )
       .handle("list", ({ urlParams }) => runs.readStates(urlParams.task_run_id))
   })
-)
+).pipe(Layer.provide(TaskRunsRepo.Default))

@@ -6,7 +6,7 @@
  * retried (max 5 times, `flush_interval` apart, so a database away for a moment loses nothing; at
  * shutdown 100 ms apart) and then dropped with an error in the log.
  */
-import { Chunk, Duration, Effect, Option, Queue, Schedule } from "effect"
+import { Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
 import { unavailabilityAsFailure } from "../database/errors.ts"
 import { isObject } from "../domain/schemas.ts"
 import { EventBus } from "../events/bus.ts"
@@ -126,4 +126,4 @@ export const TaskRunRecorderService = registerServices(
     interval: () => Duration.zero,
     tick: Effect.flatMap(TaskRunRecorder, (recorder) => recorder.tick)
   })
-)
+).pipe(Layer.provide(TaskRunRecorder.Default))

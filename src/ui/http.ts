@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { checkValues, prepareSchema, schemaProblem } from "../domain/schema-validation.ts"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
@@ -25,7 +25,7 @@ export const UiFlowsLive = HttpApiBuilder.group(BatonApi, "uiFlows", (handlers) 
         Effect.map(ui.nextRunPerFlow(payload.flow_ids), (runs) => byId(payload.flow_ids, runs, null))
       )
   })
-)
+).pipe(Layer.provide(UiRepo.Default))
 
 export const UiFlowRunsLive = HttpApiBuilder.group(BatonApi, "uiFlowRuns", (handlers) =>
   Effect.gen(function* () {
@@ -36,7 +36,7 @@ export const UiFlowRunsLive = HttpApiBuilder.group(BatonApi, "uiFlowRuns", (hand
         Effect.map(ui.taskRunsPerFlowRun(payload.flow_run_ids), (counts) => byId(payload.flow_run_ids, counts, 0))
       )
   })
-)
+).pipe(Layer.provide(UiRepo.Default))
 
 export const UiTaskRunsLive = HttpApiBuilder.group(BatonApi, "uiTaskRuns", (handlers) =>
   Effect.gen(function* () {
@@ -61,7 +61,7 @@ export const UiTaskRunsLive = HttpApiBuilder.group(BatonApi, "uiTaskRuns", (hand
         taskRuns.findWithFlowRunName(path.id).pipe(orFail(() => new UiTaskRunNotFound()))
       )
   })
-)
+).pipe(Layer.provide([TaskRunsRepo.Default, UiRepo.Default]))
 
 export const UiSchemasLive = HttpApiBuilder.group(BatonApi, "uiSchemas", (handlers) =>
   Effect.gen(function* () {
@@ -79,4 +79,4 @@ export const UiSchemasLive = HttpApiBuilder.group(BatonApi, "uiSchemas", (handle
       })
     )
   })
-)
+).pipe(Layer.provide(Hydration.Default))

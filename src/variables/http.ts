@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { integrityConflict, orFail } from "../domain/errors.ts"
@@ -43,4 +43,4 @@ export const VariablesLive = HttpApiBuilder.group(BatonApi, "variables", (handle
       .handle("delete", ({ path }) => Effect.flatMap(orNotFound(variables.find(path.id)), remove))
       .handle("deleteByName", ({ path }) => Effect.flatMap(orNotFound(variables.findByName(path.name)), remove))
   })
-)
+).pipe(Layer.provide(VariablesRepo.Default))

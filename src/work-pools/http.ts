@@ -115,4 +115,6 @@ const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers
   })
 )
 
-export const WorkPoolsLive = Layer.merge(WorkPoolsGroupLive, HeldPollsEndLive)
+export const WorkPoolsLive = Layer.merge(WorkPoolsGroupLive, HeldPollsEndLive).pipe(
+  Layer.provide([PollRepo.Default, RunsDue.Default, WorkPools.Default, WorkPoolsRepo.Default, WorkQueuesRepo.Default])
+)

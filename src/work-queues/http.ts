@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
 import { FlowRunsRepo } from "../flow-runs/repo.ts"
@@ -90,4 +90,4 @@ export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (hand
         })
       )
   })
-)
+).pipe(Layer.provide([FlowRunsRepo.Default, PollRepo.Default, WorkPools.Default, WorkQueueLookup.Default, WorkQueuesRepo.Default]))

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, TestClock } from "effect"
+import { Duration, Effect, TestClock } from "effect"
 import { runBackgroundServices } from "../../src/services/registry.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { receiver } from "../support/receiver.ts"
-import { request, testServer } from "../support/server.ts"
+import { buildInServer, request, testServer } from "../support/server.ts"
 import { eventually } from "../support/eventually.ts"
 
 const setState = (id: string, type: string) =>
@@ -15,7 +15,7 @@ describe("an automation end to end, with the triggers service running", () => {
       Effect.scoped(
         Effect.gen(function* () {
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
+          yield* buildInServer(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
           const hook = yield* receiver()
 
           // Everything below goes through the HTTP API, as a client would do it.

@@ -4,7 +4,7 @@
  * their deadlines; an endless body is not read; and a URL that is a secret never shows.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Logger, TestClock } from "effect"
+import { Duration, Effect, Logger, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
 import { FILLED_REQUEST_CHARACTERS, RESPONSE_BODY_CHARACTERS } from "../../src/automations/outbound.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
@@ -23,7 +23,7 @@ import {
   tricklingServer
 } from "../support/hostile-http.ts"
 import { receiver } from "../support/receiver.ts"
-import { request, testServer } from "../support/server.ts"
+import { buildInServer, request, testServer } from "../support/server.ts"
 
 const LIMITS = {
   "server.events.action_connect_timeout_seconds": 0.5,
@@ -248,7 +248,7 @@ describe("outgoing requests of automation actions", () => {
         Effect.gen(function* () {
           const lines: Array<string> = []
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* capturingLogs(Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister")), lines)
+          yield* capturingLogs(buildInServer(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister")), lines)
           const silent = yield* silentServer()
           const hook = yield* receiver()
           const hanging = yield* blockDocument("webhook", "service-silent", { url: secretUrl(silent.url) })

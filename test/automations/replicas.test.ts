@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Schema, TestClock } from "effect"
+import { Duration, Effect, Schema, TestClock } from "effect"
 import { AutomationActions } from "../../src/automations/actions.ts"
 import { AUTOMATION_CHANGES_CHANNEL } from "../../src/automations/changes.ts"
 import { AutomationsRepo } from "../../src/automations/repo.ts"
@@ -9,7 +9,7 @@ import { TriggersEngine } from "../../src/automations/triggers.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
 import { ok } from "../support/api.ts"
-import { request, testServer } from "../support/server.ts"
+import { buildInServer, request, testServer } from "../support/server.ts"
 
 const decodeCreate = Schema.decodeUnknownSync(AutomationCreate)
 
@@ -23,7 +23,7 @@ describe("automation changes made by another replica", () => {
           const engine = yield* TriggersEngine
           // The triggers service has loaded the automations (none of this one yet)…
           yield* engine.drain
-          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" && s.loop === "automation changes"))
+          yield* buildInServer(runBackgroundServices((s) => s.name === "triggers" && s.loop === "automation changes"))
           yield* TestClock.adjust(Duration.millis(1))
           yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))
 

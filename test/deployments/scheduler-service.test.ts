@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, TestClock } from "effect"
+import { Duration, Effect, TestClock } from "effect"
 import { DeploymentScheduler } from "../../src/deployments/scheduler.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
 import { makeFlow, makeDeployment, runsOf } from "../support/api.ts"
-import { request, testServer } from "../support/server.ts"
+import { buildInServer, request, testServer } from "../support/server.ts"
 import { eventually } from "../support/eventually.ts"
 
 const HOUR = 3600
@@ -39,7 +39,7 @@ describe("the scheduler with small batches, and as a service", () => {
     it.effect("a new deployment with a 60 s interval has its runs within one quick loop", () =>
       Effect.scoped(
         Effect.gen(function* () {
-          yield* Layer.build(runBackgroundServices((s) => s.name === "scheduler"))
+          yield* buildInServer(runBackgroundServices((s) => s.name === "scheduler"))
           yield* TestClock.adjust(Duration.millis(1))
           yield* settle
           const flowId = yield* makeFlow("sched-minutely")
@@ -60,7 +60,7 @@ describe("the scheduler with small batches, and as a service", () => {
           yield* makeDeployment({ name: "svc", flow_id: flowId, schedules: [{ schedule: { interval: HOUR } }] })
           // Older than the quick loop's window: only the main loop serves it.
           yield* TestClock.adjust(Duration.seconds(10))
-          yield* Layer.build(runBackgroundServices((s) => s.name === "scheduler"))
+          yield* buildInServer(runBackgroundServices((s) => s.name === "scheduler"))
           yield* TestClock.adjust(Duration.millis(1))
           const first = yield* eventually(Effect.map(runsOf(flowId), (runs) => {
             expect(runs).toHaveLength(3)

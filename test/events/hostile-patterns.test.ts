@@ -5,7 +5,7 @@
  * the triggers service running, /events/filter on the database, and /events/out live filters.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Layer, Schema, TestClock } from "effect"
+import { Clock, Effect, Schema, TestClock } from "effect"
 import { EventFilter, eventMatches, resolveFilter } from "../../src/events/filter.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { ReceivedEvent } from "../../src/events/schemas.ts"
@@ -13,7 +13,7 @@ import { runBackgroundServices } from "../../src/services/registry.ts"
 import { ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { timed } from "../support/timing.ts"
-import { request, testServer } from "../support/server.ts"
+import { buildInServer, request, testServer } from "../support/server.ts"
 import { connect, opened } from "../support/websocket.ts"
 
 /** A 40-character id and the pattern that made a backtracking matcher try ~C(40,12) ways. */
@@ -59,7 +59,7 @@ describe("hostile label patterns", () => {
       Effect.scoped(
         Effect.gen(function* () {
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
+          yield* buildInServer(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
 
           const automation = (name: string, trigger: Record<string, unknown>) =>
             Effect.map(

@@ -10,7 +10,7 @@ import {
   runServices
 } from "../../src/services/runner.ts"
 import { layer as settingsLayer, Settings } from "../../src/settings/settings.ts"
-import { testServer } from "../support/server.ts"
+import { buildInServer, testServer } from "../support/server.ts"
 
 /** A service that counts its iterations, optionally failing or dying on some of them. */
 const counting = (options: { readonly failOn?: ReadonlyArray<number>; readonly dieOn?: ReadonlyArray<number> } = {}) =>
@@ -115,8 +115,8 @@ describe("the registered background services", () => {
     it.scoped("are every background service of the settings, each with its interval", () =>
       Effect.gen(function* () {
         const settings = yield* Settings
-        // Each registration captures the services it is built with: here, the test server's.
-        const context = yield* Layer.build(BackgroundServicesLive)
+        // Each registration provides the services it uses: built with the server's, they are the server's.
+        const context = yield* buildInServer(BackgroundServicesLive)
         const registered = yield* Effect.flatMap(BackgroundServices, (services) => services.all).pipe(Effect.provide(context))
         const names = [...new Set(registered.map((s) => s.name))].sort()
         expect(names).toEqual(

@@ -5,7 +5,7 @@
  */
 import { HttpApiClient, type HttpApi, HttpServer, FetchHttpClient } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { BatonApi } from "../../src/api.ts"
 import { ApiLive, AreasLive, HttpServerLive, serveApi } from "../../src/server.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
@@ -22,6 +22,18 @@ export interface TestServerOptions {
   }
 }
 
+/** The memo map the test server was built with: what a test builds with it shares the server's instances. */
+export class ServerMemoMap extends Context.Tag("test/ServerMemoMap")<ServerMemoMap, Layer.MemoMap>() {}
+
+/**
+ * Builds `layer` into the test's scope as part of the test server's build: a service the server
+ * holds (the EventBus, the TriggersEngine, FlowRunsRepo …) is that instance, not a second one. For
+ * background services, whose registrations provide the services they use:
+ * `yield* buildInServer(runBackgroundServices((s) => s.name === "triggers"))`.
+ */
+export const buildInServer = <ROut, E, RIn>(layer: Layer.Layer<ROut, E, RIn>) =>
+  Effect.flatMap(Effect.all([ServerMemoMap, Effect.scope]), ([memoMap, scope]) => Layer.buildWithMemoMap(layer, memoMap, scope))
+
 /**
  * The server Layer for a test file: `it.layer(testServer(…))((it) => …)`. For a second server in the
  * same file, use `layer(testServer(…))` (the standalone export of @effect/vitest): after its first
@@ -37,6 +49,7 @@ export const testServer = (options: TestServerOptions = {}) =>
     Layer.provideMerge(AreasLive),
     // The same instance the handlers publish to (Layers are memoised within one build).
     Layer.provideMerge(Transitions.Default),
+    Layer.provideMerge(Layer.effect(ServerMemoMap, Layer.CurrentMemoMap)),
     Layer.provideMerge(TestDatabase),
     Layer.provideMerge(
       settingsLayer({ "server.api.host": "127.0.0.1", "server.api.port": 0, ...options.overrides })

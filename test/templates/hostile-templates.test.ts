@@ -6,14 +6,14 @@
  * action, quickly, with a message naming the limit, and the server keeps answering.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Layer, TestClock } from "effect"
+import { Clock, Effect, TestClock } from "effect"
 import { runBackgroundServices } from "../../src/services/registry.ts"
 import { blockDocument, outcome, perform as performAction } from "../support/actions.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { receiver } from "../support/receiver.ts"
 import { stillServing, timed } from "../support/timing.ts"
-import { request, testServer } from "../support/server.ts"
+import { buildInServer, request, testServer } from "../support/server.ts"
 
 const jinja = (template: string) => ({ __prefect_kind: "jinja", template })
 
@@ -227,7 +227,7 @@ describe("hostile templates", () => {
       Effect.scoped(
         Effect.gen(function* () {
           yield* TestClock.setTime(Date.UTC(2026, 10, 24, 9, 0, 0))
-          yield* Layer.build(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
+          yield* buildInServer(runBackgroundServices((s) => s.name === "triggers" || s.name === "event_persister"))
           const hook = yield* receiver()
           const webhook = yield* blockDocument("webhook", "hostile-e2e", { url: `${hook.url}/e2e` })
           const flowId = yield* makeFlow("hostile-e2e")
