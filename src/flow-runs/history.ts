@@ -19,7 +19,7 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { StateType } from "../domain/states.ts"
 import { LATEST } from "../domain/time.ts"
-import { historyBuckets, type HistoryWindow } from "../orchestration/repo.ts"
+import { historyBuckets, type HistoryWindow } from "../orchestration/history.ts"
 
 /** The rollup's slot: flow_run_rollup_slot (migration 0018). */
 const SLOT_MS = 900_000

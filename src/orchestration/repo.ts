@@ -8,49 +8,14 @@ import { Effect, Schema } from "effect"
 import { decodeStateDetails } from "../domain/fast-decode.ts"
 import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
-import { LATEST, notAfterLatest, now } from "../domain/time.ts"
-import { ValidationError } from "../domain/errors.ts"
+import { now } from "../domain/time.ts"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
+import { historyBuckets, type HistoryWindow } from "./history.ts"
 import { Transitions } from "./transitions.ts"
 
 export type RunKind = "flow_run" | "task_run"
-
-export interface HistoryWindow {
-  readonly start: Date
-  readonly end: Date
-  readonly intervalSeconds: number
-}
-
-/** The window of a history request; intervals under a second are refused, as the reference does. */
-export const historyWindow = (body: {
-  readonly history_start: Date
-  readonly history_end: Date
-  readonly history_interval_seconds: number
-}) =>
-  body.history_interval_seconds < 1
-    ? Effect.fail(new ValidationError({ detail: "History interval must not be less than 1 second." }))
-    // An interval whose first bucket ends past the last date there is has no buckets to answer.
-    : !(body.history_start.getTime() + body.history_interval_seconds * 1000 <= LATEST.getTime())
-    ? Effect.fail(new ValidationError({ detail: "History interval is too large." }))
-    : Effect.succeed<HistoryWindow>({
-      start: body.history_start,
-      end: body.history_end,
-      intervalSeconds: body.history_interval_seconds
-    })
-
-/**
- * The buckets of a history window: at most 500 from `start`, each `intervalSeconds` long, the runs
- * counted being those expected to start before `until`. A bucket past the year 9999 ends at the
- * last instant there is.
- */
-export const historyBuckets = (options: HistoryWindow) => {
-  const span = (options.end.getTime() - options.start.getTime()) / 1000
-  const buckets = Math.max(0, Math.min(500, Math.ceil(span / options.intervalSeconds)))
-  const boundary = (i: number) => notAfterLatest(options.start.getTime() + i * options.intervalSeconds * 1000)
-  return { buckets, until: boundary(buckets), intervalStart: boundary, intervalEnd: (i: number) => boundary(i + 1) }
-}
 
 /** The columns every run table has for its state, and its current state joined as JSON. */
 export interface RunStateRow extends Omit<RunClock, "resuming">, RunLinks {

@@ -8,7 +8,8 @@ import { newId } from "../domain/ids.ts"
 import type { State, StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { estimates } from "../orchestration/global-policy.ts"
-import { type HistoryWindow, RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
+import type { HistoryWindow } from "../orchestration/history.ts"
+import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import { type TaskRun, type TaskRunCreate, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
 
 const orderBy: Record<TaskRunSort, string> = {
