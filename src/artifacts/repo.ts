@@ -3,20 +3,31 @@
  * keyed artifact becomes its key's latest, editing the latest edits the collection, and deleting the
  * latest makes the newest remaining one latest (or removes the key).
  */
-import { SqlClient, type Statement } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import {
-  type Artifact,
-  type ArtifactCollection,
+  Artifact,
+  ArtifactCollection,
   type ArtifactCreate,
   ArtifactCollectionFilter,
   ArtifactFilter,
-  type ArtifactSort
+  type ArtifactSort,
+  GraphArtifact
 } from "./schemas.ts"
+
+/** A row of `artifact`: its wire record, decoded (its timestamps Dates, its data and metadata parsed jsonb). */
+export const ArtifactRow = Schema.typeSchema(Artifact)
+
+/** A row of `artifact_collection`: its wire record, decoded. */
+export const ArtifactCollectionRow = Schema.typeSchema(ArtifactCollection)
+
+/** An artifact as a flow run's graph lists it, with the task run it belongs to. */
+const GraphArtifactRow = Schema.extend(Schema.typeSchema(GraphArtifact), Schema.Struct({ task_run_id: Schema.NullOr(Schema.String) }))
 
 const orderBy = (table: string): Record<ArtifactSort, string> => ({
   CREATED_DESC: `${table}.created DESC, ${table}.id DESC`,
@@ -27,6 +38,8 @@ const orderBy = (table: string): Record<ArtifactSort, string> => ({
 })
 
 export type ArtifactQuery = RelatedFilters & { readonly artifacts?: unknown }
+
+type ArtifactPage = ArtifactQuery & { readonly sort: ArtifactSort; readonly offset: number; readonly limit: number }
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
 
@@ -44,17 +57,24 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
         queryCondition(sql, table, { flows: query.flows, flow_runs: query.flow_runs, task_runs: query.task_runs, deployments: query.deployments })
       ])
 
+    const insert = SqlSchema.single({
+      Request: AsGiven<ArtifactCreate & { readonly id: string; readonly at: Date }>(),
+      Result: ArtifactRow,
+      execute: (input) =>
+        sql`
+          INSERT INTO artifact (id, created, updated, key, type, description, data, metadata_, flow_run_id, task_run_id)
+          VALUES (${input.id}, ${input.at}, ${input.at}, ${input.key}, ${input.type}, ${input.description},
+                  ${json(input.data)}::jsonb, ${json(input.metadata_)}::jsonb, ${input.flow_run_id}, ${input.task_run_id})
+          RETURNING *
+        `
+    })
+
     const create = Effect.fn("ArtifactsRepo.create")(function* (input: ArtifactCreate) {
       const id = yield* newId
       const at = yield* now
       return yield* sql.withTransaction(
         Effect.gen(function* () {
-          const rows = yield* sql<Artifact>`
-            INSERT INTO artifact (id, created, updated, key, type, description, data, metadata_, flow_run_id, task_run_id)
-            VALUES (${id}, ${at}, ${at}, ${input.key}, ${input.type}, ${input.description}, ${json(input.data)}::jsonb,
-                    ${json(input.metadata_)}::jsonb, ${input.flow_run_id}, ${input.task_run_id})
-            RETURNING *
-          `
+          const artifact = yield* insert({ ...input, id, at })
           if (input.key !== null) {
             yield* sql`
               INSERT INTO artifact_collection (id, created, updated, key, latest_id, type, description, data, metadata_,
@@ -66,17 +86,35 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
                 metadata_ = EXCLUDED.metadata_, flow_run_id = EXCLUDED.flow_run_id, task_run_id = EXCLUDED.task_run_id
             `
           }
-          return rows[0]!
+          return artifact
         })
       )
     })
 
-    const find = (id: string) =>
-      Effect.map(sql<Artifact>`SELECT * FROM artifact WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const find = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ArtifactRow,
+      execute: (id) => sql`SELECT * FROM artifact WHERE id = ${id}`
+    })
 
     /** The latest artifact of the key (the collection's own record). */
-    const findLatest = (key: string) =>
-      Effect.map(sql<ArtifactCollection>`SELECT * FROM artifact_collection WHERE key = ${key}`, (rows) => Option.fromNullable(rows[0]))
+    const findLatest = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ArtifactCollectionRow,
+      execute: (key) => sql`SELECT * FROM artifact_collection WHERE key = ${key}`
+    })
+
+    const deleteRow = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ArtifactRow,
+      execute: (id) => sql`DELETE FROM artifact WHERE id = ${id} RETURNING *`
+    })
+
+    const newestOfKey = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ArtifactRow,
+      execute: (key) => sql`SELECT * FROM artifact WHERE key = ${key} ORDER BY created DESC, id DESC LIMIT 1`
+    })
 
     /** Sets the given fields on the artifact, and on its key's collection when it is the latest; false without it. */
     const update = Effect.fn("ArtifactsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
@@ -95,19 +133,17 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
     const remove = (id: string) =>
       sql.withTransaction(
         Effect.gen(function* () {
-          const rows = yield* sql<Artifact>`DELETE FROM artifact WHERE id = ${id} RETURNING *`
-          const deleted = rows[0]
-          if (deleted === undefined) return false
+          const found = yield* deleteRow(id)
+          if (Option.isNone(found)) return false
+          const deleted = found.value
           if (deleted.key === null) return true
           const latest = yield* sql`SELECT id FROM artifact_collection WHERE key = ${deleted.key} AND latest_id = ${id}`
           if (latest.length === 0) return true
-          const next = yield* sql<Artifact>`
-            SELECT * FROM artifact WHERE key = ${deleted.key} ORDER BY created DESC, id DESC LIMIT 1
-          `
-          if (next[0] === undefined) {
+          const next = yield* newestOfKey(deleted.key)
+          if (Option.isNone(next)) {
             yield* sql`DELETE FROM artifact_collection WHERE key = ${deleted.key}`
           } else {
-            const n = next[0]
+            const n = next.value
             yield* sql`
               UPDATE artifact_collection SET latest_id = ${n.id}, created = ${n.created}, updated = ${n.updated},
                 type = ${n.type}, description = ${n.description}, data = ${json(n.data)}::jsonb,
@@ -119,42 +155,59 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
         })
       )
 
-    const filter = (query: ArtifactQuery & { readonly sort: ArtifactSort; readonly offset: number; readonly limit: number }) =>
-      sql<Artifact>`
-        SELECT * FROM artifact WHERE ${where("artifact", query)}
-        ORDER BY ${sql.unsafe(orderBy("artifact")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
-      `
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<ArtifactPage>(),
+      Result: ArtifactRow,
+      execute: (query) =>
+        sql`
+          SELECT * FROM artifact WHERE ${where("artifact", query)}
+          ORDER BY ${sql.unsafe(orderBy("artifact")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
+        `
+    })
 
-    const count = (query: ArtifactQuery) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM artifact WHERE ${where("artifact", query)}`, (rows) =>
-        Number(rows[0]!.count)
-      )
+    const countRow = SqlSchema.single({
+      Request: AsGiven<ArtifactQuery>(),
+      Result: CountRow,
+      execute: (query) => sql`SELECT count(*) AS count FROM artifact WHERE ${where("artifact", query)}`
+    })
+    const count = (query: ArtifactQuery) => Effect.map(countRow(query), (row) => row.count)
 
-    const filterLatest = (query: ArtifactQuery & { readonly sort: ArtifactSort; readonly offset: number; readonly limit: number }) =>
-      sql<ArtifactCollection>`
-        SELECT * FROM artifact_collection WHERE ${where("artifact_collection", query)}
-        ORDER BY ${sql.unsafe(orderBy("artifact_collection")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
-      `
+    const filterLatest = SqlSchema.findAll({
+      Request: AsGiven<ArtifactPage>(),
+      Result: ArtifactCollectionRow,
+      execute: (query) =>
+        sql`
+          SELECT * FROM artifact_collection WHERE ${where("artifact_collection", query)}
+          ORDER BY ${sql.unsafe(orderBy("artifact_collection")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
+        `
+    })
 
-    const countLatest = (query: ArtifactQuery) =>
-      Effect.map(
-        sql<{ count: string }>`SELECT count(*) AS count FROM artifact_collection WHERE ${where("artifact_collection", query)}`,
-        (rows) => Number(rows[0]!.count)
-      )
+    const countLatestRow = SqlSchema.single({
+      Request: AsGiven<ArtifactQuery>(),
+      Result: CountRow,
+      execute: (query) => sql`SELECT count(*) AS count FROM artifact_collection WHERE ${where("artifact_collection", query)}`
+    })
+    const countLatest = (query: ArtifactQuery) => Effect.map(countLatestRow(query), (row) => row.count)
+
+    const graphRows = SqlSchema.findAll({
+      Request: AsGiven<{ readonly flowRunId: string; readonly limit: number }>(),
+      Result: GraphArtifactRow,
+      execute: ({ flowRunId, limit }) =>
+        sql`
+          SELECT artifact.id, artifact.created, artifact.key, artifact.type, artifact.task_run_id,
+            EXISTS (SELECT 1 FROM artifact_collection c WHERE c.latest_id = artifact.id) AS is_latest,
+            CASE WHEN artifact.type = 'progress' THEN artifact.data ELSE NULL END AS data
+          FROM artifact WHERE artifact.flow_run_id = ${flowRunId} AND artifact.type <> 'result'
+          ORDER BY artifact.created, artifact.id
+          LIMIT ${limit}
+        `
+    })
 
     /**
      * A flow run's artifacts (its task runs' included; no results, and none without a type), with
      * whether each is its key's latest, for its graph. Progress artifacts bring their data.
      */
-    const forGraph = (flowRunId: string, limit: number) =>
-      sql<{ id: string; created: Date; key: string | null; type: string | null; is_latest: boolean; data: unknown; task_run_id: string | null }>`
-        SELECT artifact.id, artifact.created, artifact.key, artifact.type, artifact.task_run_id,
-          EXISTS (SELECT 1 FROM artifact_collection c WHERE c.latest_id = artifact.id) AS is_latest,
-          CASE WHEN artifact.type = 'progress' THEN artifact.data ELSE NULL END AS data
-        FROM artifact WHERE artifact.flow_run_id = ${flowRunId} AND artifact.type <> 'result'
-        ORDER BY artifact.created, artifact.id
-        LIMIT ${limit}
-      `
+    const forGraph = (flowRunId: string, limit: number) => graphRows({ flowRunId, limit })
 
     return sqlErrorsAsDefects({ create, find, findLatest, update, remove, filter, count, filterLatest, countLatest, forGraph })
   })

@@ -1,11 +1,32 @@
 /** Automations and the resources they relate to, in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
-import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow } from "../database/rows.ts"
 import * as Notifications from "../database/notifications.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { type Automation, AutomationFilter, type AutomationSort, type AutomationUpdate } from "./schemas.ts"
+import { isObject } from "../domain/schemas.ts"
+import { type Action, Automation, AutomationFilter, type AutomationSort, type AutomationUpdate, type Trigger } from "./schemas.ts"
+
+/**
+ * A trigger or action as stored: what the body schema decoded (and checked) before it was written.
+ * Read back, its tagged shape is checked; its rules (templates that parse, windows, targets) were the
+ * write's, and are not run again on every read.
+ */
+const stored = <A extends { readonly type: string }>(identifier: string) =>
+  Schema.declare((value): value is A => isObject(value) && typeof value.type === "string", { identifier })
+
+/** A row of `automation`: its wire record, decoded (its timestamps Dates, its jsonb parsed). */
+export const AutomationRow = Schema.typeSchema(Schema.Struct({
+  ...Automation.fields,
+  trigger: stored<Trigger>("StoredTrigger"),
+  actions: Schema.Array(stored<Action>("StoredAction")),
+  actions_on_trigger: Schema.Array(stored<Action>("StoredAction")),
+  actions_on_resolve: Schema.Array(stored<Action>("StoredAction"))
+}))
+
+const SnapshotRow = Schema.Struct({ updated: Schema.NullOr(Schema.DateFromSelf), count: Schema.NumberFromString })
 
 const orderBy: Record<AutomationSort, string> = {
   CREATED_DESC: "automation.created DESC, automation.id",
@@ -41,39 +62,60 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
       actions_on_resolve: json(fields.actions_on_resolve)
     })
 
-    const create = Effect.fn("AutomationsRepo.create")(function* (fields: AutomationFields) {
-      const at = yield* now
-      const rows = yield* sql<Automation>`
-        INSERT INTO automation ${sql.insert({ id: yield* newId, created: at, updated: at, ...columns(fields) })}
-        RETURNING *
-      `
-      return rows[0]!
+    const insert = SqlSchema.single({
+      Request: AsGiven<ReturnType<typeof columns> & { readonly id: string; readonly created: Date; readonly updated: Date }>(),
+      Result: AutomationRow,
+      execute: (row) => sql`INSERT INTO automation ${sql.insert(row)} RETURNING *`
     })
 
-    const find = (id: string) => Effect.map(sql<Automation>`SELECT * FROM automation WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const create = Effect.fn("AutomationsRepo.create")(function* (fields: AutomationFields) {
+      const at = yield* now
+      return yield* insert({ id: yield* newId, created: at, updated: at, ...columns(fields) })
+    })
 
-    const readMany = (ids: ReadonlyArray<string>) =>
-      ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : sql<Automation>`SELECT * FROM automation WHERE id = ANY(${ids}::uuid[])`
+    const find = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: AutomationRow,
+      execute: (id) => sql`SELECT * FROM automation WHERE id = ${id}`
+    })
+
+    const findMany = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: AutomationRow,
+      execute: (ids) => sql`SELECT * FROM automation WHERE id = ANY(${ids}::uuid[])`
+    })
+    const readMany = (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : findMany(ids))
 
     /** Every automation, for the triggers service to load. */
-    const all = sql<Automation>`SELECT * FROM automation`
+    const all = SqlSchema.findAll({ Request: Schema.Void, Result: AutomationRow, execute: () => sql`SELECT * FROM automation` })()
 
-    const filter = (options: {
-      readonly filter: AutomationFilter | null | undefined
-      readonly sort: AutomationSort
-      readonly offset: number
-      readonly limit: number
-    }) =>
-      sql<Automation>`
-        SELECT * FROM automation WHERE ${where(options.filter)}
-        ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<{
+        readonly filter: AutomationFilter | null | undefined
+        readonly sort: AutomationSort
+        readonly offset: number
+        readonly limit: number
+      }>(),
+      Result: AutomationRow,
+      execute: (options) =>
+        sql`
+          SELECT * FROM automation WHERE ${where(options.filter)}
+          ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
 
-    const count = Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM automation`, (rows) => Number(rows[0]!.count))
+    const count = Effect.map(
+      SqlSchema.single({ Request: Schema.Void, Result: CountRow, execute: () => sql`SELECT count(*) AS count FROM automation` })(),
+      (row) => row.count
+    )
 
     const snapshot = Effect.map(
-      sql<{ updated: Date | null; count: string }>`SELECT max(updated) AS updated, count(*) AS count FROM automation`,
-      (rows): AutomationsSnapshot => ({ updated: rows[0]!.updated?.getTime() ?? null, count: Number(rows[0]!.count) })
+      SqlSchema.single({
+        Request: Schema.Void,
+        Result: SnapshotRow,
+        execute: () => sql`SELECT max(updated) AS updated, count(*) AS count FROM automation`
+      })(),
+      (row): AutomationsSnapshot => ({ updated: row.updated?.getTime() ?? null, count: row.count })
     )
 
     /** Replaces every field; false when there is no such automation. */
@@ -93,10 +135,12 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
     })
 
     /** Deletes the automations (their buckets, firings and relations go with them); the deleted ones. */
-    const remove = (ids: ReadonlyArray<string>) =>
-      ids.length === 0
-        ? Effect.succeed([] as ReadonlyArray<Automation>)
-        : sql<Automation>`DELETE FROM automation WHERE id = ANY(${ids}::uuid[]) RETURNING *`
+    const deleteMany = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: AutomationRow,
+      execute: (ids) => sql`DELETE FROM automation WHERE id = ANY(${ids}::uuid[]) RETURNING *`
+    })
+    const remove = (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : deleteMany(ids))
 
     /** Relates the automation to a resource; once owned by it, it stays owned. */
     const relate = Effect.fn("AutomationsRepo.relate")(function* (automationId: string, resourceId: string, owned: boolean) {
@@ -122,15 +166,21 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
       for (const id of new Set(deploymentIds)) yield* relate(automationId, `prefect.deployment.${id}`, false)
     })
 
+    const related = SqlSchema.findAll({
+      Request: AsGiven<{ readonly resourceId: string; readonly ownedOnly?: boolean; readonly createdBefore?: Date }>(),
+      Result: AutomationRow,
+      execute: (options) =>
+        sql`
+          SELECT automation.* FROM automation
+          JOIN automation_related_resource r ON r.automation_id = automation.id
+          WHERE r.resource_id = ${options.resourceId}
+            ${options.ownedOnly ? sql`AND r.automation_owned_by_resource` : sql``}
+            ${options.createdBefore ? sql`AND automation.created <= ${options.createdBefore}` : sql``}
+          ORDER BY automation.created, automation.id
+        `
+    })
     const relatedTo = (resourceId: string, options: { readonly ownedOnly?: boolean; readonly createdBefore?: Date } = {}) =>
-      sql<Automation>`
-        SELECT automation.* FROM automation
-        JOIN automation_related_resource r ON r.automation_id = automation.id
-        WHERE r.resource_id = ${resourceId}
-          ${options.ownedOnly ? sql`AND r.automation_owned_by_resource` : sql``}
-          ${options.createdBefore ? sql`AND automation.created <= ${options.createdBefore}` : sql``}
-        ORDER BY automation.created, automation.id
-      `
+      related({ ...options, resourceId })
 
     /**
      * Announces a change on a PostgreSQL channel (database/notifications.ts), for other replicas'
@@ -147,10 +197,10 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
     return {
       ...sqlErrorsAsDefects({ notify, create, find, readMany, filter, replace, setEnabled, remove, relate, relateDeployments, relatedTo }),
       // Effects rather than methods, which the wrapper leaves alone: their failed statements made defects here.
-      sharedServer: Effect.catchTag(sharedServer, "SqlError", Effect.die),
-      all: Effect.catchTag(all, "SqlError", Effect.die),
-      count: Effect.catchTag(count, "SqlError", Effect.die),
-      snapshot: Effect.catchTag(snapshot, "SqlError", Effect.die)
+      sharedServer: sqlErrorAsDefect(sharedServer),
+      all: sqlErrorAsDefect(all),
+      count: sqlErrorAsDefect(count),
+      snapshot: sqlErrorAsDefect(snapshot)
     }
   })
 }) {}

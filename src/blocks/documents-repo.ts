@@ -1,34 +1,39 @@
 /** Block documents and the documents they reference, in SQL. `data` is stored as ciphertext. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
+import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockDocumentConflict, BlockDocumentNameTaken } from "./errors.ts"
 import { BlockDocumentFilter, type BlockDocumentQuery, type BlockDocumentSort } from "./documents-schemas.ts"
 import { BlockSchemaFilter, BlockTypeFilter } from "./schemas.ts"
 
-/** A stored document as its row holds it (data still sealed). */
-export interface DocumentRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly name: string
-  readonly data: string
-  readonly is_anonymous: boolean
-  readonly block_type_name: string | null
-  readonly block_type_id: string
-  readonly block_schema_id: string
-}
+/** A row of `block_document`: a stored document as its row holds it (data still sealed). */
+export const DocumentRow = Schema.Struct({
+  id: Schema.String,
+  created: Schema.DateFromSelf,
+  updated: Schema.DateFromSelf,
+  name: Schema.String,
+  data: Schema.String,
+  is_anonymous: Schema.Boolean,
+  block_type_name: Schema.NullOr(Schema.String),
+  block_type_id: Schema.String,
+  block_schema_id: Schema.String
+})
+export type DocumentRow = typeof DocumentRow.Type
 
-/** One edge of the reference graph: `parent`'s key `name` holds document `reference`. */
-export interface ReferenceRow {
-  readonly id: string
-  readonly name: string
-  readonly parent_block_document_id: string
-  readonly reference_block_document_id: string
-}
+/** A row of `block_document_reference`, one edge of the reference graph: `parent`'s key `name` holds document `reference`. */
+export const ReferenceRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  parent_block_document_id: Schema.String,
+  reference_block_document_id: Schema.String
+})
+export type ReferenceRow = typeof ReferenceRow.Type
+
+const ReferrerRow = Schema.Struct({ id: Schema.String, name: Schema.String })
 
 const DOCUMENT_REFERENCES = {
   table: "block_document_reference",
@@ -43,6 +48,8 @@ const orderBy: Record<BlockDocumentSort, string> = {
 }
 
 const NAMED_ONLY: BlockDocumentFilter = { operator: "and_", is_anonymous: { eq_: false } }
+
+const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id)
 
 /** A write naming a type, schema or document that is gone (deleted since it was checked). */
 const missingReferent = <A, E, R>(write: Effect.Effect<A, E, R>) =>
@@ -65,70 +72,100 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     ])
 
     /** The ids of the documents the query matches, in `sort` order (a null limit is no limit). */
-    const filterIds = (query: BlockDocumentQuery & {
-      readonly sort: BlockDocumentSort
-      readonly offset: number
-      readonly limit: number | null
-    }) =>
-      Effect.map(
-        sql<{ id: string }>`
+    const filteredIds = SqlSchema.findAll({
+      Request: AsGiven<BlockDocumentQuery & {
+        readonly sort: BlockDocumentSort
+        readonly offset: number
+        readonly limit: number | null
+      }>(),
+      Result: IdRow,
+      execute: (query) =>
+        sql`
           SELECT block_document.id FROM block_document WHERE ${where(query)}
           ORDER BY ${sql.unsafe(orderBy[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
+        `
+    })
+    const filterIds = (query: Parameters<typeof filteredIds>[0]) => Effect.map(filteredIds(query), ids)
 
-    const count = (query: BlockDocumentQuery) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM block_document WHERE ${where(query)}`, (rows) =>
-        Number(rows[0]!.count)
-      )
+    const countRow = SqlSchema.single({
+      Request: AsGiven<BlockDocumentQuery>(),
+      Result: CountRow,
+      execute: (query) => sql`SELECT count(*) AS count FROM block_document WHERE ${where(query)}`
+    })
+    const count = (query: BlockDocumentQuery) => Effect.map(countRow(query), (row) => row.count)
 
-    /** The id of the document named `name` of the type with this slug. */
-    const findIdByName = (slug: string, name: string) =>
-      Effect.map(
-        sql<{ id: string }>`
+    const idByName = SqlSchema.findOne({
+      Request: AsGiven<{ readonly slug: string; readonly name: string }>(),
+      Result: IdRow,
+      execute: ({ name, slug }) =>
+        sql`
           SELECT block_document.id FROM block_document JOIN block_type ON block_type.id = block_document.block_type_id
           WHERE block_type.slug = ${slug} AND block_document.name = ${name}
-        `,
-        (rows) => Option.fromNullable(rows[0]?.id)
-      )
+        `
+    })
+
+    /** The id of the document named `name` of the type with this slug. */
+    const findIdByName = (slug: string, name: string) => Effect.map(idByName({ slug, name }), Option.map((row) => row.id))
+
+    const referencesBelow = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: ReferenceRow,
+      execute: (ids) => edgesBelow(sql, DOCUMENT_REFERENCES, ids)
+    })
+
+    const documentRows = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: DocumentRow,
+      execute: (ids) => sql`SELECT * FROM block_document WHERE id = ANY(${ids}::uuid[])`
+    })
 
     /** The documents with these ids and every document they reference, directly or not, with the edges. */
     const readGraph = Effect.fn("BlockDocumentsRepo.readGraph")(function* (ids: ReadonlyArray<string>) {
       if (ids.length === 0) return { rows: [] as ReadonlyArray<DocumentRow>, references: [] as ReadonlyArray<ReferenceRow> }
-      const references = yield* edgesBelow<ReferenceRow>(sql, DOCUMENT_REFERENCES, ids)
+      const references = yield* referencesBelow(ids)
       const all = [...new Set([...ids, ...references.map((r) => r.reference_block_document_id)])]
-      const rows = yield* sql<DocumentRow>`SELECT * FROM block_document WHERE id = ANY(${all}::uuid[])`
+      const rows = yield* documentRows(all)
       return { rows, references }
     })
 
-    const findRow = (id: string) =>
-      Effect.map(sql<DocumentRow>`SELECT * FROM block_document WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const findRow = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: DocumentRow,
+      execute: (id) => sql`SELECT * FROM block_document WHERE id = ${id}`
+    })
 
     /** The row of `id`, locked until the transaction ends. */
-    const lockRow = (id: string) =>
-      Effect.map(sql<DocumentRow>`SELECT * FROM block_document WHERE id = ${id} FOR UPDATE`, (rows) => Option.fromNullable(rows[0]))
+    const lockRow = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: DocumentRow,
+      execute: (id) => sql`SELECT * FROM block_document WHERE id = ${id} FOR UPDATE`
+    })
 
+    const existingRows = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: IdRow,
+      execute: (ids) => sql`SELECT id FROM block_document WHERE id = ANY(${ids}::uuid[])`
+    })
     const existingIds = (ids: ReadonlyArray<string>) =>
-      ids.length === 0
-        ? Effect.succeed(new Set<string>())
-        : Effect.map(sql<{ id: string }>`SELECT id FROM block_document WHERE id = ANY(${ids}::uuid[])`, (rows) => new Set(rows.map((r) => r.id)))
+      ids.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(existingRows(ids), (rows) => new Set(rows.map((r) => r.id)))
+
+    const reachableRows = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: IdRow,
+      execute: (from) =>
+        sql`
+          WITH RECURSIVE reach(id) AS (
+            SELECT unnest(${from}::uuid[])
+            UNION
+            SELECT r.reference_block_document_id FROM block_document_reference r JOIN reach ON r.parent_block_document_id = reach.id
+          )
+          SELECT id FROM reach
+        `
+    })
 
     /** Every document `from` reaches through references (itself included). */
     const reachable = (from: ReadonlyArray<string>) =>
-      from.length === 0
-        ? Effect.succeed(new Set<string>())
-        : Effect.map(
-          sql<{ id: string }>`
-            WITH RECURSIVE reach(id) AS (
-              SELECT unnest(${from}::uuid[])
-              UNION
-              SELECT r.reference_block_document_id FROM block_document_reference r JOIN reach ON r.parent_block_document_id = reach.id
-            )
-            SELECT id FROM reach
-          `,
-          (rows) => new Set(rows.map((r) => r.id))
-        )
+      from.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(reachableRows(from), (rows) => new Set(rows.map((r) => r.id)))
 
     /**
      * Creates the document; BlockDocumentNameTaken when its type already has a document of that
@@ -136,13 +173,14 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
      */
     const insert = Effect.fn("BlockDocumentsRepo.insert")(function* (row: Omit<DocumentRow, "id" | "created" | "updated">) {
       const at = yield* now
-      const rows = yield* sql<{ id: string }>`
-        INSERT INTO block_document ${sql.insert({ id: yield* newId, created: at, updated: at, ...row })}
+      const id = yield* newId
+      const rows = yield* sql`
+        INSERT INTO block_document ${sql.insert({ id, created: at, updated: at, ...row })}
         ON CONFLICT (block_type_id, name) DO NOTHING
         RETURNING id
       `.pipe(missingReferent)
       if (rows.length === 0) return yield* new BlockDocumentNameTaken()
-      return rows[0]!.id
+      return id
     })
 
     /** Sets the given columns (and `updated`); BlockDocumentConflict when a new schema is gone. */
@@ -151,9 +189,13 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
       yield* sql`UPDATE block_document SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id}`.pipe(missingReferent)
     })
 
-    const referencesOf = (parent: string) =>
-      sql<ReferenceRow>`SELECT id, name, parent_block_document_id, reference_block_document_id
-                        FROM block_document_reference WHERE parent_block_document_id = ${parent}`
+    const referencesOf = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ReferenceRow,
+      execute: (parent) =>
+        sql`SELECT id, name, parent_block_document_id, reference_block_document_id
+            FROM block_document_reference WHERE parent_block_document_id = ${parent}`
+    })
 
     /** Adds the edges; BlockDocumentConflict when a referenced document is gone. */
     const addReferences = Effect.fn("BlockDocumentsRepo.addReferences")(function* (
@@ -180,11 +222,15 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
       ids.length === 0 ? Effect.void : Effect.asVoid(sql`DELETE FROM block_document_reference WHERE id = ANY(${ids}::uuid[])`)
 
     /** The documents that reference `id`, by name. */
-    const referencedBy = (id: string) =>
-      sql<{ id: string; name: string }>`
-        SELECT d.id, d.name FROM block_document_reference r JOIN block_document d ON d.id = r.parent_block_document_id
-        WHERE r.reference_block_document_id = ${id} ORDER BY d.name
-      `
+    const referencedBy = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ReferrerRow,
+      execute: (id) =>
+        sql`
+          SELECT d.id, d.name FROM block_document_reference r JOIN block_document d ON d.id = r.parent_block_document_id
+          WHERE r.reference_block_document_id = ${id} ORDER BY d.name
+        `
+    })
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM block_document WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 

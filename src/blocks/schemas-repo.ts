@@ -3,27 +3,33 @@
  * nested block's schema, joined by block_schema_reference rows; reading puts the nested schemas back
  * into `fields` (block_schema_references and definitions) as the client sent them.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
+import { AsGiven, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
-import { isObject } from "../domain/schemas.ts"
+import { isObject, JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
 import { BlockSchemaConflict } from "./errors.ts"
 import { type BlockSchema, BlockSchemaFilter, type BlockType, type SchemaReference } from "./schemas.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
 
-interface SchemaRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly checksum: string
-  readonly fields: Record<string, unknown>
-  readonly capabilities: ReadonlyArray<string>
-  readonly version: string
-  readonly block_type_id: string
-}
+/**
+ * A row of `block_schema`. Not the wire's record: the fields are stored without the nested schemas
+ * (rebuilt from the reference rows), and the type comes from its own table.
+ */
+const SchemaRow = Schema.Struct({
+  id: Schema.String,
+  created: Schema.DateFromSelf,
+  updated: Schema.DateFromSelf,
+  checksum: Schema.String,
+  fields: JsonObject,
+  capabilities: Schema.Array(Schema.String),
+  version: Schema.String,
+  block_type_id: Schema.String
+})
+type SchemaRow = typeof SchemaRow.Type
 
 const SCHEMA_REFERENCES = {
   table: "block_schema_reference",
@@ -31,11 +37,20 @@ const SCHEMA_REFERENCES = {
   child: "reference_block_schema_id"
 } as const
 
-interface ReferenceRow {
-  readonly name: string
-  readonly parent_block_schema_id: string
-  readonly reference_block_schema_id: string
-}
+/** A row of `block_schema_reference`: `parent`'s property `name` holds a block of schema `reference`. */
+const ReferenceRow = Schema.Struct({
+  name: Schema.String,
+  parent_block_schema_id: Schema.String,
+  reference_block_schema_id: Schema.String
+})
+type ReferenceRow = typeof ReferenceRow.Type
+
+/** What a block document needs of its schema: its type and capabilities, and which fields are secret. */
+const SchemaSummaryRow = Schema.Struct({
+  block_type_id: Schema.String,
+  capabilities: Schema.Array(Schema.String),
+  secret_fields: Schema.Unknown
+})
 
 const sameReference = (a: unknown, b: SchemaReference) =>
   isObject(a) && a.block_schema_checksum === b.block_schema_checksum && a.block_type_slug === b.block_type_slug
@@ -86,14 +101,26 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     const sql = yield* SqlClient.SqlClient
     const blockTypes = yield* BlockTypesRepo
 
+    const referencesBelow = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: ReferenceRow,
+      execute: (ids) => edgesBelow(sql, SCHEMA_REFERENCES, ids)
+    })
+
+    const schemaRows = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: SchemaRow,
+      execute: (ids) => sql`SELECT * FROM block_schema WHERE id = ANY(${ids}::uuid[])`
+    })
+
     /** The schemas with these ids, each with its nested schemas put back, in the order of `ids`. */
     const readMany = Effect.fn("BlockSchemasRepo.readMany")(function* (ids: ReadonlyArray<string>) {
       if (ids.length === 0) return []
-      const referenceRows = yield* edgesBelow<ReferenceRow>(sql, SCHEMA_REFERENCES, ids)
+      const referenceRows = yield* referencesBelow(ids)
       const all = [...new Set([...ids, ...referenceRows.map((r) => r.reference_block_schema_id)])]
-      const schemaRows = yield* sql<SchemaRow>`SELECT * FROM block_schema WHERE id = ANY(${all}::uuid[])`
-      const rows = new Map(schemaRows.map((r) => [r.id, r]))
-      const typeRows = yield* blockTypes.readMany([...new Set(schemaRows.map((r) => r.block_type_id))])
+      const found = yield* schemaRows(all)
+      const rows = new Map(found.map((r) => [r.id, r]))
+      const typeRows = yield* blockTypes.readMany([...new Set(found.map((r) => r.block_type_id))])
       const types = new Map(typeRows.map((t) => [t.id, t]))
       const references = new Map<string, Array<ReferenceRow>>()
       for (const r of referenceRows) {
@@ -122,16 +149,20 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
 
     const find = (id: string) => Effect.map(readMany([id]), (schemas) => Option.fromNullable(schemas[0]))
 
-    /** The id of the newest schema with this checksum (and version, when given). */
-    const findIdByChecksum = (checksum: string, version?: string | null) =>
-      Effect.map(
-        sql<{ id: string }>`
+    const newestWithChecksum = SqlSchema.findOne({
+      Request: AsGiven<{ readonly checksum: string; readonly version: string | null | undefined }>(),
+      Result: IdRow,
+      execute: ({ checksum, version }) =>
+        sql`
           SELECT id FROM block_schema
           WHERE checksum = ${checksum} AND ${version == null ? sql`TRUE` : sql`version = ${version}`}
           ORDER BY created DESC, id DESC LIMIT 1
-        `,
-        (rows) => Option.fromNullable(rows[0]?.id)
-      )
+        `
+    })
+
+    /** The id of the newest schema with this checksum (and version, when given). */
+    const findIdByChecksum = (checksum: string, version?: string | null) =>
+      Effect.map(newestWithChecksum({ checksum, version }), Option.map((row) => row.id))
 
     const findByChecksum = (checksum: string, version?: string | null) =>
       Effect.flatMap(
@@ -154,7 +185,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
       const at = yield* now
       const id = yield* newId
       // ON CONFLICT waits for the concurrent create to commit, so the schema it stored can be read.
-      const inserted = yield* sql<{ id: string }>`
+      const inserted = yield* sql`
         INSERT INTO block_schema (id, created, updated, checksum, fields, capabilities, version, block_type_id)
         VALUES (${id}, ${at}, ${at}, ${row.checksum}, ${JSON.stringify(row.fields)}::jsonb,
                 ${JSON.stringify(row.capabilities)}::jsonb, ${row.version}, ${row.block_type_id})
@@ -184,37 +215,45 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
       `.pipe(Effect.catchIf(isForeignKeyViolation, () => new BlockSchemaConflict()))
     })
 
+    const filteredIds = SqlSchema.findAll({
+      Request: AsGiven<{ readonly filter: BlockSchemaFilter | null | undefined; readonly offset: number; readonly limit: number }>(),
+      Result: IdRow,
+      execute: (options) =>
+        sql`
+          SELECT id FROM block_schema WHERE ${BlockSchemaFilter.compile(sql, options.filter)}
+          ORDER BY created DESC, id DESC LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
+
     /** Schemas matching the filter, newest first. */
     const filter = Effect.fn("BlockSchemasRepo.filter")(function* (options: {
       readonly filter: BlockSchemaFilter | null | undefined
       readonly offset: number
       readonly limit: number
     }) {
-      const ids = yield* sql<{ id: string }>`
-        SELECT id FROM block_schema WHERE ${BlockSchemaFilter.compile(sql, options.filter)}
-        ORDER BY created DESC, id DESC LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+      const ids = yield* filteredIds(options)
       return yield* readMany(ids.map((r) => r.id))
     })
 
     /** The capabilities and type of the schema `id`, without rebuilding its fields. */
-    const findSummary = (id: string) =>
-      Effect.map(
-        sql<{ block_type_id: string; capabilities: ReadonlyArray<string>; secret_fields: unknown }>`
-          SELECT block_type_id, capabilities, fields -> 'secret_fields' AS secret_fields FROM block_schema WHERE id = ${id}
-        `,
-        (rows) => Option.fromNullable(rows[0])
-      )
+    const findSummary = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: SchemaSummaryRow,
+      execute: (id) =>
+        sql`SELECT block_type_id, capabilities, fields -> 'secret_fields' AS secret_fields FROM block_schema WHERE id = ${id}`
+    })
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM block_schema WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
+    const capabilityRows = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ capability: Schema.String }),
+      execute: () =>
+        sql`SELECT DISTINCT jsonb_array_elements_text(capabilities) AS capability FROM block_schema ORDER BY capability`
+    })
+
     /** Every capability some schema has, sorted. */
-    const capabilities = () => Effect.map(
-      sql<{ capability: string }>`
-        SELECT DISTINCT jsonb_array_elements_text(capabilities) AS capability FROM block_schema ORDER BY capability
-      `,
-      (rows) => rows.map((r) => r.capability)
-    )
+    const capabilities = () => Effect.map(capabilityRows(), (rows) => rows.map((r) => r.capability))
 
     /** Runs `effect` in one transaction (whose own statement failures are defects already). */
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => inTransaction(sql, effect)

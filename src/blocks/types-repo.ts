@@ -1,73 +1,102 @@
 /** Block types in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockTypeNameTaken } from "./errors.ts"
-import { BlockSchemaFilter, type BlockType, BlockTypeFilter } from "./schemas.ts"
+import { BlockSchemaFilter, BlockType, BlockTypeFilter } from "./schemas.ts"
 
 /** A block type's own fields. */
 export type BlockTypeValues = Omit<BlockType, "id" | "created" | "updated" | "is_protected">
+
+/** A row of `block_type`: its wire record, decoded (its timestamps Dates). */
+export const BlockTypeRow = Schema.typeSchema(BlockType)
+
+/** A row to insert: the type's values with its id, times and protection. */
+type NewBlockType = BlockTypeValues & { readonly id: string; readonly created: Date; readonly updated: Date; readonly is_protected: boolean }
 
 export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/BlockTypesRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
+    const insert = SqlSchema.findOne({
+      Request: AsGiven<NewBlockType>(),
+      Result: BlockTypeRow,
+      execute: (row) => sql`INSERT INTO block_type ${sql.insert(row)} ON CONFLICT (slug) DO NOTHING RETURNING *`
+    })
+
+    const insertOrUpdate = SqlSchema.single({
+      Request: AsGiven<NewBlockType>(),
+      Result: BlockTypeRow,
+      execute: (row) =>
+        sql`
+          INSERT INTO block_type ${sql.insert(row)}
+          ON CONFLICT (slug) DO UPDATE SET
+            name = EXCLUDED.name, logo_url = EXCLUDED.logo_url, documentation_url = EXCLUDED.documentation_url,
+            description = EXCLUDED.description, code_example = EXCLUDED.code_example,
+            is_protected = EXCLUDED.is_protected, updated = EXCLUDED.updated
+          RETURNING *
+        `
+    })
+
     /** Creates the type; BlockTypeNameTaken when its slug is taken. */
     const create = Effect.fn("BlockTypesRepo.create")(function* (values: BlockTypeValues) {
       const at = yield* now
-      const rows = yield* sql<BlockType>`
-        INSERT INTO block_type ${sql.insert({ id: yield* newId, created: at, updated: at, ...values, is_protected: false })}
-        ON CONFLICT (slug) DO NOTHING
-        RETURNING *
-      `
-      if (rows.length === 0) return yield* new BlockTypeNameTaken({ detail: `Block type with name "${values.name}" already exists` })
-      return rows[0]!
+      const inserted = yield* insert({ id: yield* newId, created: at, updated: at, ...values, is_protected: false })
+      if (Option.isNone(inserted)) return yield* new BlockTypeNameTaken({ detail: `Block type with name "${values.name}" already exists` })
+      return inserted.value
     })
 
     /** Creates the type, or makes the one with its slug match `values` (keeping its id). */
     const upsert = Effect.fn("BlockTypesRepo.upsert")(function* (values: BlockTypeValues & { readonly is_protected: boolean }) {
       const at = yield* now
-      const rows = yield* sql<BlockType>`
-        INSERT INTO block_type ${sql.insert({ id: yield* newId, created: at, updated: at, ...values })}
-        ON CONFLICT (slug) DO UPDATE SET
-          name = EXCLUDED.name, logo_url = EXCLUDED.logo_url, documentation_url = EXCLUDED.documentation_url,
-          description = EXCLUDED.description, code_example = EXCLUDED.code_example,
-          is_protected = EXCLUDED.is_protected, updated = EXCLUDED.updated
-        RETURNING *
-      `
-      return rows[0]!
+      return yield* insertOrUpdate({ id: yield* newId, created: at, updated: at, ...values })
     })
 
-    const find = (id: string) =>
-      Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const find = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: BlockTypeRow,
+      execute: (id) => sql`SELECT * FROM block_type WHERE id = ${id}`
+    })
 
-    const findBySlug = (slug: string) =>
-      Effect.map(sql<BlockType>`SELECT * FROM block_type WHERE slug = ${slug}`, (rows) => Option.fromNullable(rows[0]))
+    const findBySlug = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: BlockTypeRow,
+      execute: (slug) => sql`SELECT * FROM block_type WHERE slug = ${slug}`
+    })
 
-    const readMany = (ids: ReadonlyArray<string>) =>
-      ids.length === 0 ? Effect.succeed([]) : sql<BlockType>`SELECT * FROM block_type WHERE id = ANY(${ids}::uuid[])`
+    const findMany = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: BlockTypeRow,
+      execute: (ids) => sql`SELECT * FROM block_type WHERE id = ANY(${ids}::uuid[])`
+    })
+    const readMany = (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : findMany(ids))
 
     /** Types by name; a type matches `block_schemas` when one of its schemas does. */
-    const filter = (options: {
-      readonly block_types: BlockTypeFilter | null | undefined
-      readonly block_schemas: BlockSchemaFilter | null | undefined
-      readonly offset: number
-      readonly limit: number
-    }) =>
-      sql<BlockType>`
-        SELECT * FROM block_type
-        WHERE ${BlockTypeFilter.compile(sql, options.block_types)}
-          AND ${
-        options.block_schemas == null
-          ? sql`TRUE`
-          : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id
-                   AND ${BlockSchemaFilter.compile(sql, options.block_schemas)})`
-      }
-        ORDER BY name ASC, id
-        LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<{
+        readonly block_types: BlockTypeFilter | null | undefined
+        readonly block_schemas: BlockSchemaFilter | null | undefined
+        readonly offset: number
+        readonly limit: number
+      }>(),
+      Result: BlockTypeRow,
+      execute: (options) =>
+        sql`
+          SELECT * FROM block_type
+          WHERE ${BlockTypeFilter.compile(sql, options.block_types)}
+            AND ${
+          options.block_schemas == null
+            ? sql`TRUE`
+            : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id
+                     AND ${BlockSchemaFilter.compile(sql, options.block_schemas)})`
+        }
+          ORDER BY name ASC, id
+          LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
 
     /** Sets the given columns (and `updated`); false when there is no such type. */
     const update = Effect.fn("BlockTypesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {

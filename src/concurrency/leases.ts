@@ -4,9 +4,10 @@
  * "database" (a table, so leases survive restarts and replicas share them; and a lease taken inside
  * a transaction is rolled back with it).
  */
-import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
@@ -86,15 +87,17 @@ export const memoryStore = Effect.sync((): LeaseStore => {
   }
 })
 
-interface LeaseRow {
-  readonly id: string
-  readonly created: Date
-  readonly expiration: Date
-  readonly resource_ids: ReadonlyArray<string>
-  readonly slots: number | null
-  readonly holder_type: LeaseHolder["type"] | null
-  readonly holder_id: string | null
-}
+/** A row of `concurrency_lease` (its uuid[] comes as an array of strings). */
+const LeaseRow = Schema.Struct({
+  id: Schema.String,
+  created: Schema.DateFromSelf,
+  expiration: Schema.DateFromSelf,
+  resource_ids: Schema.Array(Schema.String),
+  slots: Schema.NullOr(Schema.Number),
+  holder_type: Schema.NullOr(Schema.Literal("flow_run", "task_run", "deployment")),
+  holder_id: Schema.NullOr(Schema.String)
+})
+type LeaseRow = typeof LeaseRow.Type
 
 const toLease = (row: LeaseRow): Lease => ({
   id: row.id,
@@ -106,61 +109,86 @@ const toLease = (row: LeaseRow): Lease => ({
 })
 
 /** Leases in the `concurrency_lease` table; a failed statement is a defect. */
-export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore => sqlErrorsAsDefects({
-  create: (resourceIds: ReadonlyArray<string>, ttlSeconds: number, metadata: Parameters<LeaseStore["create"]>[2]) =>
-    Effect.gen(function* () {
-      const at = yield* now
-      const id = yield* newId
-      const rows = yield* sql<LeaseRow>`
+export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore => {
+  const insert = SqlSchema.single({
+    Request: AsGiven<LeaseRow>(),
+    Result: LeaseRow,
+    execute: (lease) =>
+      sql`
         INSERT INTO concurrency_lease (id, created, expiration, resource_ids, slots, holder_type, holder_id)
-        VALUES (${id}, ${at}, ${later(at, ttlSeconds)}, ${resourceIds}::uuid[], ${metadata?.slots ?? null},
-                ${metadata?.holder?.type ?? null}, ${metadata?.holder?.id ?? null})
+        VALUES (${lease.id}, ${lease.created}, ${lease.expiration}, ${lease.resource_ids}::uuid[], ${lease.slots},
+                ${lease.holder_type}, ${lease.holder_id})
         RETURNING *
       `
-      return toLease(rows[0]!)
-    }),
-  find: (id: string) =>
-    Effect.map(sql<LeaseRow>`SELECT * FROM concurrency_lease WHERE id = ${id}`, (rows) => Option.map(Option.fromNullable(rows[0]), toLease)),
-  renew: (id: string, ttlSeconds: number) =>
-    Effect.flatMap(now, (at) =>
-      Effect.map(
-        sql`UPDATE concurrency_lease SET expiration = ${later(at, ttlSeconds)} WHERE id = ${id} RETURNING id`,
-        (rows) => rows.length > 0
-      )
-    ),
-  revoke: (id: string) => Effect.asVoid(sql`DELETE FROM concurrency_lease WHERE id = ${id}`),
-  activeIds: ({ limit, offset }: { readonly limit: number; readonly offset: number }) =>
-    Effect.flatMap(now, (at) =>
-      Effect.map(
-        sql<{ id: string }>`
-          SELECT id FROM concurrency_lease WHERE expiration > ${at} ORDER BY expiration, id LIMIT ${limit} OFFSET ${offset}
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
-    ),
-  expiredIds: (limit: number) =>
-    Effect.flatMap(now, (at) =>
-      Effect.map(
-        sql<{ id: string }>`SELECT id FROM concurrency_lease WHERE expiration < ${at} ORDER BY expiration, id LIMIT ${limit}`,
-        (rows) => rows.map((r) => r.id)
-      )
-    ),
-  holders: (limitId: string) =>
-    Effect.flatMap(now, (at) =>
-      Effect.map(
-        sql<LeaseRow>`
-          SELECT * FROM concurrency_lease
-          WHERE resource_ids @> ARRAY[${limitId}]::uuid[] AND expiration > ${at} AND holder_id IS NOT NULL
-          ORDER BY created, id
-        `,
-        // The statement keeps only rows with a holder.
-        (rows) => rows.flatMap((row) => {
-          const holder = toLease(row).holder
-          return holder === null ? [] : [{ leaseId: row.id, holder }]
+  })
+  const findRow = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: LeaseRow,
+    execute: (id) => sql`SELECT * FROM concurrency_lease WHERE id = ${id}`
+  })
+  const activeRows = SqlSchema.findAll({
+    Request: AsGiven<{ readonly at: Date; readonly limit: number; readonly offset: number }>(),
+    Result: IdRow,
+    execute: ({ at, limit, offset }) =>
+      sql`SELECT id FROM concurrency_lease WHERE expiration > ${at} ORDER BY expiration, id LIMIT ${limit} OFFSET ${offset}`
+  })
+  const expiredRows = SqlSchema.findAll({
+    Request: AsGiven<{ readonly at: Date; readonly limit: number }>(),
+    Result: IdRow,
+    execute: ({ at, limit }) => sql`SELECT id FROM concurrency_lease WHERE expiration < ${at} ORDER BY expiration, id LIMIT ${limit}`
+  })
+  const heldRows = SqlSchema.findAll({
+    Request: AsGiven<{ readonly at: Date; readonly limitId: string }>(),
+    Result: LeaseRow,
+    execute: ({ at, limitId }) =>
+      sql`
+        SELECT * FROM concurrency_lease
+        WHERE resource_ids @> ARRAY[${limitId}]::uuid[] AND expiration > ${at} AND holder_id IS NOT NULL
+        ORDER BY created, id
+      `
+  })
+  const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id)
+
+  return sqlErrorsAsDefects({
+    create: (resourceIds: ReadonlyArray<string>, ttlSeconds: number, metadata: Parameters<LeaseStore["create"]>[2]) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const row = yield* insert({
+          id: yield* newId,
+          created: at,
+          expiration: later(at, ttlSeconds),
+          resource_ids: resourceIds,
+          slots: metadata?.slots ?? null,
+          holder_type: metadata?.holder?.type ?? null,
+          holder_id: metadata?.holder?.id ?? null
         })
+        return toLease(row)
+      }),
+    find: (id: string) => Effect.map(findRow(id), Option.map(toLease)),
+    renew: (id: string, ttlSeconds: number) =>
+      Effect.flatMap(now, (at) =>
+        Effect.map(
+          sql`UPDATE concurrency_lease SET expiration = ${later(at, ttlSeconds)} WHERE id = ${id} RETURNING id`,
+          (rows) => rows.length > 0
+        )
+      ),
+    revoke: (id: string) => Effect.asVoid(sql`DELETE FROM concurrency_lease WHERE id = ${id}`),
+    activeIds: ({ limit, offset }: { readonly limit: number; readonly offset: number }) =>
+      Effect.flatMap(now, (at) => Effect.map(activeRows({ at, limit, offset }), ids)),
+    expiredIds: (limit: number) => Effect.flatMap(now, (at) => Effect.map(expiredRows({ at, limit }), ids)),
+    holders: (limitId: string) =>
+      Effect.flatMap(now, (at) =>
+        Effect.map(
+          heldRows({ at, limitId }),
+          // The statement keeps only rows with a holder.
+          (rows) => rows.flatMap((row) => {
+            const holder = toLease(row).holder
+            return holder === null ? [] : [{ leaseId: row.id, holder }]
+          })
+        )
       )
-    )
-}))
+  })
+})
 
 /** The store `server.concurrency.lease_storage` names. */
 export const LeaseStorageLive = Layer.effect(

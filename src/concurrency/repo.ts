@@ -4,28 +4,39 @@
  * (at one per average occupancy for plain limits); decay is measured from `updated`, which every
  * change moves, as the reference measures it.
  */
-import { SqlClient, type Statement } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { Effect, Schema } from "effect"
 import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven } from "../database/rows.ts"
 import { ConcurrencyLimitNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 
-export interface GlobalConcurrencyLimitRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly active: boolean
-  readonly name: string
-  readonly limit: number
+/**
+ * A row of `concurrency_limit_v2` (v1's tag limits are its rows named `tag:…`), with its active slots
+ * once decay is taken off. Its own schema, not the wire's: the wire answers the decayed slots.
+ */
+export const GlobalConcurrencyLimitRow = Schema.Struct({
+  id: Schema.String,
+  created: Schema.DateFromSelf,
+  updated: Schema.DateFromSelf,
+  active: Schema.Boolean,
+  name: Schema.String,
+  limit: Schema.Number,
   /** As stored, before decay. */
-  readonly active_slots: number
-  readonly denied_slots: number
-  readonly slot_decay_per_second: number
-  readonly avg_slot_occupancy_seconds: number
+  active_slots: Schema.Number,
+  denied_slots: Schema.Number,
+  slot_decay_per_second: Schema.Number,
+  avg_slot_occupancy_seconds: Schema.Number,
   /** Active slots once decay since `updated` is taken off. */
-  readonly decayed_active_slots: number
+  decayed_active_slots: Schema.Number
+})
+export type GlobalConcurrencyLimitRow = typeof GlobalConcurrencyLimitRow.Type
+
+interface LimitQuery {
+  readonly condition: Statement.Fragment
+  readonly tail?: Statement.Fragment
 }
 
 /** The least time a slot counts as held, for the occupancy average. */
@@ -48,23 +59,27 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
             CASE WHEN concurrency_limit_v2.name LIKE 'tag:%' THEN ${tagWait}::float8 ELSE ${maxWait}::float8 END)) END)
         * ${elapsed(at)}))::int`
 
-    const select = (condition: Statement.Fragment, tail: Statement.Fragment = sql``) =>
+    /** The limits that meet `condition`, with their decayed slots. */
+    const selectLimits = (query: LimitQuery) =>
       Effect.flatMap(now, (at) =>
-        sql<GlobalConcurrencyLimitRow>`
+        sql`
           SELECT concurrency_limit_v2.*, ${activeAfterDecay(at)} AS decayed_active_slots
-          FROM concurrency_limit_v2 WHERE ${condition} ${tail}
+          FROM concurrency_limit_v2 WHERE ${query.condition} ${query.tail ?? sql``}
         `
       )
+    const select = SqlSchema.findAll({ Request: AsGiven<LimitQuery>(), Result: GlobalConcurrencyLimitRow, execute: selectLimits })
+    const selectOne = SqlSchema.findOne({ Request: AsGiven<LimitQuery>(), Result: GlobalConcurrencyLimitRow, execute: selectLimits })
 
-    const find = (id: string) => Effect.map(select(sql`id = ${id}`), (rows) => Option.fromNullable(rows[0]))
-    const findByName = (name: string) => Effect.map(select(sql`name = ${name}`), (rows) => Option.fromNullable(rows[0]))
-    const readByNames = (names: ReadonlyArray<string>) => select(sql`name = ANY(${names}::text[])`, sql`ORDER BY name`)
+    const find = (id: string) => selectOne({ condition: sql`id = ${id}` })
+    const findByName = (name: string) => selectOne({ condition: sql`name = ${name}` })
+    const readByNames = (names: ReadonlyArray<string>) =>
+      select({ condition: sql`name = ANY(${names}::text[])`, tail: sql`ORDER BY name` })
 
     const list = (options: { readonly offset: number; readonly limit: number; readonly prefix?: string }) =>
-      select(
-        options.prefix === undefined ? sql`TRUE` : sql`name LIKE ${options.prefix + "%"}`,
-        sql`ORDER BY name LIMIT ${options.limit} OFFSET ${options.offset}`
-      )
+      select({
+        condition: options.prefix === undefined ? sql`TRUE` : sql`name LIKE ${options.prefix + "%"}`,
+        tail: sql`ORDER BY name LIMIT ${options.limit} OFFSET ${options.offset}`
+      })
 
     const create = Effect.fn("ConcurrencyLimitsRepo.create")(function* (input: {
       readonly name: string

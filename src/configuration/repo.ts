@@ -1,19 +1,25 @@
 /** The server's own key/value configuration (encryption key, default result storage …) in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
+
+/** The value of a row of `configuration`: any parsed jsonb, JSON null included. */
+const ValueRow = Schema.Struct({ value: Schema.Unknown })
 
 export class ConfigurationRepo extends Effect.Service<ConfigurationRepo>()("baton/ConfigurationRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
+    const findValue = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ValueRow,
+      execute: (key) => sql`SELECT value FROM configuration WHERE key = ${key}`
+    })
+
     /** The value of `key`, when it has one (a stored JSON null is a value). */
-    const find = (key: string) =>
-      Effect.map(sql<{ value: unknown }>`SELECT value FROM configuration WHERE key = ${key}`, (rows) =>
-        rows.length > 0 ? Option.some(rows[0]!.value) : Option.none()
-      )
+    const find = (key: string) => Effect.map(findValue(key), Option.map((row) => row.value))
 
     /** Sets the value of `key`, replacing what was there. */
     const write = Effect.fn("ConfigurationRepo.write")(function* (key: string, value: unknown) {

@@ -1,7 +1,7 @@
 /** What a failed statement means, for the callers that answer it. */
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Either, Option } from "effect"
+import { Cause, Effect, Either, Option, ParseResult } from "effect"
 
 /** The statement broke a unique constraint (PostgreSQL's unique_violation). */
 export const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
@@ -142,22 +142,37 @@ export const unavailabilityAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>)
     unavailability(defect) !== undefined && defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)
   )
 
-/** A repository method with its statement failures (SqlError) taken out of its error channel. */
+/**
+ * What a statement's reader fails with only through a bug: a statement that failed (SqlError), a row
+ * its schema refused (ParseError), no row from a statement that always answers one
+ * (NoSuchElementException, from `SqlSchema.single`).
+ */
+type StatementDefect = SqlError | ParseResult.ParseError | Cause.NoSuchElementException
+
+const isStatementDefect = (error: unknown) =>
+  error instanceof SqlError || ParseResult.isParseError(error) || Cause.isNoSuchElementException(error)
+
+/** A repository method with its statement failures (StatementDefect) taken out of its error channel. */
 export type WithoutSqlError<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
-  ? (...args: Args) => Effect.Effect<A, Exclude<E, SqlError>, R>
+  ? (...args: Args) => Effect.Effect<A, Exclude<E, StatementDefect>, R>
   : F
 
-/** `effect` with its statement failures (SqlError) as defects; for a generic method sqlErrorsAsDefects cannot keep generic. */
-export const sqlErrorAsDefect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError>, R> =>
-  Effect.catchIf(effect, (error): error is Extract<E, SqlError> => error instanceof SqlError, Effect.die) as Effect.Effect<A, Exclude<E, SqlError>, R>
+/** `effect` with its statement failures (StatementDefect) as defects; for a generic method sqlErrorsAsDefects cannot keep generic. */
+export const sqlErrorAsDefect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StatementDefect>, R> =>
+  Effect.catchIf(effect, (error): error is Extract<E, StatementDefect> => isStatementDefect(error), Effect.die) as Effect.Effect<
+    A,
+    Exclude<E, StatementDefect>,
+    R
+  >
 
 /**
  * `repository` with every method's SqlError turned into a defect: a failed statement is a bug or
  * an unavailable database, which the Api middleware answers (500, 503, and 409 for an integrity
  * violation nothing more specific caught); a repository that gives a constraint violation a meaning
- * (a name taken, a reference to nothing) fails with its domain error before this. The other
- * failures of a method (its domain errors) are kept. Members that are not methods returning an
- * Effect are left as they are.
+ * (a name taken, a reference to nothing) fails with its domain error before this. A row its schema
+ * refuses (a read through SqlSchema) is a defect too: a bug, not a client's error.
+ * The other failures of a method (its domain errors) are kept. Members that are not methods
+ * returning an Effect are left as they are.
  */
 export const sqlErrorsAsDefects = <T extends Record<string, unknown>>(
   repository: T

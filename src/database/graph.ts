@@ -9,13 +9,14 @@ export interface EdgeTable {
 
 /**
  * Every edge reachable from the nodes `ids`, oldest first, in one recursive query: each with its
- * `name` (the property holding the child), parent and child columns and id.
+ * `name` (the property holding the child), parent and child columns and id; the caller reads them
+ * through its row schema.
  */
-export const edgesBelow = <Row extends object>(sql: SqlClient.SqlClient, edges: EdgeTable, ids: ReadonlyArray<string>) => {
+export const edgesBelow = (sql: SqlClient.SqlClient, edges: EdgeTable, ids: ReadonlyArray<string>) => {
   const table = sql.unsafe(edges.table)
   const parent = sql.unsafe(edges.parent)
   const child = sql.unsafe(edges.child)
-  return sql<Row>`
+  return sql`
     WITH RECURSIVE tree AS (
       SELECT r.* FROM ${table} r WHERE r.${parent} = ANY(${ids}::uuid[])
       UNION

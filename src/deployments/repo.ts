@@ -1,8 +1,10 @@
 /** Deployments and their schedules in SQL. */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
+import { JsonObject } from "../domain/schemas.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -41,8 +43,35 @@ export interface ScheduleChanges {
   readonly slug?: string | null
 }
 
-const decodeDeployment = Schema.decodeUnknown(Deployment)
-const decodeSchedules = Schema.decodeUnknown(Schema.Array(DeploymentSchedule))
+/**
+ * A deployment's record as answered, built in SQL as JSON (its timestamps ISO strings): the wire's
+ * schema decodes it. With its pool's base job template when asked for.
+ */
+const RecordRow = Schema.Struct({ record: Deployment, job_template: Schema.optional(Schema.NullOr(JsonObject)) })
+
+/** The columns of a row of `deployment` the rules read before they write (no joins). */
+const DeploymentRulesRow = Schema.Struct({
+  id: Schema.String,
+  flow_id: Schema.String,
+  parameters: JsonObject,
+  parameter_openapi_schema: Schema.NullOr(JsonObject),
+  enforce_parameter_schema: Schema.Boolean,
+  concurrency_limit_id: Schema.NullOr(Schema.String),
+  concurrency_options: Schema.NullOr(Schema.Struct({
+    collision_strategy: Schema.optional(Schema.String),
+    grace_period_seconds: Schema.optional(Schema.NullOr(Schema.Number))
+  })),
+  work_queue_id: Schema.NullOr(Schema.String),
+  work_queue_name: Schema.NullOr(Schema.String)
+})
+
+/** A deployment's schedules as one JSON array, decoded by the wire's schema. */
+const SchedulesRow = Schema.Struct({ schedules: Schema.Array(DeploymentSchedule) })
+
+const UpsertedRow = Schema.Struct({ id: Schema.String, inserted: Schema.Boolean })
+
+const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id)
+
 const encodeScheduleValue = Schema.encodeSync(DeploymentSchedule.fields.schedule)
 const encodeSchedule = (schedule: Schedule) => JSON.stringify(encodeScheduleValue(schedule))
 
@@ -56,8 +85,11 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
      * Each deployment as one JSON record in the wire shape: its queue's current name and pool, its
      * schedules (most recently updated first), its global concurrency limit.
      */
-    const selectRows = (condition: ReturnType<typeof where>, tail = sql``, extra = sql``) =>
-        sql<{ record: unknown; job_template?: Record<string, unknown> | null }>`
+    const selectRows = SqlSchema.findAll({
+      Request: AsGiven<{ readonly condition: Statement.Fragment; readonly tail?: Statement.Fragment; readonly extra?: Statement.Fragment }>(),
+      Result: RecordRow,
+      execute: ({ condition, extra, tail }) =>
+        sql`
           SELECT to_jsonb(deployment.*) || jsonb_build_object(
             'labels', coalesce(deployment.labels, '{}'::jsonb),
             'work_queue_name', coalesce(work_queue.name, deployment.work_queue_name),
@@ -67,52 +99,40 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
             'schedules', coalesce((
               SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id)
               FROM deployment_schedule s WHERE s.deployment_id = deployment.id), '[]'::jsonb)
-          ) AS record ${extra}
+          ) AS record ${extra ?? sql``}
           FROM deployment
             LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
             LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
             LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id
           WHERE ${condition}
-          ${tail}
+          ${tail ?? sql``}
         `
+    })
 
-    const selectRecords = (condition: ReturnType<typeof where>, tail = sql``) =>
-      Effect.flatMap(selectRows(condition, tail), (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodeDeployment(row.record))))
+    const selectRecords = (condition: Statement.Fragment, tail?: Statement.Fragment) =>
+      Effect.map(selectRows(tail === undefined ? { condition } : { condition, tail }), (rows) => rows.map((row) => row.record))
 
-    const read = (id: string) => Effect.map(selectRecords(sql`deployment.id = ${id}`), (rows) => rows[0])
+    const find = (id: string) => Effect.map(selectRecords(sql`deployment.id = ${id}`), (rows) => Option.fromNullable(rows[0]))
 
     /** A deployment with its work pool's base job template (undefined without a pool), in one query. */
-    const readWithJobTemplate = (id: string) =>
-      Effect.flatMap(selectRows(sql`deployment.id = ${id}`, sql``, sql`, work_pool.base_job_template AS job_template`), (rows) =>
-        rows[0] === undefined
-          ? Effect.succeed(undefined)
-          : Effect.map(Effect.orDie(decodeDeployment(rows[0].record)), (deployment) => ({
-            deployment,
-            jobTemplate: rows[0]!.job_template ?? undefined
-          })))
+    const findWithJobTemplate = (id: string) =>
+      Effect.map(
+        selectRows({ condition: sql`deployment.id = ${id}`, extra: sql`, work_pool.base_job_template AS job_template` }),
+        (rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ deployment: row.record, jobTemplate: row.job_template ?? undefined }))
+      )
 
-    const readByName = (flowName: string, name: string) =>
+    const findByName = (flowName: string, name: string) =>
       Effect.map(
         selectRecords(sql`deployment.name = ${name} AND deployment.flow_id = (SELECT id FROM flow WHERE name = ${flowName})`),
-        (rows) => rows[0]
+        (rows) => Option.fromNullable(rows[0])
       )
 
     /** The stored columns of one deployment (no joins), for the rules that read before they write. */
-    const readRow = (id: string) =>
-      Effect.map(
-        sql<{
-          id: string
-          flow_id: string
-          parameters: Record<string, unknown>
-          parameter_openapi_schema: Record<string, unknown> | null
-          enforce_parameter_schema: boolean
-          concurrency_limit_id: string | null
-          concurrency_options: { readonly collision_strategy?: string; readonly grace_period_seconds?: number | null } | null
-          work_queue_id: string | null
-          work_queue_name: string | null
-        }>`SELECT * FROM deployment WHERE id = ${id}`,
-        (rows) => rows[0]
-      )
+    const findRow = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: DeploymentRulesRow,
+      execute: (id) => sql`SELECT * FROM deployment WHERE id = ${id}`
+    })
 
     const filter = (options: {
       readonly query: DeploymentQuery
@@ -125,19 +145,33 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
         sql`ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}`
       )
 
-    const count = (query: DeploymentQuery) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM deployment WHERE ${where(query)}`, (rows) =>
-        Number(rows[0]!.count)
-      )
+    const countRow = SqlSchema.single({
+      Request: AsGiven<DeploymentQuery>(),
+      Result: CountRow,
+      execute: (query) => sql`SELECT count(*) AS count FROM deployment WHERE ${where(query)}`
+    })
+    const count = (query: DeploymentQuery) => Effect.map(countRow(query), (row) => row.count)
+
+    const matchingIds = SqlSchema.findAll({
+      Request: AsGiven<{ readonly deployments: DeploymentFilter | null | undefined; readonly limit: number }>(),
+      Result: IdRow,
+      execute: ({ deployments, limit }) => sql`SELECT id FROM deployment WHERE ${where({ deployments })} ORDER BY name, id LIMIT ${limit}`
+    })
 
     /** Ids of up to `limit` deployments matching the filter, by name. */
     const idsMatching = (deployments: DeploymentFilter | null | undefined, limit: number) =>
-      Effect.map(
-        sql<{ id: string }>`
-          SELECT id FROM deployment WHERE ${where({ deployments })} ORDER BY name, id LIMIT ${limit}
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
+      Effect.map(matchingIds({ deployments, limit }), ids)
+
+    const upsertRow = SqlSchema.single({
+      Request: AsGiven<{ readonly insert: Columns; readonly changes: Columns }>(),
+      Result: UpsertedRow,
+      execute: ({ changes, insert }) =>
+        sql`
+          INSERT INTO deployment ${sql.insert(insert)}
+          ON CONFLICT (flow_id, name) DO UPDATE SET ${sql.update(changes)}
+          RETURNING id, (xmax = 0) AS inserted
+        `
+    })
 
     /**
      * Inserts the deployment, or on a flow and name already taken overwrites that one with
@@ -146,12 +180,8 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     const upsert = Effect.fn("DeploymentsRepo.upsert")(function* (insert: Columns, changes: Columns) {
       const id = yield* newId
       const at = yield* now
-      const rows = yield* sql<{ id: string; inserted: boolean }>`
-        INSERT INTO deployment ${sql.insert({ ...insert, id, created: at, updated: at })}
-        ON CONFLICT (flow_id, name) DO UPDATE SET ${sql.update({ ...changes, updated: at })}
-        RETURNING id, (xmax = 0) AS inserted
-      `
-      return { id: rows[0]!.id, created: rows[0]!.inserted }
+      const row = yield* upsertRow({ insert: { ...insert, id, created: at, updated: at }, changes: { ...changes, updated: at } })
+      return { id: row.id, created: row.inserted }
     })
 
     /** Sets the given columns (and `updated`); false when there is no such deployment. */
@@ -165,43 +195,69 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM deployment WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    /** Marks the deployments polled now and READY, leaving `updated` alone (the scheduler watches it). */
-    const markReady = (ids: ReadonlyArray<string>, at: Date) =>
-      Effect.flatMap(
-        sql<{ id: string }>`
+    const readiedIds = SqlSchema.findAll({
+      Request: AsGiven<{ readonly ids: ReadonlyArray<string>; readonly at: Date }>(),
+      Result: IdRow,
+      execute: ({ at, ids }) =>
+        sql`
           WITH changed AS (SELECT id FROM deployment WHERE id = ANY(${ids}::uuid[]) AND status IS DISTINCT FROM 'READY'),
                polled AS (UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE id = ANY(${ids}::uuid[]))
           SELECT id FROM changed
-        `,
-        (rows) => statusChanges.announce("deployment", "READY", at, rows.map((r) => r.id))
-      )
+        `
+    })
 
-    /** Marks the deployments of the queues polled now and READY, leaving `updated` alone. */
-    /**
-     * Marks NOT_READY the READY deployments not polled since `before`, unless their work queue was
-     * polled since then.
-     */
-    const markStale = (before: Date, at: Date = before) =>
-      Effect.flatMap(
-        sql<{ id: string }>`
+    /** Marks the deployments polled now and READY, leaving `updated` alone (the scheduler watches it). */
+    const markReady = (deploymentIds: ReadonlyArray<string>, at: Date) =>
+      Effect.flatMap(readiedIds({ ids: deploymentIds, at }), (rows) => statusChanges.announce("deployment", "READY", at, ids(rows)))
+
+    const staleIds = SqlSchema.findAll({
+      Request: AsGiven<{ readonly before: Date }>(),
+      Result: IdRow,
+      execute: ({ before }) =>
+        sql`
           UPDATE deployment SET status = 'NOT_READY'
           WHERE status = 'READY' AND last_polled IS NOT NULL AND last_polled < ${before}
             AND NOT EXISTS (
               SELECT 1 FROM work_queue
               WHERE work_queue.id = deployment.work_queue_id AND work_queue.last_polled >= ${before})
           RETURNING id
-        `,
-        (rows) => statusChanges.announce("deployment", "NOT_READY", at, rows.map((r) => r.id))
-      )
+        `
+    })
 
-    const readSchedules = (deploymentId: string) =>
-      Effect.flatMap(
-        sql<{ schedules: unknown }>`
+    /**
+     * Marks NOT_READY the READY deployments not polled since `before`, unless their work queue was
+     * polled since then.
+     */
+    const markStale = (before: Date, at: Date = before) =>
+      Effect.flatMap(staleIds({ before }), (rows) => statusChanges.announce("deployment", "NOT_READY", at, ids(rows)))
+
+    const schedulesOf = SqlSchema.single({
+      Request: Schema.String,
+      Result: SchedulesRow,
+      execute: (deploymentId) =>
+        sql`
           SELECT coalesce(jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id), '[]'::jsonb) AS schedules
           FROM deployment_schedule s WHERE s.deployment_id = ${deploymentId}
-        `,
-        (rows) => Effect.orDie(decodeSchedules(rows[0]!.schedules))
-      )
+        `
+    })
+
+    const readSchedules = (deploymentId: string) => Effect.map(schedulesOf(deploymentId), (row) => row.schedules)
+
+    const insertSchedules = SqlSchema.single({
+      Request: AsGiven<{ readonly deploymentId: string; readonly at: Date; readonly rows: ReadonlyArray<unknown> }>(),
+      Result: SchedulesRow,
+      execute: ({ at, deploymentId, rows }) =>
+        sql`
+          WITH inserted AS (
+            INSERT INTO deployment_schedule (id, created, updated, deployment_id, schedule, active, max_scheduled_runs, parameters, slug)
+            SELECT r.id, ${at}::timestamptz, ${at}::timestamptz, ${deploymentId}::uuid, r.schedule, r.active, r.max_scheduled_runs, r.parameters, r.slug
+            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+              id uuid, schedule jsonb, active boolean, max_scheduled_runs integer, parameters jsonb, slug text)
+            RETURNING *
+          )
+          SELECT coalesce(jsonb_agg(to_jsonb(inserted.*)), '[]'::jsonb) AS schedules FROM inserted
+        `
+    })
 
     /**
      * Stores schedules for a deployment; the stored records, in the order given. They are what
@@ -225,17 +281,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
           slug: s.slug
         })
       }
-      const inserted = yield* sql<{ schedules: unknown }>`
-        WITH inserted AS (
-          INSERT INTO deployment_schedule (id, created, updated, deployment_id, schedule, active, max_scheduled_runs, parameters, slug)
-          SELECT r.id, ${at}::timestamptz, ${at}::timestamptz, ${deploymentId}::uuid, r.schedule, r.active, r.max_scheduled_runs, r.parameters, r.slug
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-            id uuid, schedule jsonb, active boolean, max_scheduled_runs integer, parameters jsonb, slug text)
-          RETURNING *
-        )
-        SELECT coalesce(jsonb_agg(to_jsonb(inserted.*)), '[]'::jsonb) AS schedules FROM inserted
-      `
-      const stored = yield* Effect.orDie(decodeSchedules(inserted[0]!.schedules))
+      const { schedules: stored } = yield* insertSchedules({ deploymentId, at, rows })
       const byId = new Map(stored.map((schedule) => [schedule.id, schedule]))
       return rows.map((row) => byId.get(row.id)!)
     })
@@ -292,10 +338,10 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       `
 
     return sqlErrorsAsDefects({
-      find: (id: string) => Effect.map(read(id), Option.fromNullable),
-      findByName: (flowName: string, name: string) => Effect.map(readByName(flowName, name), Option.fromNullable),
-      findRow: (id: string) => Effect.map(readRow(id), Option.fromNullable),
-      findWithJobTemplate: (id: string) => Effect.map(readWithJobTemplate(id), Option.fromNullable),
+      find,
+      findByName,
+      findRow,
+      findWithJobTemplate,
       filter,
       count,
       idsMatching,

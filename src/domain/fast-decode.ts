@@ -47,6 +47,7 @@ const time = (value: unknown): Date | null => {
 const orDefault = <A>(value: unknown, fallback: A, decode: (value: unknown) => A): A =>
   value === undefined ? fallback : decode(value)
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): state reads are on the hot path (the bench's run lifecycle).
 /** StateDetails from stored JSON: the schema's answer, fast when the details are plain. */
 export const decodeStateDetails = (raw: unknown): StateDetails => {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return decodeDetails(raw ?? {})

@@ -8,6 +8,7 @@ import { compileEventFilter, type ResolvedEventFilter } from "./filter.ts"
 import { type ReceivedEvent, resourceId, resourceRole } from "./schemas.ts"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): writing and reading events is on the hot path (the bench's POST /events and run lifecycle).
 interface EventRow {
   readonly id: string
   readonly occurred: Date

@@ -41,6 +41,7 @@ export interface NewFlowRun {
   readonly state: StateCreate
 }
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): flow run reads are on the hot path (the bench's run lifecycle).
 export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRunsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

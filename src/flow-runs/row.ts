@@ -6,6 +6,7 @@ import { type StateRow, toState } from "../orchestration/repo.ts"
 import type { FlowRun } from "./schemas.ts"
 import { decodePolicy } from "./wire.ts"
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): flow run reads are on the hot path (the bench's run lifecycle).
 /** A flow_run row with its current state (as JSON) alongside. */
 export interface FlowRunRow {
   readonly id: string

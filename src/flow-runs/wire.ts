@@ -15,6 +15,7 @@ const retryTypes = new Set(["in_process", "reschedule"])
 
 const isInt = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value)
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): flow run reads are on the hot path (the bench's run lifecycle).
 /** FlowRunPolicy from stored JSON: the schema's answer, fast when the policy is plain. */
 export const decodePolicy = (raw: unknown): FlowRunPolicy => {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return decodePolicySchema(raw ?? {})

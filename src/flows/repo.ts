@@ -1,11 +1,21 @@
 /** Flows in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import type { Flow, FlowFilter, FlowSort } from "./schemas.ts"
+import { Flow, type FlowFilter, type FlowSort } from "./schemas.ts"
+
+/** A row of `flow`: its wire record, decoded (its timestamps Dates, its tags and labels parsed jsonb). */
+export const FlowRow = Schema.typeSchema(Flow)
+
+interface NewFlow {
+  readonly name: string
+  readonly tags: ReadonlyArray<string>
+  readonly labels: Flow["labels"]
+}
 
 /** The filters a flow query combines: the flows' own and those of related runs, deployments and pools. */
 export type FlowQuery = RelatedFilters
@@ -22,30 +32,39 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     const sql = yield* SqlClient.SqlClient
     const where = (query: FlowQuery) => queryCondition(sql, "flow", query)
 
-    /** Creates the flow, or returns the one with that name; says which. */
-    const create = Effect.fn("FlowsRepo.create")(function* (input: {
-      readonly name: string
-      readonly tags: ReadonlyArray<string>
-      readonly labels: Flow["labels"]
-    }) {
-      const id = yield* newId
-      const at = yield* now
-      const inserted = yield* sql<Flow>`
-        INSERT INTO flow (id, created, updated, name, tags, labels)
-        VALUES (${id}, ${at}, ${at}, ${input.name}, ${JSON.stringify(input.tags)}::jsonb, ${JSON.stringify(input.labels)}::jsonb)
-        ON CONFLICT (name) DO NOTHING
-        RETURNING *
-      `
-      if (inserted.length > 0) return { flow: inserted[0]!, created: true }
-      const existing = yield* sql<Flow>`SELECT * FROM flow WHERE name = ${input.name}`
-      return { flow: existing[0]!, created: false }
+    const insert = SqlSchema.findOne({
+      Request: AsGiven<NewFlow & { readonly id: string; readonly at: Date }>(),
+      Result: FlowRow,
+      execute: (flow) =>
+        sql`
+          INSERT INTO flow (id, created, updated, name, tags, labels)
+          VALUES (${flow.id}, ${flow.at}, ${flow.at}, ${flow.name}, ${JSON.stringify(flow.tags)}::jsonb,
+                  ${JSON.stringify(flow.labels)}::jsonb)
+          ON CONFLICT (name) DO NOTHING
+          RETURNING *
+        `
     })
 
-    const find = (id: string) =>
-      Effect.map(sql<Flow>`SELECT * FROM flow WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const find = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: FlowRow,
+      execute: (id) => sql`SELECT * FROM flow WHERE id = ${id}`
+    })
 
-    const findByName = (name: string) =>
-      Effect.map(sql<Flow>`SELECT * FROM flow WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
+    const findByName = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: FlowRow,
+      execute: (name) => sql`SELECT * FROM flow WHERE name = ${name}`
+    })
+
+    /** Creates the flow, or returns the one with that name; says which. */
+    const create = Effect.fn("FlowsRepo.create")(function* (input: NewFlow) {
+      const inserted = yield* insert({ ...input, id: yield* newId, at: yield* now })
+      if (Option.isSome(inserted)) return { flow: inserted.value, created: true }
+      // The name was taken: answer the flow that has it (one deleted in the instant since is a defect).
+      const existing = yield* findByName(input.name)
+      return { flow: Option.getOrThrow(existing), created: false }
+    })
 
     /** Sets the given fields; false when there is no such flow. */
     const update = Effect.fn("FlowsRepo.update")(function* (
@@ -62,36 +81,46 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
       return rows.length > 0
     })
 
-    const filter = (options: {
-      readonly query: FlowQuery
-      readonly sort: FlowSort
-      readonly offset: number
-      readonly limit: number
-    }) =>
-      sql<Flow>`
-        SELECT * FROM flow
-        WHERE ${where(options.query)}
-        ORDER BY ${sql.unsafe(orderBy[options.sort])}
-        LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<{
+        readonly query: FlowQuery
+        readonly sort: FlowSort
+        readonly offset: number
+        readonly limit: number
+      }>(),
+      Result: FlowRow,
+      execute: (options) =>
+        sql`
+          SELECT * FROM flow
+          WHERE ${where(options.query)}
+          ORDER BY ${sql.unsafe(orderBy[options.sort])}
+          LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
 
-    const count = (query: FlowQuery) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM flow WHERE ${where(query)}`, (rows) =>
-        Number(rows[0]!.count)
-      )
+    const countRow = SqlSchema.single({
+      Request: AsGiven<FlowQuery>(),
+      Result: CountRow,
+      execute: (query) => sql`SELECT count(*) AS count FROM flow WHERE ${where(query)}`
+    })
+    const count = (query: FlowQuery) => Effect.map(countRow(query), (row) => row.count)
 
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM flow WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    /** Deletes up to `limit` flows matching the filter; returns their ids. */
-    const removeMatching = (flows: FlowFilter | null | undefined, limit: number) =>
-      Effect.map(
-        sql<{ id: string }>`
+    const deleteMatching = SqlSchema.findAll({
+      Request: AsGiven<{ readonly flows: FlowFilter | null | undefined; readonly limit: number }>(),
+      Result: IdRow,
+      execute: ({ flows, limit }) =>
+        sql`
           DELETE FROM flow WHERE id IN (SELECT id FROM flow WHERE ${where({ flows })} LIMIT ${limit})
           RETURNING id
-        `,
-        (rows) => rows.map((r) => r.id)
-      )
+        `
+    })
+
+    /** Deletes up to `limit` flows matching the filter; returns their ids. */
+    const removeMatching = (flows: FlowFilter | null | undefined, limit: number) =>
+      Effect.map(deleteMatching({ flows, limit }), (rows) => rows.map((r) => r.id))
 
     return sqlErrorsAsDefects({ create, find, findByName, update, filter, count, remove, removeMatching })
   })

@@ -1,10 +1,14 @@
 /** Logs in SQL. */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { Effect } from "effect"
+import { AsGiven } from "../database/rows.ts"
+import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { type Log, type LogCreate, LogFilter, type LogSort } from "./schemas.ts"
+import { Log, type LogCreate, LogFilter, type LogSort } from "./schemas.ts"
+
+/** A row of `log`: its wire record, decoded (its timestamps Dates). */
+export const LogRow = Schema.typeSchema(Log)
 
 /** Rows per insert statement. */
 const INSERT_BATCH = 1000
@@ -50,16 +54,20 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
       return stored
     })
 
-    const filter = (options: {
-      readonly filter: LogFilter | null | undefined
-      readonly sort: LogSort
-      readonly offset: number
-      readonly limit: number
-    }) =>
-      sql<Log>`
-        SELECT * FROM log WHERE ${LogFilter.compile(sql, options.filter)}
-        ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<{
+        readonly filter: LogFilter | null | undefined
+        readonly sort: LogSort
+        readonly offset: number
+        readonly limit: number
+      }>(),
+      Result: LogRow,
+      execute: (options) =>
+        sql`
+          SELECT * FROM log WHERE ${LogFilter.compile(sql, options.filter)}
+          ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
 
     return sqlErrorsAsDefects({ create, filter })
   })

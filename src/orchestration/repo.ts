@@ -30,6 +30,7 @@ export interface RunStateRow extends Omit<RunClock, "resuming">, RunLinks {
   readonly last_state_timestamp?: Date | string | null
 }
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): state transitions are on the hot path (the bench's run lifecycle).
 export interface StateRow {
   readonly id: string
   readonly type: StateType

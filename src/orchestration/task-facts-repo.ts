@@ -16,6 +16,7 @@ export interface EnclosingFlowRun {
   readonly pause_reschedule: boolean
 }
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): task run transitions are on the hot path (the bench's run lifecycle).
 export class TaskRunFactsRepo extends Effect.Service<TaskRunFactsRepo>()("baton/TaskRunFactsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

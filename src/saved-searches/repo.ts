@@ -1,38 +1,64 @@
 /** Saved searches in SQL. */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { Effect, Option, Schema } from "effect"
+import { AsGiven } from "../database/rows.ts"
+import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { SavedSearchFilter, type SavedSearch } from "./schemas.ts"
+import { SavedSearch, SavedSearchFilter } from "./schemas.ts"
 
 const encodeFilters = Schema.encodeSync(Schema.Array(SavedSearchFilter))
+
+/** A row of `saved_search`: its wire record, decoded (its timestamps Dates, its filters parsed jsonb). */
+export const SavedSearchRow = Schema.typeSchema(SavedSearch)
+
+/** A row the upsert returns: whether it was inserted (rather than updated) beside the search. */
+const UpsertedRow = Schema.extend(SavedSearchRow, Schema.Struct({ inserted: Schema.Boolean }))
+
+interface NewSavedSearch {
+  readonly id: string
+  readonly at: Date
+  readonly name: string
+  readonly filters: SavedSearch["filters"]
+}
 
 export class SavedSearchesRepo extends Effect.Service<SavedSearchesRepo>()("baton/SavedSearchesRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+
+    const upsertRow = SqlSchema.single({
+      Request: AsGiven<NewSavedSearch>(),
+      Result: UpsertedRow,
+      execute: (search) =>
+        sql`
+          INSERT INTO saved_search (id, created, updated, name, filters)
+          VALUES (${search.id}, ${search.at}, ${search.at}, ${search.name},
+                  ${JSON.stringify(encodeFilters(search.filters))}::jsonb)
+          ON CONFLICT (name) DO UPDATE SET filters = EXCLUDED.filters
+          RETURNING *, (xmax = 0) AS inserted
+        `
+    })
 
     /** Creates the search, or replaces the filters of the one with that name; says which. */
     const upsert = Effect.fn("SavedSearchesRepo.upsert")(function* (input: {
       readonly name: string
       readonly filters: SavedSearch["filters"]
     }) {
-      const at = yield* now
-      const rows = yield* sql<SavedSearch & { inserted: boolean }>`
-        INSERT INTO saved_search (id, created, updated, name, filters)
-        VALUES (${yield* newId}, ${at}, ${at}, ${input.name}, ${JSON.stringify(encodeFilters(input.filters))}::jsonb)
-        ON CONFLICT (name) DO UPDATE SET filters = EXCLUDED.filters
-        RETURNING *, (xmax = 0) AS inserted
-      `
-      const { inserted, ...search } = rows[0]!
+      const { inserted, ...search } = yield* upsertRow({ ...input, id: yield* newId, at: yield* now })
       return { search, created: inserted }
     })
 
-    const find = (id: string) =>
-      Effect.map(sql<SavedSearch>`SELECT * FROM saved_search WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const find = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: SavedSearchRow,
+      execute: (id) => sql`SELECT * FROM saved_search WHERE id = ${id}`
+    })
 
-    const filter = (options: { readonly offset: number; readonly limit: number }) =>
-      sql<SavedSearch>`SELECT * FROM saved_search ORDER BY name, id LIMIT ${options.limit} OFFSET ${options.offset}`
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<{ readonly offset: number; readonly limit: number }>(),
+      Result: SavedSearchRow,
+      execute: (page) => sql`SELECT * FROM saved_search ORDER BY name, id LIMIT ${page.limit} OFFSET ${page.offset}`
+    })
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM saved_search WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 

@@ -40,6 +40,7 @@ export interface RecordedTaskRun {
 
 const JSON_COLUMNS = new Set(["empirical_policy", "tags", "labels", "task_inputs"])
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): recording task runs from events is on the hot path (the bench's POST /events).
 export class TaskRunRecorderRepo extends Effect.Service<TaskRunRecorderRepo>()("baton/TaskRunRecorderRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

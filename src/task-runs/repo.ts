@@ -22,6 +22,7 @@ const orderBy: Record<TaskRunSort, string> = {
   END_TIME_DESC: "task_run.end_time DESC, task_run.id"
 }
 
+// Rows typed and decoded by hand, not through a row schema (SqlSchema): task run reads are on the hot path (the bench's run lifecycle).
 interface TaskRunRow extends Omit<TaskRun, "empirical_policy" | "estimated_run_time" | "estimated_start_time_delta" | "state"> {
   readonly state_timestamp: Date | null
   readonly empirical_policy: unknown

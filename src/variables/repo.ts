@@ -1,12 +1,24 @@
 /** Variables in SQL. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow } from "../database/rows.ts"
 import { INTEGRITY_CONFLICT } from "../domain/errors.ts"
 import { VariableNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
-import { type Variable, VariableFilter, type VariableSort } from "./schemas.ts"
+import { Variable, VariableFilter, type VariableSort } from "./schemas.ts"
+
+/** A row of `variable`: its wire record, decoded (its timestamps Dates, its value and tags parsed jsonb). */
+export const VariableRow = Schema.typeSchema(Variable)
+
+interface NewVariable {
+  readonly name: string
+  readonly value: unknown
+  readonly tags: ReadonlyArray<string>
+}
+
+const NameValueRow = Schema.Struct({ name: Schema.String, value: Schema.Unknown })
 
 const orderBy: Record<VariableSort, string> = {
   CREATED_DESC: "created DESC, id",
@@ -20,55 +32,73 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
     const sql = yield* SqlClient.SqlClient
     const where = (filter: VariableFilter | null | undefined) => VariableFilter.compile(sql, filter)
 
-    /** Creates the variable; VariableNameTaken when another has its name. */
-    const create = Effect.fn("VariablesRepo.create")(function* (input: {
-      readonly name: string
-      readonly value: unknown
-      readonly tags: ReadonlyArray<string>
-    }) {
-      const at = yield* now
-      const rows = yield* sql<Variable>`
-        INSERT INTO variable (id, created, updated, name, value, tags)
-        VALUES (${yield* newId}, ${at}, ${at}, ${input.name}, ${JSON.stringify(input.value ?? null)}::jsonb,
-                ${JSON.stringify(input.tags)}::jsonb)
-        ON CONFLICT (name) DO NOTHING
-        RETURNING *
-      `
-      if (rows.length === 0) {
-        return yield* new VariableNameTaken({ detail: `A variable with the name '${input.name}' already exists.` })
-      }
-      return rows[0]!
+    const insert = SqlSchema.findOne({
+      Request: AsGiven<NewVariable & { readonly id: string; readonly at: Date }>(),
+      Result: VariableRow,
+      execute: (variable) =>
+        sql`
+          INSERT INTO variable (id, created, updated, name, value, tags)
+          VALUES (${variable.id}, ${variable.at}, ${variable.at}, ${variable.name},
+                  ${JSON.stringify(variable.value ?? null)}::jsonb, ${JSON.stringify(variable.tags)}::jsonb)
+          ON CONFLICT (name) DO NOTHING
+          RETURNING *
+        `
     })
 
-    const find = (id: string) =>
-      Effect.map(sql<Variable>`SELECT * FROM variable WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
-    const findByName = (name: string) =>
-      Effect.map(sql<Variable>`SELECT * FROM variable WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
+    /** Creates the variable; VariableNameTaken when another has its name. */
+    const create = Effect.fn("VariablesRepo.create")(function* (input: NewVariable) {
+      const inserted = yield* insert({ ...input, id: yield* newId, at: yield* now })
+      if (Option.isNone(inserted)) {
+        return yield* new VariableNameTaken({ detail: `A variable with the name '${input.name}' already exists.` })
+      }
+      return inserted.value
+    })
+
+    const find = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: VariableRow,
+      execute: (id) => sql`SELECT * FROM variable WHERE id = ${id}`
+    })
+    const findByName = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: VariableRow,
+      execute: (name) => sql`SELECT * FROM variable WHERE name = ${name}`
+    })
+
+    const namesAndValues = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: NameValueRow,
+      execute: (names) => sql`SELECT name, value FROM variable WHERE name = ANY(${names}::text[])`
+    })
 
     /** The values of the variables with these names. */
     const valuesByName = (names: ReadonlyArray<string>) =>
       names.length === 0
         ? Effect.succeed(new Map<string, unknown>())
-        : Effect.map(
-          sql<{ name: string; value: unknown }>`SELECT name, value FROM variable WHERE name = ANY(${names}::text[])`,
-          (rows) => new Map(rows.map((r) => [r.name, r.value]))
-        )
+        : Effect.map(namesAndValues(names), (rows) => new Map(rows.map((r) => [r.name, r.value])))
 
-    const filter = (options: {
-      readonly filter: VariableFilter | null | undefined
-      readonly sort: VariableSort
-      readonly offset: number
-      readonly limit: number
-    }) =>
-      sql<Variable>`
-        SELECT * FROM variable WHERE ${where(options.filter)}
-        ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+    const filter = SqlSchema.findAll({
+      Request: AsGiven<{
+        readonly filter: VariableFilter | null | undefined
+        readonly sort: VariableSort
+        readonly offset: number
+        readonly limit: number
+      }>(),
+      Result: VariableRow,
+      execute: (options) =>
+        sql`
+          SELECT * FROM variable WHERE ${where(options.filter)}
+          ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
 
+    const countRow = SqlSchema.single({
+      Request: AsGiven<VariableFilter | null | undefined>(),
+      Result: CountRow,
+      execute: (variableFilter) => sql`SELECT count(*) AS count FROM variable WHERE ${where(variableFilter)}`
+    })
     const count = (variableFilter: VariableFilter | null | undefined) =>
-      Effect.map(sql<{ count: string }>`SELECT count(*) AS count FROM variable WHERE ${where(variableFilter)}`, (rows) =>
-        Number(rows[0]!.count)
-      )
+      Effect.map(countRow(variableFilter), (row) => row.count)
 
     /**
      * Sets the given columns (and `updated`); false when there is no such variable, VariableNameTaken

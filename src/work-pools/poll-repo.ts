@@ -2,9 +2,10 @@
  * What workers ask of pools and queues in SQL: the runs due to them (with queue priorities and pool
  * and queue concurrency limits), and which runs hold a pool's or queue's slots.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow } from "../database/rows.ts"
 import { StatusChanges } from "../events/status-changes.ts"
 
 export interface PollOptions {
@@ -16,20 +17,30 @@ export interface PollOptions {
   readonly limit: number
 }
 
-export interface SlotHolder {
-  readonly id: string
-  readonly name: string
-  readonly state_type: string | null
-  readonly state_name: string | null
-  readonly start_time: Date | null
-  readonly state_timestamp: Date | null
-  readonly work_queue_id: string | null
+/** A run holding a slot of its queue, as the concurrency status lists it. */
+export const SlotHolder = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  state_type: Schema.NullOr(Schema.String),
+  state_name: Schema.NullOr(Schema.String),
+  start_time: Schema.NullOr(Schema.DateFromSelf),
+  state_timestamp: Schema.NullOr(Schema.DateFromSelf),
+  work_queue_id: Schema.NullOr(Schema.String)
+})
+export type SlotHolder = typeof SlotHolder.Type
+
+const QueueCountRow = Schema.Struct({ work_queue_id: Schema.String, count: Schema.NumberFromString })
+
+interface SlotQuery {
+  readonly queueIds: ReadonlyArray<string>
+  readonly withCancelling: boolean
 }
 
 export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const statusChanges = yield* StatusChanges
+    // The poll's statements type their rows by hand, not through row schemas: the worker poll is on the hot path (the bench's run lifecycle).
 
     /**
      * What a poll of the pool named `poolName` reads first, in one statement: the pool's id and its
@@ -159,39 +170,53 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
       )
     }
 
+    const holding = (withCancelling: boolean) =>
+      withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`
+
+    const slotHolderRows = SqlSchema.findAll({
+      Request: AsGiven<SlotQuery & { readonly offset: number; readonly limit: number }>(),
+      Result: SlotHolder,
+      execute: (query) =>
+        sql`
+          SELECT id, name, state_type, state_name, start_time, state_timestamp, work_queue_id FROM (
+            SELECT flow_run.*, row_number() OVER (PARTITION BY work_queue_id ORDER BY id) AS rank FROM flow_run
+            WHERE work_queue_id = ANY(${query.queueIds}::uuid[]) AND state_type IN ${holding(query.withCancelling)}
+          ) holders
+          WHERE rank > ${query.offset} AND rank <= ${query.offset + query.limit}
+          ORDER BY work_queue_id, id
+        `
+    })
+
     /**
      * Runs holding slots (Pending or Running; Cancelling too for a legacy queue) of the given queues:
      * a page of each queue's, by id.
      */
     const slotHolders = (queueIds: ReadonlyArray<string>, options: { readonly withCancelling: boolean; readonly offset: number; readonly limit: number }) =>
-      sql<SlotHolder>`
-        SELECT id, name, state_type, state_name, start_time, state_timestamp, work_queue_id FROM (
-          SELECT flow_run.*, row_number() OVER (PARTITION BY work_queue_id ORDER BY id) AS rank FROM flow_run
-          WHERE work_queue_id = ANY(${queueIds}::uuid[])
-            AND state_type IN ${options.withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`}
-        ) holders
-        WHERE rank > ${options.offset} AND rank <= ${options.offset + options.limit}
-        ORDER BY work_queue_id, id
-      `
+      slotHolderRows({ ...options, queueIds })
+
+    const slotCountRows = SqlSchema.findAll({
+      Request: AsGiven<SlotQuery>(),
+      Result: QueueCountRow,
+      execute: (query) =>
+        sql`
+          SELECT work_queue_id, count(*) AS count FROM flow_run
+          WHERE work_queue_id = ANY(${query.queueIds}::uuid[]) AND state_type IN ${holding(query.withCancelling)}
+          GROUP BY work_queue_id
+        `
+    })
 
     /** How many runs hold slots of each of the queues. */
     const slotCounts = (queueIds: ReadonlyArray<string>, options: { readonly withCancelling: boolean }) =>
-      Effect.map(
-        sql<{ work_queue_id: string; count: string }>`
-          SELECT work_queue_id, count(*) AS count FROM flow_run
-          WHERE work_queue_id = ANY(${queueIds}::uuid[])
-            AND state_type IN ${options.withCancelling ? sql`('PENDING', 'RUNNING', 'CANCELLING')` : sql`('PENDING', 'RUNNING')`}
-          GROUP BY work_queue_id
-        `,
-        (rows) => new Map(rows.map((r) => [r.work_queue_id, Number(r.count)]))
-      )
+      Effect.map(slotCountRows({ ...options, queueIds }), (rows) => new Map(rows.map((r) => [r.work_queue_id, r.count])))
+
+    const lateRunCount = SqlSchema.single({
+      Request: Schema.String,
+      Result: CountRow,
+      execute: (queueId) => sql`SELECT count(*) AS count FROM flow_run WHERE work_queue_id = ${queueId} AND state_name = 'Late'`
+    })
 
     /** The queue's runs marked Late. */
-    const lateRuns = (queueId: string) =>
-      Effect.map(
-        sql<{ count: string }>`SELECT count(*) AS count FROM flow_run WHERE work_queue_id = ${queueId} AND state_name = 'Late'`,
-        (rows) => Number(rows[0]!.count)
-      )
+    const lateRuns = (queueId: string) => Effect.map(lateRunCount(queueId), (row) => row.count)
 
     /**
      * When the soonest Scheduled run of the queues past `after` is scheduled (the runs a poll whose

@@ -1,31 +1,40 @@
 /** Work queues in SQL: records, priorities kept unique within a pool, readiness. */
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { WorkPoolConflict, WorkQueueNameTaken } from "./errors.ts"
 import { WorkQueueFilter } from "./filter.ts"
-import { WorkQueue } from "./schemas.ts"
+import { QueueFilter, WorkQueue, WorkQueueStatus } from "./schemas.ts"
 
-/** The stored queue row with its pool's name (what the rules read). */
-export interface WorkQueueRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly name: string
-  /** The legacy filter of queues made before work pools. */
-  readonly filter: { readonly tags: ReadonlyArray<string> | null; readonly deployment_ids: ReadonlyArray<string> | null } | null
-  readonly description: string
-  readonly is_paused: boolean
-  readonly concurrency_limit: number | null
-  readonly priority: number
-  readonly last_polled: Date | null
-  readonly status: "READY" | "NOT_READY" | "PAUSED"
-  readonly work_pool_id: string
-  readonly work_pool_name: string
-}
+/** A row of `work_queue` with its pool's name (what the rules read). */
+export const WorkQueueRow = Schema.Struct({
+  id: Schema.String,
+  created: Schema.DateFromSelf,
+  updated: Schema.DateFromSelf,
+  name: Schema.String,
+  /** The legacy filter of queues made before work pools: the JSON its body schema reads. */
+  filter: Schema.NullOr(QueueFilter),
+  description: Schema.String,
+  is_paused: Schema.Boolean,
+  concurrency_limit: Schema.NullOr(Schema.Number),
+  priority: Schema.Number,
+  last_polled: Schema.NullOr(Schema.DateFromSelf),
+  status: WorkQueueStatus,
+  work_pool_id: Schema.String,
+  work_pool_name: Schema.String
+})
+export type WorkQueueRow = typeof WorkQueueRow.Type
+
+/** A queue's record as answered, built in SQL as JSON (its timestamps ISO strings): the wire's schema decodes it. */
+const RecordRow = Schema.Struct({ record: WorkQueue })
+
+const PriorityRow = Schema.Struct({ id: Schema.String, priority: Schema.Number })
+
+const UpdatedRow = Schema.Struct({ id: Schema.String, previous: Schema.NullOr(Schema.String) })
 
 export interface NewWorkQueue {
   readonly name: string
@@ -44,8 +53,6 @@ export interface NewWorkQueue {
 export type SlotStates = "pool" | "legacy"
 
 const slotStates = { pool: ["PENDING", "RUNNING"], legacy: ["PENDING", "RUNNING", "CANCELLING"] } as const
-
-const decodeQueue = Schema.decodeUnknown(WorkQueue)
 
 /**
  * New priorities so that every queue of a pool has its own: the `moved` queues take their targets
@@ -81,28 +88,30 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       FROM work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id
     `
 
-    const first = (rows: ReadonlyArray<WorkQueueRow>) => Option.fromNullable(rows[0])
+    const selectOne = SqlSchema.findOne({
+      Request: AsGiven<Statement.Fragment>(),
+      Result: WorkQueueRow,
+      execute: (condition) => sql`${selectRows} WHERE ${condition}`
+    })
 
-    const find = (id: string) => Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.id = ${id}`, first)
+    const find = (id: string) => selectOne(sql`work_queue.id = ${id}`)
 
     const findByName = (poolName: string, queueName: string) =>
-      Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_pool.name = ${poolName} AND work_queue.name = ${queueName}`, first)
+      selectOne(sql`work_pool.name = ${poolName} AND work_queue.name = ${queueName}`)
 
     /** The first queue named `name`, in any pool. */
-    const findAnyByName = (name: string) =>
-      Effect.map(sql<WorkQueueRow>`${selectRows} WHERE work_queue.name = ${name} ORDER BY work_queue.id LIMIT 1`, first)
+    const findAnyByName = (name: string) => selectOne(sql`work_queue.name = ${name} ORDER BY work_queue.id LIMIT 1`)
 
     /** The default queue of the pool named `poolName`; none when there is no such pool. */
     const findDefault = (poolName: string) =>
-      Effect.map(
-        sql<WorkQueueRow>`${selectRows} WHERE work_pool.name = ${poolName} AND work_queue.id = work_pool.default_queue_id`,
-        first
-      )
+      selectOne(sql`work_pool.name = ${poolName} AND work_queue.id = work_pool.default_queue_id`)
 
     /** Queue records as answered, with the runs holding their slots counted when they have a limit. */
-    const records = (condition: Statement.Fragment, options: { readonly slots: SlotStates; readonly tail?: Statement.Fragment }) =>
-      Effect.flatMap(
-        sql<{ record: unknown }>`
+    const recordRows = SqlSchema.findAll({
+      Request: AsGiven<{ readonly condition: Statement.Fragment; readonly slots: SlotStates; readonly tail?: Statement.Fragment }>(),
+      Result: RecordRow,
+      execute: (options) =>
+        sql`
           SELECT to_jsonb(work_queue.*) || jsonb_build_object(
             'work_pool_name', work_pool.name,
             'active_slots', CASE WHEN work_queue.concurrency_limit IS NULL THEN NULL ELSE (
@@ -111,12 +120,12 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
             ) END
           ) AS record
           FROM work_queue JOIN work_pool ON work_pool.id = work_queue.work_pool_id
-          WHERE ${condition}
+          WHERE ${options.condition}
           ${options.tail ?? sql``}
-        `,
-        // A record the schema refuses is a bug: a defect.
-        (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodeQueue(row.record)))
-      )
+        `
+    })
+    const records = (condition: Statement.Fragment, options: { readonly slots: SlotStates; readonly tail?: Statement.Fragment }) =>
+      Effect.map(recordRows({ ...options, condition }), (rows) => rows.map((row) => row.record))
 
     const findRecord = (id: string, slots: SlotStates) =>
       Effect.map(records(sql`work_queue.id = ${id}`, { slots }), (rows) => Option.fromNullable(rows[0]))
@@ -142,14 +151,52 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
         }
       )
 
+    const lockPriorities = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: PriorityRow,
+      execute: (poolId) => sql`SELECT id, priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority, id FOR UPDATE`
+    })
+
+    const takenPriorities = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ priority: Schema.Number }),
+      execute: (poolId) => sql`SELECT priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority`
+    })
+
+    const insertRow = SqlSchema.single({
+      Request: AsGiven<Omit<NewWorkQueue, "priority"> & { readonly id: string; readonly at: Date; readonly poolId: string; readonly priority: number }>(),
+      Result: WorkQueueRow,
+      execute: (queue) =>
+        sql`
+          WITH inserted AS (
+            INSERT INTO work_queue (id, created, updated, name, description, is_paused, concurrency_limit, priority, filter,
+                                    work_pool_id, status)
+            VALUES (${queue.id}, ${queue.at}, ${queue.at}, ${queue.name}, ${queue.description ?? ""}, ${queue.is_paused ?? false},
+                    ${queue.concurrency_limit ?? null}, ${queue.priority},
+                    ${queue.filter == null ? null : JSON.stringify(queue.filter)}::jsonb, ${queue.poolId}, 'NOT_READY')
+            RETURNING *
+          )
+          SELECT inserted.*, work_pool.name AS work_pool_name FROM inserted JOIN work_pool ON work_pool.id = inserted.work_pool_id
+        `
+    })
+
+    const updateRow = SqlSchema.findOne({
+      Request: AsGiven<{ readonly id: string; readonly columns: Readonly<Record<string, unknown>> }>(),
+      Result: UpdatedRow,
+      execute: ({ columns, id }) =>
+        sql`
+          WITH before AS (SELECT id, status FROM work_queue WHERE id = ${id})
+          UPDATE work_queue SET ${sql.update(columns)} FROM before WHERE work_queue.id = before.id
+          RETURNING work_queue.id, before.status AS previous
+        `
+    })
+
     /** Gives the `moved` queues their priorities and moves the pool's others out of their way. */
     const rebalancePriorities = Effect.fn("WorkQueuesRepo.rebalancePriorities")(function* (
       poolId: string,
       moved: ReadonlyMap<string, number>
     ) {
-      const queues = yield* sql<{ id: string; priority: number }>`
-        SELECT id, priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority, id FOR UPDATE
-      `
+      const queues = yield* lockPriorities(poolId)
       const next = rebalance(queues, moved)
       const changed = queues.filter((q) => next.has(q.id) && next.get(q.id) !== q.priority)
       if (changed.length === 0) return
@@ -168,26 +215,14 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       const at = yield* now
       let priority = queue.priority ?? null
       if (priority === null) {
-        const taken = yield* sql<{ priority: number }>`
-          SELECT priority FROM work_queue WHERE work_pool_id = ${poolId} ORDER BY priority
-        `
+        const taken = yield* takenPriorities(poolId)
         // The first gap in 1, 2, 3 … or one past the last.
         priority = taken.findIndex((row, i) => row.priority !== i + 1) + 1 || taken.length + 1
       }
-      const rows = yield* sql<WorkQueueRow>`
-        WITH inserted AS (
-          INSERT INTO work_queue (id, created, updated, name, description, is_paused, concurrency_limit, priority, filter,
-                                  work_pool_id, status)
-          VALUES (${id}, ${at}, ${at}, ${queue.name}, ${queue.description ?? ""}, ${queue.is_paused ?? false},
-                  ${queue.concurrency_limit ?? null}, ${priority}, ${queue.filter == null ? null : JSON.stringify(queue.filter)}::jsonb,
-                  ${poolId}, 'NOT_READY')
-          RETURNING *
-        )
-        SELECT inserted.*, work_pool.name AS work_pool_name FROM inserted JOIN work_pool ON work_pool.id = inserted.work_pool_id
-      `
+      const row = yield* insertRow({ ...queue, id, at, poolId, priority })
       // The new queue keeps the priority it was given: only the others move.
       if (queue.priority != null) yield* rebalancePriorities(poolId, new Map([[id, queue.priority]]))
-      return rows[0]!
+      return row
     })
 
     /**
@@ -204,49 +239,56 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
     const updateColumns = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
-      const rows = yield* sql<{ id: string; previous: string | null }>`
-        WITH before AS (SELECT id, status FROM work_queue WHERE id = ${id})
-        UPDATE work_queue SET ${sql.update({ ...changes, updated: at })} FROM before WHERE work_queue.id = before.id
-        RETURNING work_queue.id, before.status AS previous
-      `
-      if (status !== undefined && rows.length > 0 && rows[0]!.previous !== status) yield* statusChanges.announce("work-queue", status, at, [id])
-      return rows.length > 0
+      const updated = yield* updateRow({ id, columns: { ...changes, updated: at } })
+      if (status !== undefined && Option.isSome(updated) && updated.value.previous !== status) {
+        yield* statusChanges.announce("work-queue", status, at, [id])
+      }
+      return Option.isSome(updated)
     })
 
     /** A new name another queue of the pool has is the reference's integrity conflict. */
     const update = (id: string, changes: Readonly<Record<string, unknown>>) =>
       Effect.catchIf(updateColumns(id, changes), isIntegrityViolation, () => new WorkPoolConflict())
 
-    const idsInPool = (poolId: string) =>
-      Effect.map(sql<{ id: string }>`SELECT id FROM work_queue WHERE work_pool_id = ${poolId}`, (rows) => rows.map((r) => r.id))
+    const idRowsInPool = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: IdRow,
+      execute: (poolId) => sql`SELECT id FROM work_queue WHERE work_pool_id = ${poolId}`
+    })
+    const idsInPool = (poolId: string) => Effect.map(idRowsInPool(poolId), (rows) => rows.map((r) => r.id))
 
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM work_queue WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
     /** READY queues not polled since `before` become NOT_READY. */
+    const staleQueues = SqlSchema.findAll({
+      Request: AsGiven<{ readonly before: Date; readonly at: Date }>(),
+      Result: IdRow,
+      execute: ({ at, before }) =>
+        sql`UPDATE work_queue SET status = 'NOT_READY', updated = ${at} WHERE status = 'READY' AND last_polled < ${before} RETURNING id`
+    })
     const markStale = (before: Date, at: Date) =>
-      Effect.flatMap(
-        sql<{ id: string }>`
-          UPDATE work_queue SET status = 'NOT_READY', updated = ${at} WHERE status = 'READY' AND last_polled < ${before} RETURNING id
-        `,
-        (rows) => statusChanges.announce("work-queue", "NOT_READY", at, rows.map((r) => r.id))
-      )
+      Effect.flatMap(staleQueues({ before, at }), (rows) => statusChanges.announce("work-queue", "NOT_READY", at, rows.map((r) => r.id)))
 
     /**
      * Queues whose (legacy) filter takes the deployment: no filter, or its tags all among the
      * deployment's and its deployment ids naming it (an empty or missing criterion takes any).
      */
-    const queuesAccepting = (deployment: { readonly id: string; readonly tags: ReadonlyArray<string> }) =>
-      sql<WorkQueueRow>`
-        ${selectRows}
-        WHERE work_queue.filter IS NULL OR work_queue.filter = 'null'::jsonb OR (
-          (jsonb_typeof(work_queue.filter -> 'tags') IS DISTINCT FROM 'array'
-            OR ${JSON.stringify(deployment.tags)}::jsonb @> (work_queue.filter -> 'tags'))
-          AND (jsonb_typeof(work_queue.filter -> 'deployment_ids') IS DISTINCT FROM 'array'
-            OR work_queue.filter -> 'deployment_ids' = '[]'::jsonb
-            OR (work_queue.filter -> 'deployment_ids') ? ${deployment.id}))
-        ORDER BY work_pool.name, work_queue.priority, work_queue.name
-      `
+    const queuesAccepting = SqlSchema.findAll({
+      Request: AsGiven<{ readonly id: string; readonly tags: ReadonlyArray<string> }>(),
+      Result: WorkQueueRow,
+      execute: (deployment) =>
+        sql`
+          ${selectRows}
+          WHERE work_queue.filter IS NULL OR work_queue.filter = 'null'::jsonb OR (
+            (jsonb_typeof(work_queue.filter -> 'tags') IS DISTINCT FROM 'array'
+              OR ${JSON.stringify(deployment.tags)}::jsonb @> (work_queue.filter -> 'tags'))
+            AND (jsonb_typeof(work_queue.filter -> 'deployment_ids') IS DISTINCT FROM 'array'
+              OR work_queue.filter -> 'deployment_ids' = '[]'::jsonb
+              OR (work_queue.filter -> 'deployment_ids') ? ${deployment.id}))
+          ORDER BY work_pool.name, work_queue.priority, work_queue.name
+        `
+    })
 
     return sqlErrorsAsDefects({
       find,

@@ -1,28 +1,47 @@
 /** Work pools and their workers in SQL. */
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
+import { JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
 import { WorkPoolConflict, WorkPoolNameTaken } from "./errors.ts"
 import { WorkerFilter, WorkPoolFilter } from "./filter.ts"
 import { type WorkQueueRow, WorkQueuesRepo } from "./queues-repo.ts"
-import { WorkPool } from "./schemas.ts"
+import { Worker, WorkPool, WorkPoolStatus } from "./schemas.ts"
 
-export interface WorkPoolRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly name: string
-  readonly description: string | null
-  readonly type: string
-  readonly base_job_template: Record<string, unknown>
-  readonly is_paused: boolean
-  readonly default_queue_id: string | null
-  readonly concurrency_limit: number | null
-  readonly status: "READY" | "NOT_READY" | "PAUSED"
-}
+/**
+ * A row of `work_pool`. Not the wire's record, which shows no status for the agent pool, fills the
+ * storage configuration in and counts the active slots (`records` builds it in SQL).
+ */
+export const WorkPoolRow = Schema.Struct({
+  id: Schema.String,
+  created: Schema.DateFromSelf,
+  updated: Schema.DateFromSelf,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  type: Schema.String,
+  base_job_template: JsonObject,
+  is_paused: Schema.Boolean,
+  default_queue_id: Schema.NullOr(Schema.String),
+  concurrency_limit: Schema.NullOr(Schema.Number),
+  status: WorkPoolStatus,
+  last_transitioned_status_at: Schema.NullOr(Schema.DateFromSelf),
+  last_status_event_id: Schema.NullOr(Schema.String),
+  storage_configuration: JsonObject
+})
+export type WorkPoolRow = typeof WorkPoolRow.Type
+
+/** A pool's record as answered, built in SQL as JSON (its timestamps ISO strings): the wire's schema decodes it. */
+const RecordRow = Schema.Struct({ record: WorkPool })
+
+/** A row of `worker`: its wire record, decoded (its timestamps Dates). */
+export const WorkerRow = Schema.typeSchema(Worker)
+export type WorkerRow = typeof WorkerRow.Type
+
+const UpdatedRow = Schema.Struct({ id: Schema.String, previous: Schema.NullOr(Schema.String) })
 
 export interface NewWorkPool {
   readonly name: string
@@ -34,21 +53,8 @@ export interface NewWorkPool {
   readonly storage_configuration?: Record<string, unknown> | undefined
 }
 
-export interface WorkerRow {
-  readonly id: string
-  readonly created: Date
-  readonly updated: Date
-  readonly name: string
-  readonly work_pool_id: string
-  readonly last_heartbeat_time: Date | null
-  readonly heartbeat_interval_seconds: number | null
-  readonly status: "ONLINE" | "OFFLINE"
-}
-
 /** The pool type of the default agent pool; its status is not shown. */
 export const AGENT_POOL_TYPE = "prefect-agent"
-
-const decodePool = Schema.decodeUnknown(WorkPool)
 
 const emptyStorage = { bundle_upload_step: null, bundle_execution_step: null, default_result_storage_block_id: null }
 
@@ -58,16 +64,24 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     const queues = yield* WorkQueuesRepo
     const statusChanges = yield* StatusChanges
 
-    const findByName = (name: string) =>
-      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE name = ${name}`, (rows) => Option.fromNullable(rows[0]))
+    const findByName = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: WorkPoolRow,
+      execute: (name) => sql`SELECT * FROM work_pool WHERE name = ${name}`
+    })
 
-    const findById = (id: string) =>
-      Effect.map(sql<WorkPoolRow>`SELECT * FROM work_pool WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    const findById = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: WorkPoolRow,
+      execute: (id) => sql`SELECT * FROM work_pool WHERE id = ${id}`
+    })
 
     /** Pool records as answered: Pending and Running runs in their queues counted when they have a limit. */
-    const records = (condition: Statement.Fragment, tail: Statement.Fragment = sql``) =>
-      Effect.flatMap(
-        sql<{ record: unknown }>`
+    const records = SqlSchema.findAll({
+      Request: AsGiven<{ readonly condition: Statement.Fragment; readonly tail?: Statement.Fragment }>(),
+      Result: RecordRow,
+      execute: ({ condition, tail }) =>
+        sql`
           SELECT to_jsonb(work_pool.*) || jsonb_build_object(
             'status', CASE WHEN work_pool.type = ${AGENT_POOL_TYPE} THEN NULL ELSE work_pool.status END,
             'storage_configuration', ${JSON.stringify(emptyStorage)}::jsonb || work_pool.storage_configuration,
@@ -78,25 +92,45 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
           ) AS record
           FROM work_pool
           WHERE ${condition}
-          ${tail}
-        `,
-        // A record the schema refuses is a bug: a defect.
-        (rows) => Effect.orDie(Effect.forEach(rows, (row) => decodePool(row.record)))
-      )
+          ${tail ?? sql``}
+        `
+    })
 
-    const findRecord = (name: string) => Effect.map(records(sql`work_pool.name = ${name}`), (rows) => Option.fromNullable(rows[0]))
+    const findRecord = (name: string) =>
+      Effect.map(records({ condition: sql`work_pool.name = ${name}` }), (rows) => Option.fromNullable(rows[0]?.record))
 
     const filter = (options: { readonly filter: WorkPoolFilter | null | undefined; readonly offset: number; readonly limit: number }) =>
-      records(
-        WorkPoolFilter.compile(sql, options.filter),
-        sql`ORDER BY work_pool.name LIMIT ${options.limit} OFFSET ${options.offset}`
+      Effect.map(
+        records({
+          condition: WorkPoolFilter.compile(sql, options.filter),
+          tail: sql`ORDER BY work_pool.name LIMIT ${options.limit} OFFSET ${options.offset}`
+        }),
+        (rows) => rows.map((row) => row.record)
       )
 
-    const count = (poolFilter: WorkPoolFilter | null | undefined) =>
-      Effect.map(
-        sql<{ count: string }>`SELECT count(*) AS count FROM work_pool WHERE ${WorkPoolFilter.compile(sql, poolFilter)}`,
-        (rows) => Number(rows[0]!.count)
-      )
+    const countRow = SqlSchema.single({
+      Request: AsGiven<WorkPoolFilter | null | undefined>(),
+      Result: CountRow,
+      execute: (poolFilter) => sql`SELECT count(*) AS count FROM work_pool WHERE ${WorkPoolFilter.compile(sql, poolFilter)}`
+    })
+    const count = (poolFilter: WorkPoolFilter | null | undefined) => Effect.map(countRow(poolFilter), (row) => row.count)
+
+    const setDefaultQueue = SqlSchema.single({
+      Request: AsGiven<{ readonly id: string; readonly queueId: string }>(),
+      Result: WorkPoolRow,
+      execute: ({ id, queueId }) => sql`UPDATE work_pool SET default_queue_id = ${queueId} WHERE id = ${id} RETURNING *`
+    })
+
+    const updateRow = SqlSchema.findOne({
+      Request: AsGiven<{ readonly id: string; readonly columns: Readonly<Record<string, unknown>> }>(),
+      Result: UpdatedRow,
+      execute: ({ columns, id }) =>
+        sql`
+          WITH before AS (SELECT id, status FROM work_pool WHERE id = ${id})
+          UPDATE work_pool SET ${sql.update(columns)} FROM before WHERE work_pool.id = before.id
+          RETURNING work_pool.id, before.status AS previous
+        `
+    })
 
     /**
      * Creates a pool with its `default` queue; answers both. WorkPoolNameTaken when another pool has
@@ -116,8 +150,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       // The pool was inserted just now, in this transaction: its default queue's name is free.
       const defaultQueue: WorkQueueRow = yield* queues.createQueue(id, { name: "default", description: "The work pool's default queue." })
         .pipe(Effect.catchTags({ WorkQueueNameTaken: Effect.die, WorkPoolConflict: Effect.die }))
-      const rows = yield* sql<WorkPoolRow>`UPDATE work_pool SET default_queue_id = ${defaultQueue.id} WHERE id = ${id} RETURNING *`
-      return { pool: rows[0]!, defaultQueue }
+      return { pool: yield* setDefaultQueue({ id, queueId: defaultQueue.id }), defaultQueue }
     })
 
     /** Sets the given columns (and `updated`); false when there is no such pool. */
@@ -125,13 +158,11 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
       const transitioned = status === undefined ? {} : { last_transitioned_status_at: at }
-      const rows = yield* sql<{ id: string; previous: string | null }>`
-        WITH before AS (SELECT id, status FROM work_pool WHERE id = ${id})
-        UPDATE work_pool SET ${sql.update({ ...changes, ...transitioned, updated: at })} FROM before WHERE work_pool.id = before.id
-        RETURNING work_pool.id, before.status AS previous
-      `
-      if (status !== undefined && rows.length > 0 && rows[0]!.previous !== status) yield* statusChanges.announce("work-pool", status, at, [id])
-      return rows.length > 0
+      const updated = yield* updateRow({ id, columns: { ...changes, ...transitioned, updated: at } })
+      if (status !== undefined && Option.isSome(updated) && updated.value.previous !== status) {
+        yield* statusChanges.announce("work-pool", status, at, [id])
+      }
+      return Option.isSome(updated)
     })
 
     /** Deletes the pool with its queues (the default one included) and workers. */
@@ -171,18 +202,34 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     const heartbeat = (poolId: string, worker: Parameters<typeof beat>[1]) =>
       Effect.catchIf(beat(poolId, worker), isForeignKeyViolation, () => new WorkPoolConflict())
 
-    const workers = (options: {
-      readonly poolId: string
-      readonly filter: WorkerFilter | null | undefined
-      readonly offset: number
-      readonly limit: number
-    }) =>
-      sql<WorkerRow>`
-        SELECT * FROM worker
-        WHERE work_pool_id = ${options.poolId} AND ${WorkerFilter.compile(sql, options.filter)}
-        ORDER BY last_heartbeat_time DESC NULLS LAST, id
-        LIMIT ${options.limit} OFFSET ${options.offset}
-      `
+    const workers = SqlSchema.findAll({
+      Request: AsGiven<{
+        readonly poolId: string
+        readonly filter: WorkerFilter | null | undefined
+        readonly offset: number
+        readonly limit: number
+      }>(),
+      Result: WorkerRow,
+      execute: (options) =>
+        sql`
+          SELECT * FROM worker
+          WHERE work_pool_id = ${options.poolId} AND ${WorkerFilter.compile(sql, options.filter)}
+          ORDER BY last_heartbeat_time DESC NULLS LAST, id
+          LIMIT ${options.limit} OFFSET ${options.offset}
+        `
+    })
+
+    const silentPools = SqlSchema.findAll({
+      Request: AsGiven<Date>(),
+      Result: IdRow,
+      execute: (at) =>
+        sql`
+          UPDATE work_pool SET status = 'NOT_READY', updated = ${at}, last_transitioned_status_at = ${at}
+          WHERE status = 'READY' AND NOT EXISTS (
+            SELECT 1 FROM worker WHERE worker.work_pool_id = work_pool.id AND worker.status = 'ONLINE')
+          RETURNING id
+        `
+    })
 
     const removeWorker = (poolId: string, name: string) =>
       Effect.map(sql`DELETE FROM worker WHERE work_pool_id = ${poolId} AND name = ${name} RETURNING id`, (rows) => rows.length > 0)
@@ -199,12 +246,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
             AND EXTRACT(EPOCH FROM (${at}::timestamptz - last_heartbeat_time))
               > coalesce(heartbeat_interval_seconds, ${options.fallbackSeconds}) * ${options.multiple}
         `
-        const silent = yield* sql<{ id: string }>`
-          UPDATE work_pool SET status = 'NOT_READY', updated = ${at}, last_transitioned_status_at = ${at}
-          WHERE status = 'READY' AND NOT EXISTS (
-            SELECT 1 FROM worker WHERE worker.work_pool_id = work_pool.id AND worker.status = 'ONLINE')
-          RETURNING id
-        `
+        const silent = yield* silentPools(at)
         yield* statusChanges.announce("work-pool", "NOT_READY", at, silent.map((r) => r.id))
       })
 
