@@ -6,7 +6,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow } from "../database/rows.ts"
+import { AsGiven, CountRow, findRowBy } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -91,18 +91,10 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
       )
     })
 
-    const find = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: ArtifactRow,
-      execute: (id) => sql`SELECT * FROM artifact WHERE id = ${id}`
-    })
+    const find = findRowBy(sql, "artifact", "id", ArtifactRow)
 
     /** The latest artifact of the key (the collection's own record). */
-    const findLatest = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: ArtifactCollectionRow,
-      execute: (key) => sql`SELECT * FROM artifact_collection WHERE key = ${key}`
-    })
+    const findLatest = findRowBy(sql, "artifact_collection", "key", ArtifactCollectionRow)
 
     const deleteRow = SqlSchema.findOne({
       Request: Schema.String,

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow } from "../database/rows.ts"
+import { AsGiven, CountRow, findRowBy } from "../database/rows.ts"
 import * as Notifications from "../database/notifications.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -73,11 +73,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
       return yield* insert({ id: yield* newId, created: at, updated: at, ...columns(fields) })
     })
 
-    const find = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: AutomationRow,
-      execute: (id) => sql`SELECT * FROM automation WHERE id = ${id}`
-    })
+    const find = findRowBy(sql, "automation", "id", AutomationRow)
 
     const findMany = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),

@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
-import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
+import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockDocumentConflict, BlockDocumentNameTaken } from "./errors.ts"
@@ -128,11 +128,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
       return { rows, references }
     })
 
-    const findRow = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: DocumentRow,
-      execute: (id) => sql`SELECT * FROM block_document WHERE id = ${id}`
-    })
+    const findRow = findRowBy(sql, "block_document", "id", DocumentRow)
 
     /** The row of `id`, locked until the transaction ends. */
     const lockRow = SqlSchema.findOne({

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven } from "../database/rows.ts"
+import { AsGiven, findRowBy } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockTypeNameTaken } from "./errors.ts"
@@ -55,17 +55,9 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
       return yield* insertOrUpdate({ id: yield* newId, created: at, updated: at, ...values })
     })
 
-    const find = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: BlockTypeRow,
-      execute: (id) => sql`SELECT * FROM block_type WHERE id = ${id}`
-    })
+    const find = findRowBy(sql, "block_type", "id", BlockTypeRow)
 
-    const findBySlug = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: BlockTypeRow,
-      execute: (slug) => sql`SELECT * FROM block_type WHERE slug = ${slug}`
-    })
+    const findBySlug = findRowBy(sql, "block_type", "slug", BlockTypeRow)
 
     const findMany = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),

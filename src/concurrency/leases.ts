@@ -7,7 +7,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, IdRow } from "../database/rows.ts"
+import { AsGiven, IdRow, findRowBy } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
@@ -121,11 +121,7 @@ export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore =
         RETURNING *
       `
   })
-  const findRow = SqlSchema.findOne({
-    Request: Schema.String,
-    Result: LeaseRow,
-    execute: (id) => sql`SELECT * FROM concurrency_lease WHERE id = ${id}`
-  })
+  const findRow = findRowBy(sql, "concurrency_lease", "id", LeaseRow)
   const activeRows = SqlSchema.findAll({
     Request: AsGiven<{ readonly at: Date; readonly limit: number; readonly offset: number }>(),
     Result: IdRow,

@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
+import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -128,11 +128,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       )
 
     /** The stored columns of one deployment (no joins), for the rules that read before they write. */
-    const findRow = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: DeploymentRulesRow,
-      execute: (id) => sql`SELECT * FROM deployment WHERE id = ${id}`
-    })
+    const findRow = findRowBy(sql, "deployment", "id", DeploymentRulesRow)
 
     const filter = (options: {
       readonly query: DeploymentQuery

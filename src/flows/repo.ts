@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
+import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -45,17 +45,9 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
         `
     })
 
-    const find = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: FlowRow,
-      execute: (id) => sql`SELECT * FROM flow WHERE id = ${id}`
-    })
+    const find = findRowBy(sql, "flow", "id", FlowRow)
 
-    const findByName = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: FlowRow,
-      execute: (name) => sql`SELECT * FROM flow WHERE name = ${name}`
-    })
+    const findByName = findRowBy(sql, "flow", "name", FlowRow)
 
     /** Creates the flow, or returns the one with that name; says which. */
     const create = Effect.fn("FlowsRepo.create")(function* (input: NewFlow) {

@@ -1,7 +1,7 @@
 /** Saved searches in SQL. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven } from "../database/rows.ts"
+import { AsGiven, findRowBy } from "../database/rows.ts"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -48,11 +48,7 @@ export class SavedSearchesRepo extends Effect.Service<SavedSearchesRepo>()("bato
       return { search, created: inserted }
     })
 
-    const find = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: SavedSearchRow,
-      execute: (id) => sql`SELECT * FROM saved_search WHERE id = ${id}`
-    })
+    const find = findRowBy(sql, "saved_search", "id", SavedSearchRow)
 
     const filter = SqlSchema.findAll({
       Request: AsGiven<{ readonly offset: number; readonly limit: number }>(),

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow } from "../database/rows.ts"
+import { AsGiven, CountRow, findRowBy } from "../database/rows.ts"
 import { INTEGRITY_CONFLICT } from "../domain/errors.ts"
 import { VariableNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
@@ -54,16 +54,8 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
       return inserted.value
     })
 
-    const find = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: VariableRow,
-      execute: (id) => sql`SELECT * FROM variable WHERE id = ${id}`
-    })
-    const findByName = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: VariableRow,
-      execute: (name) => sql`SELECT * FROM variable WHERE name = ${name}`
-    })
+    const find = findRowBy(sql, "variable", "id", VariableRow)
+    const findByName = findRowBy(sql, "variable", "name", VariableRow)
 
     const namesAndValues = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),

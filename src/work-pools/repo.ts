@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, IdRow } from "../database/rows.ts"
+import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
@@ -64,17 +64,9 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     const queues = yield* WorkQueuesRepo
     const statusChanges = yield* StatusChanges
 
-    const findByName = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: WorkPoolRow,
-      execute: (name) => sql`SELECT * FROM work_pool WHERE name = ${name}`
-    })
+    const findByName = findRowBy(sql, "work_pool", "name", WorkPoolRow)
 
-    const findById = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: WorkPoolRow,
-      execute: (id) => sql`SELECT * FROM work_pool WHERE id = ${id}`
-    })
+    const findById = findRowBy(sql, "work_pool", "id", WorkPoolRow)
 
     /** Pool records as answered: Pending and Running runs in their queues counted when they have a limit. */
     const records = SqlSchema.findAll({
