@@ -16,6 +16,13 @@ export const ok = (res: Answer, ...statuses: Array<number>): Json => {
   return res.body
 }
 
+/** The `id` of an answered object, checked to be a string: the id a test passes on to its next request. */
+export const idOf = (body: Json): string => {
+  const id = body.id
+  if (typeof id !== "string") throw new Error(`no id in ${JSON.stringify(body)}`)
+  return id
+}
+
 /**
  * `ok`, and the body checked against a wire schema's encoded side: typed as the wire has it
  * (`typeof Flow.Encoded`: dates as strings), every field kept, including those the schema does not
