@@ -3,7 +3,7 @@ import { Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
 import { Automation } from "../../src/automations/schemas.ts"
 import { WorkPool } from "../../src/work-pools/schemas.ts"
-import { makeDeployment, makeFlow, ok, okAs } from "../support/api.ts"
+import { idOf, makeDeployment, makeFlow, ok, okAs } from "../support/api.ts"
 import { clientOf, type Json, request, testServer } from "../support/server.ts"
 
 const reactive = (expect: Array<string>, extra: Record<string, unknown> = {}) => ({
@@ -134,7 +134,7 @@ describe("automations", () => {
           expect(first).toMatchObject({ type: "event", posture: "Reactive", threshold: 1, within: 0, after: [], for_each: [], match_related: {} })
           // A proactive trigger without a window watches 10 seconds; for_each names are a set.
           expect(second).toMatchObject({ posture: "Proactive", within: 10, for_each: ["prefect.resource.id"] })
-          expect(yield* read(body.id as string)).toEqual(body)
+          expect(yield* read(idOf(body))).toEqual(body)
         }))
 
       it.effect("reading an unknown automation is 404 'Automation not found'", () =>

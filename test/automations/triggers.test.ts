@@ -189,12 +189,12 @@ describe("the triggers service", () => {
       Effect.gen(function* () {
         const child = (name: string) => ({ posture: "Reactive", expect: [name], threshold: 1, within: 0 })
         const all = yield* create({ name: "both", trigger: { type: "compound", require: "all", within: 60, triggers: [child("c.a"), child("c.b")] } })
-        const any = yield* create({ name: "either", trigger: { type: "compound", require: "any", within: null, triggers: [child("c.a"), child("c.b")] } })
+        const either = yield* create({ name: "either", trigger: { type: "compound", require: "any", within: null, triggers: [child("c.a"), child("c.b")] } })
         yield* evaluate
         yield* send(yield* event("c.a", "c"))
         yield* evaluate
         expect(yield* automationEvents(all.id)).toEqual([])
-        expect(names(yield* automationEvents(any.id))).toContain("prefect.automation.triggered")
+        expect(names(yield* automationEvents(either.id))).toContain("prefect.automation.triggered")
         // b too late for a's window: not yet; a again then completes the pair.
         yield* TestClock.adjust("90 seconds")
         yield* send(yield* event("c.b", "c"))

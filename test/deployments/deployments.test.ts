@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { blockDocument } from "../support/actions.ts"
-import { makeDeployment, makeFlow, ok, once } from "../support/api.ts"
+import { idOf, makeDeployment, makeFlow, ok, once } from "../support/api.ts"
 import { clientOf, type Json, request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -152,7 +152,7 @@ describe("deployments", () => {
           const patched = yield* request("PATCH", `/deployments/${created.body.id}`, { body: { storage_document_id: MISSING } })
           expect(patched.status).toBe(409)
           expect(patched.body.detail).toContain("Data integrity conflict")
-          expect((yield* readTyped(created.body.id as string)).storage_document_id).toBe(document.id)
+          expect((yield* readTyped(idOf(created.body))).storage_document_id).toBe(document.id)
         }))
     })
 

@@ -10,7 +10,7 @@ import { EventFilter, eventMatches, resolveFilter } from "../../src/events/filte
 import { EventPersister } from "../../src/events/persister.ts"
 import { EventPage } from "../../src/events/schemas.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
-import { ok } from "../support/api.ts"
+import { idOf, ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { timed } from "../support/timing.ts"
 import { request, testServer } from "../support/server.ts"
@@ -66,7 +66,7 @@ describe("hostile label patterns", () => {
               request("POST", "/automations/", {
                 body: { name, trigger: { posture: "Reactive", expect: ["hostile.*"], threshold: 1, within: 0, ...trigger }, actions: [{ type: "do-nothing" }] }
               }),
-              (res) => ok(res, 201).id as string
+              (res) => idOf(ok(res, 201))
             )
           const onResource = yield* automation("resource", { match: { "prefect.resource.id": HOSTILE } })
           const onRelated = yield* automation("related", { match_related: { "prefect.resource.id": [HOSTILE, "!*"] } })

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeFlow, ok } from "../support/api.ts"
+import { idOf, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const INTEGRITY_CONFLICT = {
@@ -18,7 +18,7 @@ const clientId = () => `c1e0c1e0-0000-4000-8000-${String(++counter).padStart(12,
 const flowRun = (name: string) =>
   Effect.gen(function* () {
     const flowId = yield* makeFlow(name)
-    return ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201).id as string
+    return idOf(ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201))
   })
 
 const create = (body: Record<string, unknown>) => request("POST", "/task_runs/", { body })

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { FlowRun } from "../../src/flow-runs/schemas.ts"
 import { TaskRun } from "../../src/task-runs/schemas.ts"
-import { makeFlow, ok, okAs, once } from "../support/api.ts"
+import { idOf, makeFlow, ok, okAs, once } from "../support/api.ts"
 import { clientOf, type Json, request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -107,7 +107,7 @@ describe("task runs", () => {
         Effect.gen(function* () {
           const { created } = yield* extractTask("tasks-rename")
           expect((yield* request("PATCH", `/task_runs/${created.body.id}`, { body: { name: "extract-1" } })).status).toBe(204)
-          expect((yield* readTask(created.body.id as string)).name).toBe("extract-1")
+          expect((yield* readTask(idOf(created.body))).name).toBe("extract-1")
         }))
 
       it.effect("reads an unknown one as 404 'Task not found'", () =>

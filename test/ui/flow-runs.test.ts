@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { FlowRun } from "../../src/flow-runs/schemas.ts"
 import { TaskRun } from "../../src/task-runs/schemas.ts"
-import { makeFlow, ok, okAs, once } from "../support/api.ts"
+import { idOf, makeFlow, ok, okAs, once } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -53,7 +53,7 @@ describe("/ui/flow_runs", () => {
       Effect.gen(function* () {
         const res = yield* history({ sort: "ID_DESC" })
         expect(res.status).toBe(200)
-        const runs = yield* Effect.forEach(res.body.map((r) => r.id as string), readRun)
+        const runs = yield* Effect.forEach(res.body.map(idOf), readRun)
         expect(runs.map((r) => r.id)).toEqual([...runs.map((r) => r.id)].sort().reverse())
         res.body.forEach((simple, i) => {
           const run = runs[i]!

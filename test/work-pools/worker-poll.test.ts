@@ -192,7 +192,7 @@ describe("the worker poll", () => {
               expect(res.status, `${flow_run.name} → ${type}`).toBe("ACCEPT")
             }
             order.push(flow_run.name as string)
-            flowRunIds.add(flow_run.id as string)
+            flowRunIds.add(idOf(flow_run))
           }
         }
         expect(flowRunIds.size).toBe(15)
