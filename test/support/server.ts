@@ -61,10 +61,14 @@ export const apiUrl = Effect.zipWith(serverUrl, Settings, (root, settings) => ro
  * fields of hundreds of bodies, and the assertion on each field is the narrowing; a decode would
  * also strip the fields the schema does not name, the very ones a wire test looks for. Why not
  * `any`: a Json does not pass for a string, a number or a typed value (a parameter, arithmetic, a
- * method of string) without an explicit `as`, so the places where a test trusts the wire show.
- * It is a fiction at the type level (every value reads as an array, an object and a scalar at
- * once); a value read at a path that is not there is undefined at run time, as with `any`. Tests
- * about behaviour rather than the wire use the typed `client`, whose results are decoded.
+ * method of string) without an explicit `as`, and not at all for an object type, so the places
+ * where a test trusts the wire show. It is a fiction at the type level (every value reads as an
+ * array, an object and a scalar at once); a value read at a path that is not there is undefined at
+ * run time, as with `any`.
+ *
+ * Where a test goes on to use what it read: `idOf(body)` checks an id is a string, `okAs(Schema,
+ * res)` (support/api.ts) checks a body against a wire schema and types it as the wire has it, and
+ * tests about behaviour rather than the wire call `clientOf(group)`, whose results are decoded.
  */
 export type Json = JsonList & JsonFields & (string | number | boolean)
 interface JsonList extends ReadonlyArray<Json> {}
