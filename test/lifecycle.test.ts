@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { apiServer, apiServerWith, BatonApi, DatabaseLive, serveApi, HttpServerLive, SettingsLayer } from "../src/index.ts"
 import { ProbedApi, ProbedHandlers } from "./http/probe.ts"
 import { seededHome } from "./support/database.ts"
+import { at } from "./support/tree.ts"
 
 const portOf = (server: HttpServer.HttpServer) =>
   server.address._tag === "TcpAddress" ? server.address.port : Number.NaN
@@ -24,8 +25,8 @@ describe("embedding and shutdown", () => {
           const port = portOf(Context.get(context, HttpServer.HttpServer))
           const baton = yield* HttpApiClient.make(BatonApi, { baseUrl: `http://127.0.0.1:${port}/v2/api` })
           expect(yield* baton.root.health()).toBe(true)
-          const settings = (yield* baton.admin.readSettings()) as any
-          expect(settings.server.services.scheduler.loop_seconds).toBe(7)
+          const settings = yield* baton.admin.readSettings()
+          expect(at(settings, "server.services.scheduler.loop_seconds")).toBe(7)
           expect(settings.home).toBe(home)
           const sql = Context.get(context, SqlClient.SqlClient)
           yield* sql`INSERT INTO configuration (key, value) VALUES ('embedding-test', ${JSON.stringify({ kept: true })}::jsonb)`

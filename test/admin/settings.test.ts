@@ -2,8 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { leaves } from "../../src/settings/settings.ts"
 import { request, testServer } from "../support/server.ts"
-
-const at = (tree: any, key: string) => key.split(".").reduce((node, k) => node?.[k], tree)
+import { at } from "../support/tree.ts"
 
 describe("GET /admin/settings", () => {
   it.layer(

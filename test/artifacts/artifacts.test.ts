@@ -13,7 +13,7 @@ const create = (body: Record<string, unknown>) =>
     return ok(yield* request("POST", "/artifacts/", { body }), 201)
   })
 const keysOf = (route: string, body: Record<string, unknown>) =>
-  Effect.map(request("POST", route, { body }), (res) => ok(res, 200).map((a: any) => a.key))
+  Effect.map(request("POST", route, { body }), (res) => ok(res, 200).map((a) => a.key))
 
 describe("artifacts", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
@@ -64,7 +64,7 @@ describe("artifacts", () => {
         const latest = () => Effect.map(request("GET", "/artifacts/versioned/latest"), (res) => ok(res, 200))
         expect(yield* latest()).toMatchObject({ key: "versioned", data: 3 })
         const collections = ok(yield* request("POST", "/artifacts/latest/filter", { body: { artifacts: { key: { any_: ["versioned", "other"] } } } }), 200)
-        expect(collections.map((c: any) => [c.key, c.latest_id]).sort()).toEqual([["other", expect.any(String)], ["versioned", v3.id]].sort())
+        expect(collections.map((c) => [c.key, c.latest_id]).sort()).toEqual([["other", expect.any(String)], ["versioned", v3.id]].sort())
         expect((yield* request("POST", "/artifacts/latest/count", { body: { artifacts: { key: { any_: ["versioned", "other"] }, type: { any_: ["table"] } } } })).body).toBe(1)
 
         // Editing the latest edits its key's record; editing an older one does not.
@@ -77,7 +77,7 @@ describe("artifacts", () => {
         expect((yield* request("PATCH", `/artifacts/${v2.id}`, { body: {} })).status).toBe(204)
         const after = ok(yield* request("GET", `/artifacts/${v2.id}`), 200)
         expect(after.data).toBe(2)
-        expect(new Date(after.updated).getTime()).toBeGreaterThan(new Date(before.updated).getTime())
+        expect(Date.parse(after.updated as string)).toBeGreaterThan(Date.parse(before.updated as string))
         expect((yield* request("PATCH", `/artifacts/${MISSING}`, { body: {} })).status).toBe(404)
         expect((yield* request("PATCH", `/artifacts/${v2.id}`, { body: { key: "renamed" } })).status).toBe(422)
 
@@ -104,8 +104,8 @@ describe("artifacts", () => {
         const progress = yield* create({ type: "progress", data: 50, flow_run_id: run.id, task_run_id: task.id })
         yield* create({ type: "result", data: 1, flow_run_id: run.id })
         const graph = ok(yield* request("GET", `/flow_runs/${run.id}/graph-v2`), 200)
-        expect(graph.artifacts.map((a: any) => [a.id, a.is_latest, a.data])).toEqual([[old.id, false, null], [current.id, true, null]])
-        const node = graph.nodes.find(([id]: [string]) => id === task.id)[1]
+        expect(graph.artifacts.map((a) => [a.id, a.is_latest, a.data])).toEqual([[old.id, false, null], [current.id, true, null]])
+        const node = graph.nodes.find(([id]) => id === task.id)![1]
         expect(node.artifacts).toEqual([{ id: progress.id, created: progress.created, key: null, type: "progress", is_latest: false, data: 50 }])
       })
     )

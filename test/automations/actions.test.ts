@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
+import { FlowRun } from "../../src/flow-runs/schemas.ts"
+import { WorkPool, WorkQueue } from "../../src/work-pools/schemas.ts"
 import { anAutomation, blockDocument, eventAbout, outcome, perform as performAction } from "../support/actions.ts"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { makeDeployment, makeFlow, ok, okAs } from "../support/api.ts"
 import { receiver } from "../support/receiver.ts"
 import { request, testServer } from "../support/server.ts"
 
@@ -61,8 +63,8 @@ describe("automation actions", () => {
         )
         expect(done.event, JSON.stringify(done.payload)).toBe("prefect.automation.action.executed")
         expect(done.payload.status_code).toBe(201)
-        const runRef = done.related.find((r: any) => r["prefect.resource.role"] === "flow-run")
-        const run = yield* readRun(runRef["prefect.resource.id"].replace("prefect.flow-run.", ""))
+        const runRef = done.related.find((r) => r["prefect.resource.role"] === "flow-run")!
+        const run = yield* readRun((runRef["prefect.resource.id"] as string).replace("prefect.flow-run.", ""))
         expect(run.parameters).toEqual({ fixed: 1, who: "the resource", greeting: "hello test.happened", n: 42 })
         expect(run.created_by).toEqual({ type: "AUTOMATION", id: automation.id, display_value: "runner" })
         expect(run.state.type).toBe("SCHEDULED")
@@ -75,11 +77,11 @@ describe("automation actions", () => {
         const flowId = yield* makeFlow("runs-acted-on")
         const deployment = yield* makeDeployment({ name: "runs-acted-on", flow_id: flowId })
         const newRun = Effect.gen(function* () {
-          const run = ok(yield* request("POST", `/deployments/${deployment.id}/create_flow_run`, { body: {} }), 201)
+          const run = okAs(FlowRun, yield* request("POST", `/deployments/${deployment.id}/create_flow_run`, { body: {} }), 201)
           yield* setState(run.id, { type: "PENDING" })
           yield* setState(run.id, { type: "RUNNING" })
           yield* TestClock.adjust("1 second")
-          return run.id as string
+          return run.id
         })
         const aboutRun = (id: string) => eventAbout(`prefect.flow-run.${id}`)
 
@@ -115,8 +117,8 @@ describe("automation actions", () => {
       Effect.gen(function* () {
         const automation = yield* anAutomation("infrastructure")
         const other = yield* anAutomation("the other one")
-        const pool = ok(yield* request("POST", "/work_pools/", { body: { name: "acted-pool" } }), 201)
-        const queue = ok(yield* request("POST", "/work_pools/acted-pool/queues", { body: { name: "acted-queue" } }), 201)
+        const pool = okAs(WorkPool, yield* request("POST", "/work_pools/", { body: { name: "acted-pool" } }), 201)
+        const queue = okAs(WorkQueue, yield* request("POST", "/work_pools/acted-pool/queues", { body: { name: "acted-queue" } }), 201)
 
         yield* perform(automation.id, { type: "pause-work-pool", source: "inferred" }, eventAbout("x", [relatedTo("work-pool", pool.id)]))
         expect(ok(yield* request("GET", "/work_pools/acted-pool"), 200).is_paused).toBe(true)

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { runBackgroundServices } from "../../src/services/registry.ts"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { Automation } from "../../src/automations/schemas.ts"
+import { FlowRun } from "../../src/flow-runs/schemas.ts"
+import { makeDeployment, makeFlow, ok, okAs } from "../support/api.ts"
 import { receiver } from "../support/receiver.ts"
 import { buildInServer, request, testServer } from "../support/server.ts"
 import { eventually } from "../support/eventually.ts"
@@ -34,7 +36,8 @@ describe("an automation end to end, with the triggers service running", () => {
           const flowId = yield* makeFlow("etl")
           const deployment = yield* makeDeployment({ name: "nightly", flow_id: flowId })
           const other = yield* makeDeployment({ name: "other", flow_id: flowId })
-          const automation = ok(
+          const automation = okAs(
+            Automation,
             yield* request("POST", "/automations/", {
               body: {
                 name: "nightly keeps failing",
@@ -62,7 +65,7 @@ describe("an automation end to end, with the triggers service running", () => {
 
           const failRun = (deploymentId: string) =>
             Effect.gen(function* () {
-              const run = ok(yield* request("POST", `/deployments/${deploymentId}/create_flow_run`, { body: { name: `run-${Math.random().toString(36).slice(2, 8)}` } }), 201)
+              const run = okAs(FlowRun, yield* request("POST", `/deployments/${deploymentId}/create_flow_run`, { body: { name: `run-${Math.random().toString(36).slice(2, 8)}` } }), 201)
               yield* setState(run.id, "PENDING")
               yield* setState(run.id, "RUNNING")
               yield* setState(run.id, "FAILED")
@@ -92,7 +95,7 @@ describe("an automation end to end, with the triggers service running", () => {
               const res = yield* request("POST", "/events/filter", {
                 body: { filter: { resource: { id: [`prefect.automation.${automation.id}`] }, event: { prefix: ["prefect.automation.action.executed", "prefect.automation.triggered"] } } }
               })
-              const events = ok(res, 200).events as Array<any>
+              const events = ok(res, 200).events
               expect(events).toHaveLength(3)
               return events
             }),

@@ -7,9 +7,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Logger, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
 import { FILLED_REQUEST_CHARACTERS, RESPONSE_BODY_CHARACTERS } from "../../src/automations/outbound.ts"
+import { Automation } from "../../src/automations/schemas.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
 import { anAutomation, blockDocument, eventsOfAutomation, outcome, perform } from "../support/actions.ts"
-import { ok } from "../support/api.ts"
+import { okAs } from "../support/api.ts"
 import { stillServing, timed } from "../support/timing.ts"
 import { eventually } from "../support/eventually.ts"
 import {
@@ -262,7 +263,7 @@ describe("outgoing requests of automation actions", () => {
                   actions: [{ type: "call-webhook", block_document_id: block, payload: "{}" }]
                 }
               }),
-              (res) => ok(res, 201)
+              (res) => okAs(Automation, res, 201)
             )
           const hangs = yield* automationOn("hangs", "outbound.hang", hanging.id)
           yield* automationOn("answers", "outbound.after", answering.id)
@@ -286,7 +287,7 @@ describe("outgoing requests of automation actions", () => {
             }),
             { nudgeClock: true }
           )
-          expect(failed.payload.reason).toBe(`Webhook call failed: no answer from ${silent.url} within 1 seconds`)
+          expect(failed!.payload.reason).toBe(`Webhook call failed: no answer from ${silent.url} within 1 seconds`)
           expectNoSecret("the action events", JSON.stringify(yield* eventsOfAutomation(hangs.id)))
 
           // And it keeps going.

@@ -3,8 +3,9 @@ import { Clock, Effect, TestClock } from "effect"
 import { AutomationActions } from "../../src/automations/actions.ts"
 import { TriggersEngine } from "../../src/automations/triggers.ts"
 import { EventPersister } from "../../src/events/persister.ts"
-import { ok } from "../support/api.ts"
-import { request, testServer } from "../support/server.ts"
+import { Automation } from "../../src/automations/schemas.ts"
+import { ok, okAs } from "../support/api.ts"
+import { type Json, request, testServer } from "../support/server.ts"
 
 let counter = 0
 const eventId = () => `00000000-0000-4000-9000-${String(++counter).padStart(12, "0")}`
@@ -46,13 +47,13 @@ const automationEvents = (automationId: string) =>
         }
       }
     })
-    return ok(res, 200).events as Array<any>
+    return ok(res, 200).events
   })
 
-const names = (events: Array<any>) => events.map((e) => e.event)
+const names = (events: Json) => events.map((e) => e.event)
 
 const create = (body: Record<string, unknown>) =>
-  Effect.map(request("POST", "/automations/", { body: { actions: [{ type: "do-nothing" }], ...body } }), (res) => ok(res, 201))
+  Effect.map(request("POST", "/automations/", { body: { actions: [{ type: "do-nothing" }], ...body } }), (res) => okAs(Automation, res, 201))
 
 const START = Date.UTC(2026, 5, 1, 12, 0, 0)
 
@@ -76,11 +77,11 @@ describe("the triggers service", () => {
         const fired = yield* automationEvents(automation.id)
         expect(names(fired).sort()).toEqual(["prefect.automation.action.executed", "prefect.automation.action.triggered", "prefect.automation.triggered"])
         const executed = fired.find((e) => e.event === "prefect.automation.action.executed")
-        fired.sort((a, b) => (a.event === "prefect.automation.triggered" ? -1 : b.event === "prefect.automation.triggered" ? 1 : 0))
-        expect(fired[0].resource).toMatchObject({ "prefect.resource.name": "three failures", "prefect.posture": "Reactive" })
-        expect(fired[0].related).toEqual([{ "prefect.resource.id": `prefect.event.${third.id}`, "prefect.resource.role": "triggering-event" }])
-        expect(fired[0].payload.triggering_event.id).toBe(third.id)
-        expect(executed.payload).toMatchObject({ action_index: 0, action_type: "do-nothing" })
+        const triggered = fired.find((e) => e.event === "prefect.automation.triggered")!
+        expect(triggered.resource).toMatchObject({ "prefect.resource.name": "three failures", "prefect.posture": "Reactive" })
+        expect(triggered.related).toEqual([{ "prefect.resource.id": `prefect.event.${third.id}`, "prefect.resource.role": "triggering-event" }])
+        expect(triggered.payload.triggering_event.id).toBe(third.id)
+        expect(executed!.payload).toMatchObject({ action_index: 0, action_type: "do-nothing" })
 
         // The window after firing starts over: two more failures are not enough…
         yield* TestClock.adjust("50 seconds")
@@ -188,12 +189,12 @@ describe("the triggers service", () => {
       Effect.gen(function* () {
         const child = (name: string) => ({ posture: "Reactive", expect: [name], threshold: 1, within: 0 })
         const all = yield* create({ name: "both", trigger: { type: "compound", require: "all", within: 60, triggers: [child("c.a"), child("c.b")] } })
-        const any = yield* create({ name: "either", trigger: { type: "compound", require: "any", within: null, triggers: [child("c.a"), child("c.b")] } })
+        const either = yield* create({ name: "either", trigger: { type: "compound", require: "any", within: null, triggers: [child("c.a"), child("c.b")] } })
         yield* evaluate
         yield* send(yield* event("c.a", "c"))
         yield* evaluate
         expect(yield* automationEvents(all.id)).toEqual([])
-        expect(names(yield* automationEvents(any.id))).toContain("prefect.automation.triggered")
+        expect(names(yield* automationEvents(either.id))).toContain("prefect.automation.triggered")
         // b too late for a's window: not yet; a again then completes the pair.
         yield* TestClock.adjust("90 seconds")
         yield* send(yield* event("c.b", "c"))

@@ -28,13 +28,13 @@ describe("system block registration at start", () => {
       Effect.gen(function* () {
         expect(yield* registerOnStart({})).toBe(true)
         const types = ok(yield* request("POST", "/block_types/filter", { body: {} }), 200)
-        expect(types.map((t: any) => t.slug).sort()).toEqual(systemBlocks.map((b) => b.slug).sort())
+        expect(types.map((t) => t.slug).sort()).toEqual(systemBlocks.map((b) => b.slug).sort())
         const schemas = ok(yield* request("POST", "/block_schemas/filter", { body: {} }), 200)
         expect(schemas).toHaveLength(systemBlocks.length)
         const original = yield* secretDescription
 
         // A change to a system type survives a restart while the registration is remembered…
-        yield* request("PATCH", `/block_types/${types.find((t: any) => t.slug === "secret").id}`, { body: { description: "edited" } })
+        yield* request("PATCH", `/block_types/${types.find((t) => t.slug === "secret")!.id}`, { body: { description: "edited" } })
         expect(yield* registerOnStart({})).toBe(false)
         expect(yield* secretDescription).toBe("edited")
 

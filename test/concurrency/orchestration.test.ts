@@ -2,17 +2,25 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { markLateRuns } from "../../src/services/late-runs.ts"
 import { repossessExpiredLeases } from "../../src/services/repossessor.ts"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import type { Deployment } from "../../src/deployments/schemas.ts"
+import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const runOf = (deploymentId: string, body: Record<string, unknown> = {}) =>
-  Effect.map(request("POST", `/deployments/${deploymentId}/create_flow_run`, { body }), (res) => ok(res).id as string)
+  Effect.map(request("POST", `/deployments/${deploymentId}/create_flow_run`, { body }), (res) => idOf(ok(res)))
 
 const propose = (id: string, state: Record<string, unknown>, kind: "flow_runs" | "task_runs" = "flow_runs") =>
   Effect.map(request("POST", `/${kind}/${id}/set_state`, { body: { state } }), (res) => ok(res))
 
-const slotsOf = (deployment: any) =>
-  Effect.map(request("GET", `/v2/concurrency_limits/${deployment.global_concurrency_limit.id}`), (res) => ok(res, 200).active_slots)
+/** The slots taken of a deployment's own limit. */
+const slotsOf = (deployment: typeof Deployment.Encoded) =>
+  Effect.map(request("GET", `/v2/concurrency_limits/${deployment.global_concurrency_limit!.id}`), (res) => ok(res, 200).active_slots)
+
+/** A deployment limited to one run at a time that cancels new runs when full. */
+const cancelNew = (flowName: string) =>
+  Effect.flatMap(makeFlow(flowName), (flowId) =>
+    makeDeployment({ name: "cancel-new", flow_id: flowId, concurrency_limit: 1, concurrency_options: { collision_strategy: "CANCEL_NEW" } })
+  )
 
 describe("concurrency in orchestration", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
@@ -33,7 +41,7 @@ describe("concurrency in orchestration", () => {
           details: { reason: "Deployment concurrency limit reached." },
           state: { type: "SCHEDULED", name: "AwaitingConcurrencySlot" }
         })
-        expect(new Date(third.state.state_details.scheduled_time).getTime()).toBe(clock + 30_000)
+        expect(Date.parse(third.state.state_details.scheduled_time as string)).toBe(clock + 30_000)
         expect(yield* slotsOf(dep)).toBe(2)
 
         // A worker re-proposing Pending keeps the lease; Running keeps the slot; Completed gives it back.
@@ -59,15 +67,9 @@ describe("concurrency in orchestration", () => {
       })
     )
 
-    it.effect("CANCEL_NEW cancels a run that finds the limit full; a limit of 0 aborts", () =>
+    it.effect("CANCEL_NEW cancels a run that finds the limit full", () =>
       Effect.gen(function* () {
-        const flowId = yield* makeFlow("dc-cancel")
-        const dep = yield* makeDeployment({
-          name: "cancel-new",
-          flow_id: flowId,
-          concurrency_limit: 1,
-          concurrency_options: { collision_strategy: "CANCEL_NEW" }
-        })
+        const dep = yield* cancelNew("dc-cancel")
         yield* propose(yield* runOf(dep.id), { type: "PENDING" })
         const refused = yield* propose(yield* runOf(dep.id), { type: "PENDING" })
         expect(refused).toMatchObject({
@@ -75,13 +77,24 @@ describe("concurrency in orchestration", () => {
           details: { reason: "Deployment concurrency limit reached." },
           state: { type: "CANCELLED", message: "Deployment concurrency limit reached." }
         })
-        // A late run of a full CANCEL_NEW deployment is cancelled rather than marked Late.
+      })
+    )
+
+    it.effect("a late run of a full CANCEL_NEW deployment is cancelled rather than marked Late", () =>
+      Effect.gen(function* () {
+        const dep = yield* cancelNew("dc-cancel-late")
+        yield* propose(yield* runOf(dep.id), { type: "PENDING" })
         const clock = yield* TestClock.currentTimeMillis
         const late = yield* runOf(dep.id, { state: { type: "SCHEDULED", state_details: { scheduled_time: new Date(clock - 60_000).toISOString() } } })
         yield* markLateRuns
         expect((yield* request("GET", `/flow_runs/${late}`)).body.state_type).toBe("CANCELLED")
+      })
+    )
 
-        yield* request("PATCH", `/v2/concurrency_limits/${dep.global_concurrency_limit.id}`, { body: { limit: 0 } })
+    it.effect("a deployment limit of 0 aborts: the flow would deadlock", () =>
+      Effect.gen(function* () {
+        const dep = yield* cancelNew("dc-zero")
+        yield* request("PATCH", `/v2/concurrency_limits/${dep.global_concurrency_limit!.id}`, { body: { limit: 0 } })
         const zero = yield* propose(yield* runOf(dep.id), { type: "PENDING" })
         expect(zero).toMatchObject({
           status: "ABORT",
@@ -132,10 +145,10 @@ describe("concurrency in orchestration", () => {
         yield* request("POST", "/concurrency_limits/", { body: { tag: "off", concurrency_limit: 1 } })
         yield* request("PATCH", "/v2/concurrency_limits/tag:off", { body: { active: false } })
         const flowId = yield* makeFlow("tags")
-        const flowRun = ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } })).id
+        const flowRun = idOf(ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } })))
         yield* propose(flowRun, { type: "RUNNING" })
         const task = (key: string, tags: Array<string>) =>
-          Effect.map(request("POST", "/task_runs/", { body: { flow_run_id: flowRun, task_key: key, dynamic_key: "0", tags } }), (res) => ok(res).id as string)
+          Effect.map(request("POST", "/task_runs/", { body: { flow_run_id: flowRun, task_key: key, dynamic_key: "0", tags } }), (res) => idOf(ok(res)))
         const one = yield* task("one", ["gpu", "off"])
         const two = yield* task("two", ["gpu"])
         expect((yield* propose(one, { type: "RUNNING" }, "task_runs")).status).toBe("ACCEPT")

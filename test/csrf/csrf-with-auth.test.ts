@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ok } from "../support/api.ts"
+import { CsrfToken } from "../../src/csrf/api.ts"
+import { okAs } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const basic = { authorization: `Basic ${Buffer.from("ui:password").toString("base64")}` }
@@ -16,7 +17,7 @@ describe("CSRF protection behind an auth string", () => {
       Effect.gen(function* () {
         // The token route is no exception to the credential.
         expect((yield* request("GET", "/csrf-token?client=ui-1")).status).toBe(401)
-        const { token } = ok(yield* request("GET", "/csrf-token?client=ui-1", { headers: basic }), 200)
+        const { token } = okAs(CsrfToken, yield* request("GET", "/csrf-token?client=ui-1", { headers: basic }), 200)
         const csrf = { "prefect-csrf-token": token, "prefect-csrf-client": "ui-1" }
         // The credential is checked first: a request without it learns nothing about CSRF.
         expect((yield* request("POST", "/flows/", { body: { name: "f" }, headers: csrf })).status).toBe(401)

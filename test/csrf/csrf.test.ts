@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, TestClock } from "effect"
-import { ok } from "../support/api.ts"
+import { CsrfToken } from "../../src/csrf/api.ts"
+import { okAs } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
-const tokenFor = (client: string) => Effect.map(request("GET", `/csrf-token?client=${client}`), (res) => ok(res, 200))
+const tokenFor = (client: string) => Effect.map(request("GET", `/csrf-token?client=${client}`), (res) => okAs(CsrfToken, res, 200))
 
 const headers = (token: string, client: string) => ({ "prefect-csrf-token": token, "prefect-csrf-client": client })
 
@@ -17,7 +18,7 @@ describe("CSRF protection", () => {
         const first = yield* tokenFor("client123")
         expect(first).toMatchObject({ client: "client123" })
         expect(first.token).toMatch(/^[0-9a-f]{64}$/)
-        expect(new Date(first.expiration).getTime() - new Date(first.created).getTime()).toBe(10 * 60 * 1000)
+        expect(Date.parse(first.expiration) - Date.parse(first.created!)).toBe(10 * 60 * 1000)
         const sql = yield* SqlClient.SqlClient
         const stored = yield* sql<{ token: string }>`SELECT token FROM csrf_token WHERE client = 'client123'`
         expect(stored).toEqual([{ token: first.token }])

@@ -50,7 +50,7 @@ describe("statements with more parameters than PostgreSQL takes", () => {
         // No related resource: the related criterion leaves the event out; without it, it is found.
         expect(ok(yield* request("POST", "/events/filter", { body: { filter } }), 200).events).toEqual([])
         const { related: _, ...withoutRelated } = filter
-        expect(ok(yield* request("POST", "/events/filter", { body: { filter: withoutRelated } }), 200).events.map((e: { id: string }) => e.id)).toEqual([event.id])
+        expect(ok(yield* request("POST", "/events/filter", { body: { filter: withoutRelated } }), 200).events.map((e) => e.id)).toEqual([event.id])
         expect(lines.filter((line) => line.level === "ERROR" || line.level === "WARN").map((line) => line.message)).toEqual([])
       })
     )

@@ -161,7 +161,7 @@ describe("runs of deployments", () => {
           body: [{ parameters: { n: 1 } }, { parameters: { n: "x" } }, { parameters: { n: { __prefect_kind: "json", value: "2" } } }]
         })
         expect(res.status).toBe(200)
-        expect(res.body.results.map((r: any) => r.status)).toEqual(["CREATED", "FAILED", "CREATED"])
+        expect(res.body.results.map((r) => r.status)).toEqual(["CREATED", "FAILED", "CREATED"])
         expect(res.body.results[1]).toEqual({
           flow_run_id: null,
           status: "FAILED",
@@ -183,7 +183,7 @@ describe("runs of deployments", () => {
         const dep = yield* makeDeployment({ name: "refused", flow_id: flowId, work_queue_name: "runs-refused-main" })
         const queues = () =>
           Effect.map(request("POST", "/work_pools/default-agent-pool/queues/filter", { body: {} }), (res) =>
-            ok(res, 200).map((q: any) => q.name) as Array<string>)
+            ok(res, 200).map((q) => q.name) as Array<string>)
         const before = yield* queues()
         const refused = yield* createRun(dep.id, { work_queue_name: "runs-refused-new", infrastructure_document_id: MISSING })
         expect(refused.status).toBe(409)
@@ -195,11 +195,11 @@ describe("runs of deployments", () => {
           }),
           200
         )
-        expect(bulk.results.map((r: any) => r.status)).toEqual(["CREATED", "FAILED", "CREATED"])
+        expect(bulk.results.map((r) => r.status)).toEqual(["CREATED", "FAILED", "CREATED"])
         expect(bulk.results[1].error).toMatch(/^Data integrity conflict/)
         expect(yield* queues()).toEqual(before)
         const names = ok(yield* request("POST", "/flow_runs/filter", { body: { deployments: { id: { any_: [dep.id] } } } }), 200)
-        expect(names.map((r: any) => r.name).sort()).toEqual(["first", "third"])
+        expect(names.map((r) => r.name).sort()).toEqual(["first", "third"])
       })
     )
 
@@ -217,7 +217,7 @@ describe("runs of deployments", () => {
         yield* scheduled(other.id, 5, "others")
         yield* createRun(dep.id, { name: "running", state: { type: "RUNNING" } })
         const poll = (body: Record<string, unknown>) =>
-          Effect.map(request("POST", "/deployments/get_scheduled_flow_runs", { body }), (res) => ok(res, 200).map((r: any) => r.name))
+          Effect.map(request("POST", "/deployments/get_scheduled_flow_runs", { body }), (res) => ok(res, 200).map((r) => r.name))
         expect(yield* poll({ deployment_ids: [dep.id], scheduled_before: at(60) })).toEqual(["early-one", "late-one"])
         expect(yield* poll({ deployment_ids: [dep.id], limit: 1 })).toEqual(["early-one"])
         expect(yield* poll({ deployment_ids: [dep.id, other.id, MISSING] })).toEqual(["others", "early-one", "late-one", "far-one"])
@@ -241,7 +241,7 @@ describe("runs of deployments", () => {
         const flowId = yield* makeFlow("runs-wq-check")
         const dep = yield* makeDeployment({ name: "w", flow_id: flowId, work_queue_name: "check-q" })
         const queues = ok(yield* request("GET", `/deployments/${dep.id}/work_queue_check`), 200)
-        expect(queues.map((q: any) => q.name)).toContain("check-q")
+        expect(queues.map((q) => q.name)).toContain("check-q")
         expect(queues[0]).toHaveProperty("priority")
         expect((yield* request("GET", `/deployments/${MISSING}/work_queue_check`)).status).toBe(404)
       })
@@ -266,7 +266,7 @@ describe("runs of deployments", () => {
         expect(noPool.body).toEqual({ detail: 'Work pool "nowhere" not found.' })
         // Flow runs filter by their deployment's fields.
         const byDeployment = yield* request("POST", "/flow_runs/filter", { body: { deployments: { name: { any_: ["direct"] } } } })
-        expect(byDeployment.body.map((r: any) => r.id)).toEqual([run.id])
+        expect(byDeployment.body.map((r) => r.id)).toEqual([run.id])
       })
     )
   })

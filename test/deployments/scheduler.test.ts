@@ -14,17 +14,21 @@ describe("the scheduler", () => {
     it.effect("gives each active schedule of an unpaused deployment its next runs, once", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("sched-active")
-        const dep = yield* makeDeployment({
-          name: "active",
-          flow_id: flowId,
-          parameters: { x: 11 },
-          tags: ["t"],
-          schedules: [
-            { schedule: { interval: HOUR }, parameters: { who: "hourly" } },
-            { schedule: { interval: 2 * HOUR }, parameters: { who: "two-hourly" } },
-            { schedule: { interval: 4 * HOUR }, active: false }
-          ]
-        })
+        const dep = ok(
+          yield* request("POST", "/deployments/", {
+            body: {
+              name: "active",
+              flow_id: flowId,
+              parameters: { x: 11 },
+              tags: ["t"],
+              schedules: [
+                { schedule: { interval: HOUR }, parameters: { who: "hourly" } },
+                { schedule: { interval: 2 * HOUR }, parameters: { who: "two-hourly" } },
+                { schedule: { interval: 4 * HOUR }, active: false }
+              ]
+            }
+          })
+        )
         const idle = yield* makeFlow("sched-idle")
         yield* makeDeployment({ name: "inactive", flow_id: idle, schedules: [{ schedule: { interval: HOUR }, active: false }] })
         yield* makeDeployment({ name: "none", flow_id: idle })
@@ -34,9 +38,9 @@ describe("the scheduler", () => {
         const runs = yield* runsOf(flowId)
         expect(runs).toHaveLength(6)
         expect(yield* runsOf(idle)).toEqual([])
-        const anchor = new Date(dep.schedules.find((s: any) => s.schedule.interval === HOUR).schedule.anchor_date).getTime()
+        const anchor = Date.parse(dep.schedules.find((s) => s.schedule.interval === HOUR)!.schedule.anchor_date as string)
         const hourly = runs.filter((r) => r.parameters.who === "hourly")
-        expect(hourly.map((r) => new Date(r.expected_start_time).getTime() - anchor)).toEqual([1, 2, 3].map((h) => h * HOUR * 1000))
+        expect(hourly.map((r) => Date.parse(r.expected_start_time as string) - anchor)).toEqual([1, 2, 3].map((h) => h * HOUR * 1000))
         for (const run of runs) {
           expect(run).toMatchObject({
             state_type: "SCHEDULED",
@@ -116,7 +120,7 @@ describe("the scheduler", () => {
         yield* scheduleDue
         const runs = yield* runsOf(flowId)
         expect(runs).toHaveLength(4)
-        const gaps = runs.slice(1).map((r) => new Date(r.expected_start_time).getTime())
+        const gaps = runs.slice(1).map((r) => Date.parse(r.expected_start_time as string))
         expect(gaps[1]! - gaps[0]!).toBe(2 * HOUR * 1000)
         // Turning the schedule off through its own route removes its runs.
         const scheduleId = ok(yield* request("GET", `/deployments/${dep.id}/schedules`), 200)[0].id

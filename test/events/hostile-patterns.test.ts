@@ -8,9 +8,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Schema, TestClock } from "effect"
 import { EventFilter, eventMatches, resolveFilter } from "../../src/events/filter.ts"
 import { EventPersister } from "../../src/events/persister.ts"
-import { ReceivedEvent } from "../../src/events/schemas.ts"
+import { EventPage } from "../../src/events/schemas.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
-import { ok } from "../support/api.ts"
+import { idOf, ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { timed } from "../support/timing.ts"
 import { buildInServer, request, testServer } from "../support/server.ts"
@@ -51,7 +51,7 @@ const whileProbingHealth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   })
 
 const filtered = (filter: Record<string, unknown>) =>
-  timed(Effect.map(request("POST", "/events/filter", { body: { filter } }), (res) => ok(res, 200).events.map((e: any) => e.id) as Array<string>))
+  timed(Effect.map(request("POST", "/events/filter", { body: { filter } }), (res) => ok(res, 200).events.map((e) => e.id) as Array<string>))
 
 describe("hostile label patterns", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
@@ -66,7 +66,7 @@ describe("hostile label patterns", () => {
               request("POST", "/automations/", {
                 body: { name, trigger: { posture: "Reactive", expect: ["hostile.*"], threshold: 1, within: 0, ...trigger }, actions: [{ type: "do-nothing" }] }
               }),
-              (res) => ok(res, 201).id as string
+              (res) => idOf(ok(res, 201))
             )
           const onResource = yield* automation("resource", { match: { "prefect.resource.id": HOSTILE } })
           const onRelated = yield* automation("related", { match_related: { "prefect.resource.id": [HOSTILE, "!*"] } })
@@ -105,7 +105,7 @@ describe("hostile label patterns", () => {
                 const res = yield* request("POST", "/events/filter", {
                   body: { filter: { resource: { id: [`prefect.automation.${id}`] }, event: { name: ["prefect.automation.triggered"] } } }
                 })
-                const events = ok(res, 200).events as Array<any>
+                const events = ok(res, 200).events
                 expect(events).toHaveLength(1)
                 return events
               }),
@@ -191,13 +191,12 @@ describe("hostile label patterns", () => {
           { any_resource: { labels } }
         ])
         const now = new Date(yield* Clock.currentTimeMillis)
-        const received = (ok(yield* request("POST", "/events/filter", { body: { filter: { event: { prefix: ["agree."] } } } }), 200).events as Array<unknown>)
-          .map((e) => Schema.decodeUnknownSync(ReceivedEvent)(e))
+        const received = Schema.decodeUnknownSync(EventPage)(ok(yield* request("POST", "/events/filter", { body: { filter: { event: { prefix: ["agree."] } } } }), 200)).events
         expect(received).toHaveLength(3)
         let matchedSomething = 0
         for (const wire of filters) {
           const filter = { ...wire, event: { prefix: ["agree."] } }
-          const queried = (ok(yield* request("POST", "/events/filter", { body: { filter } }), 200).events as Array<any>).map((e) => e.event).sort()
+          const queried = ok(yield* request("POST", "/events/filter", { body: { filter } }), 200).events.map((e) => e.event).sort()
           const resolved = resolveFilter(Schema.decodeUnknownSync(EventFilter)(filter), now)
           const streamed = received.filter((e) => eventMatches(resolved, e)).map((e) => e.event).sort()
           expect([wire, queried]).toEqual([wire, streamed])

@@ -45,7 +45,7 @@ describe("a server on the redis broker", () => {
             const res = yield* request("POST", "/events/filter", {
               body: { filter: { event: { prefix: ["redis.ping", "prefect.automation.triggered"] }, occurred: { since: "2026-11-24T00:00:00Z" } } }
             })
-            const events = ok(res, 200).events.map((e: any) => e.event).sort()
+            const events = ok(res, 200).events.map((e) => e.event).sort()
             expect(events).toEqual(["prefect.automation.triggered", "redis.ping", "redis.ping"])
             return events
           })

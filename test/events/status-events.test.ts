@@ -3,6 +3,7 @@ import { Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
 import { checkReadiness } from "../../src/services/foreman.ts"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { eventually } from "../support/eventually.ts"
 import { request, testServer } from "../support/server.ts"
 
 /** The status events about `resourceId`, oldest first (event names only unless `full`). */
@@ -14,10 +15,10 @@ const statusEvents = (resourceId: string) =>
     const res = yield* request("POST", "/events/filter", {
       body: { filter: { resource: { id: [resourceId] }, occurred: { since: "1970-01-01T00:00:00Z" }, order: "ASC" } }
     })
-    return ok(res, 200).events as Array<any>
+    return ok(res, 200).events
   })
 
-describe("status events", () => {
+describe("the events the server emits about what changes", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
     it.effect("work pools, work queues and deployments announce READY, NOT_READY and PAUSED as the reference names them", () =>
       Effect.gen(function* () {
@@ -47,7 +48,7 @@ describe("status events", () => {
 
         const deploymentEvents = yield* statusEvents(`prefect.deployment.${deployment.id}`)
         expect(deploymentEvents.map((e) => e.event)).toEqual(["prefect.deployment.ready"])
-        expect(deploymentEvents[0].related.map((r: any) => r["prefect.resource.role"])).toEqual(["flow", "work-queue", "work-pool"])
+        expect(deploymentEvents[0].related.map((r) => r["prefect.resource.role"])).toEqual(["flow", "work-queue", "work-pool"])
 
         // Pausing says PAUSED; the foreman, once nothing polls or beats, says NOT_READY.
         expect((yield* request("PATCH", `/work_queues/${queue.id}`, { body: { is_paused: true } })).status).toBe(204)
@@ -65,5 +66,68 @@ describe("status events", () => {
         expect((yield* statusEvents(`prefect.work-queue.${queue.id}`)).map((e) => e.event)).toEqual(["prefect.work-queue.ready", "prefect.work-queue.paused"])
         expect((yield* statusEvents(`prefect.deployment.${deployment.id}`)).map((e) => e.event)).toEqual(["prefect.deployment.ready", "prefect.deployment.not-ready"])
       }))
+
+    it.effect("emits an event for every flow run state change, with the run's resources", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("evented", { tags: ["flow-tag"] })
+        ok(yield* request("POST", "/work_pools/", { body: { name: "evented-pool", type: "process" } }), 201)
+        const deployment = ok(
+          yield* request("POST", "/deployments/", {
+            body: { name: "evented-dep", flow_id: flowId, tags: ["dep-tag"], work_pool_name: "evented-pool" }
+          }),
+          201
+        )
+        const run = ok(
+          yield* request("POST", `/deployments/${deployment.id}/create_flow_run`, { body: { tags: ["run-tag"], state: { type: "SCHEDULED" } } }),
+          201
+        )
+        yield* TestClock.adjust("1 second")
+        ok(yield* request("POST", `/flow_runs/${run.id}/set_state`, { body: { state: { type: "PENDING" } } }), 201)
+        yield* TestClock.adjust("1 second")
+        ok(yield* request("POST", `/flow_runs/${run.id}/set_state`, { body: { state: { type: "RUNNING", message: "go" } } }), 201)
+        // The emitter works in the background: wait for its events.
+        const found = yield* eventually(
+          Effect.gen(function* () {
+            yield* Effect.flatMap(EventPersister, (p) => p.drain)
+            const events = ok(
+              yield* request("POST", "/events/filter", {
+                body: { filter: { resource: { id: [`prefect.flow-run.${run.id}`] }, order: "ASC", occurred: { since: "2000-01-01T00:00:00Z" } } }
+              }),
+              200
+            ).events
+            expect(events.map((e) => e.event)).toEqual(["prefect.flow-run.Scheduled", "prefect.flow-run.Pending", "prefect.flow-run.Running"])
+            return events
+          })
+        )
+        const running = found[2]
+        expect(running.resource).toMatchObject({
+          "prefect.resource.name": run.name,
+          "prefect.state-type": "RUNNING",
+          "prefect.state-name": "Running",
+          "prefect.state-message": "go",
+          "prefect.run-count": "1"
+        })
+        expect(running.payload).toEqual({
+          intended: { from: "PENDING", to: "RUNNING" },
+          initial_state: { type: "PENDING", name: "Pending" },
+          validated_state: { type: "RUNNING", name: "Running", message: "go" }
+        })
+        expect(running.follows).toBe(found[1].id)
+        const roles = running.related.map((r) => [r["prefect.resource.role"], r["prefect.resource.id"]])
+        const pool = running.related.find((r) => r["prefect.resource.role"] === "work-pool")
+        expect(pool).toMatchObject({ "prefect.resource.name": "evented-pool", "prefect.work-pool.type": "process" })
+        expect(roles).toEqual(
+          expect.arrayContaining([
+            ["flow", `prefect.flow.${flowId}`],
+            ["deployment", `prefect.deployment.${deployment.id}`],
+            ["work-queue", expect.stringMatching(/^prefect\.work-queue\./)],
+            ["work-pool", expect.stringMatching(/^prefect\.work-pool\./)],
+            ["tag", "prefect.tag.dep-tag"],
+            ["tag", "prefect.tag.flow-tag"],
+            ["tag", "prefect.tag.run-tag"]
+          ])
+        )
+      })
+    )
   })
 })

@@ -13,6 +13,7 @@ import { layer as settingsLayer, type SettingsOverrides } from "../../src/settin
 import { onServer, scopedDatabase } from "../support/database.ts"
 import { type RawResponse, request } from "../support/server.ts"
 import { scopedTcpProxy } from "../support/tcp-proxy.ts"
+import { idOf } from "../support/api.ts"
 
 /** Seconds of the bounds the server is given here (small, so the test is quick). */
 const CONNECTION_TIMEOUT = 1
@@ -87,7 +88,7 @@ const seed = (name: string) =>
   Effect.gen(function* () {
     const flow = (yield* expectStatus(yield* request("POST", "/flows/", { body: { name } }), 201)).body
     const run = (yield* expectStatus(yield* request("POST", "/flow_runs/", { body: { flow_id: flow.id, state: { type: "PENDING" } } }), 201)).body
-    return { flowId: flow.id as string, runId: run.id as string }
+    return { flowId: idOf(flow), runId: idOf(run) }
   })
 
 /** Scheduled runs of a new hourly deployment of `flowId`, as the scheduler makes them. */
@@ -99,7 +100,7 @@ const scheduledRunsAppear = (flowId: string, name: string) =>
     )).body
     yield* eventually(Effect.gen(function* () {
       const res = yield* request("POST", "/flow_runs/count", { body: { deployments: { id: { any_: [deployment.id] } } } })
-      if (res.status !== 200 || !(res.body > 0)) return yield* Effect.fail(new Error(`no scheduled runs yet (${res.status} ${res.text})`))
+      if (res.status !== 200 || !((res.body as number) > 0)) return yield* Effect.fail(new Error(`no scheduled runs yet (${res.status} ${res.text})`))
       return res.body as number
     }))
   })
@@ -220,7 +221,7 @@ describe.skipIf(!onServer())("the database going away under a running server (Po
     Effect.gen(function* () {
       const { proxy, server } = yield* serverThroughProxy({ "server.api.csrf_protection_enabled": true })
       yield* Effect.gen(function* () {
-        const token = (yield* expectStatus(yield* request("GET", "/csrf-token?client=faults"), 200)).body.token
+        const token = (yield* expectStatus(yield* request("GET", "/csrf-token?client=faults"), 200)).body.token as string
         const headers = { "prefect-csrf-token": token, "prefect-csrf-client": "faults" }
         yield* expectStatus(yield* request("POST", "/flows/", { body: { name: "csrf-ok" }, headers }), 201)
         yield* Effect.promise(() => proxy.down())

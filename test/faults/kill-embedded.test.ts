@@ -6,7 +6,8 @@
  * kill-postgres.test.ts); the home starts from the run's migrated template, so no start migrates.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { idOf } from "../support/api.ts"
 import { onServer, seededHome } from "../support/database.ts"
 import { call, ensureBundle, ok, type ServerProcess, startServerProcess } from "../support/server-process.ts"
 import { type AcceptedState, invariantViolations, setStateBurst, type StoredRun, until } from "./kill-invariants.ts"
@@ -14,11 +15,15 @@ import { type AcceptedState, invariantViolations, setStateBurst, type StoredRun,
 const scopedServer = (options: Parameters<typeof startServerProcess>[0]) =>
   Effect.acquireRelease(Effect.promise(() => startServerProcess(options)), (server) => Effect.promise(() => server.kill("SIGKILL")))
 
+// The fields of a run and its states the invariants look at, checked on the wire.
+const decodeRun = Schema.decodeUnknownSync(Schema.Struct({ state_id: Schema.NullOr(Schema.String), state_type: Schema.NullOr(Schema.String) }))
+const decodeStates = Schema.decodeUnknownSync(Schema.Array(Schema.Struct({ id: Schema.String, type: Schema.String, timestamp: Schema.String })))
+
 /** The runs with their states as the API shows them (states oldest first). */
 const storedRuns = (server: ServerProcess, runIds: ReadonlyArray<string>) =>
   Promise.all(runIds.map(async (id): Promise<StoredRun> => {
-    const run = await ok(server, "GET", `/flow_runs/${id}`)
-    const states: Array<{ id: string; type: string; timestamp: string }> = await ok(server, "GET", `/flow_run_states/?flow_run_id=${id}`)
+    const run = decodeRun(await ok(server, "GET", `/flow_runs/${id}`))
+    const states = [...decodeStates(await ok(server, "GET", `/flow_run_states/?flow_run_id=${id}`))]
     states.sort((a, b) => a.timestamp.localeCompare(b.timestamp) || a.id.localeCompare(b.id))
     return { id, state_id: run.state_id, state_type: run.state_type, states }
   }))
@@ -31,7 +36,7 @@ const flowCreator = (server: ServerProcess) => {
     for (let i = 0; !stopped; i++) {
       try {
         const answer = await call(server, "POST", "/flows/", { name: `before-kill-${i}` })
-        if (answer.status === 201) created.push(answer.body.id)
+        if (answer.status === 201) created.push(idOf(answer.body))
       } catch {
         return
       }
@@ -52,7 +57,7 @@ describe.skipIf(onServer())("the embedded database when the server is killed wit
       const runIds = yield* Effect.promise(async () => {
         const flow = await ok(first, "POST", "/flows/", { name: "killed-embedded" }, 201)
         const ids: Array<string> = []
-        for (let i = 0; i < 10; i++) ids.push((await ok(first, "POST", "/flow_runs/", { flow_id: flow.id }, 201)).id)
+        for (let i = 0; i < 10; i++) ids.push(idOf(await ok(first, "POST", "/flow_runs/", { flow_id: flow.id }, 201)))
         return ids
       })
       const burst = setStateBurst(first, runIds)

@@ -45,7 +45,7 @@ export const setStateBurst = (server: ServerProcess, runIds: ReadonlyArray<strin
         return
       }
       if (answer.status === 201 || answer.status === 200) {
-        if (answer.body.status === "ACCEPT") accepted.push({ runId, stateId: answer.body.state.id, type: answer.body.state.type })
+        if (answer.body.status === "ACCEPT") accepted.push({ runId, stateId: answer.body.state.id as string, type: answer.body.state.type as string })
         else other.push(`${type}: ${answer.body.status} ${JSON.stringify(answer.body.details)}`)
       } else {
         other.push(`${type}: HTTP ${answer.status} ${JSON.stringify(answer.body)}`)

@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
+import { idOf } from "../support/api.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
 import { ensureBundle, ok, type ServerProcess, startServerProcess } from "../support/server-process.ts"
 import { invariantViolations, setStateBurst, type StoredRun, until } from "./kill-invariants.ts"
@@ -181,7 +182,7 @@ describe.skipIf(!onServer())("a server killed with SIGKILL (PostgreSQL)", () => 
       const runIds = yield* Effect.promise(async () => {
         const flow = await ok(first, "POST", "/flows/", { name: "killed-burst" }, 201)
         const ids: Array<string> = []
-        for (let i = 0; i < 40; i++) ids.push((await ok(first, "POST", "/flow_runs/", { flow_id: flow.id }, 201)).id)
+        for (let i = 0; i < 40; i++) ids.push(idOf(await ok(first, "POST", "/flow_runs/", { flow_id: flow.id }, 201)))
         return ids
       })
       const burst = setStateBurst(first, runIds)

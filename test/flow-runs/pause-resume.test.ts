@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { idOf } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const runningRun = (flowName: string) =>
@@ -9,7 +10,7 @@ const runningRun = (flowName: string) =>
     yield* TestClock.adjust("1 second")
     yield* request("POST", `/flow_runs/${run.id}/set_state`, { body: { state: { type: "RUNNING" } } })
     yield* TestClock.adjust("1 second")
-    return run.id as string
+    return idOf(run)
   })
 
 const setState = (id: string, state: Record<string, unknown>) =>
@@ -43,15 +44,26 @@ describe("pausing and resuming flow runs", () => {
       })
     )
 
-    it.effect("refuses pauses of runs that are not running and suspensions without a deployment", () =>
+    it.effect("refuses to pause a run that is not running", () =>
       Effect.gen(function* () {
         const flowId = (yield* request("POST", "/flows/", { body: { name: "not-running" } })).body.id
         const pending = (yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } })).body
-        const res = yield* setState(pending.id, { type: "PAUSED" })
+        const res = yield* setState(idOf(pending), { type: "PAUSED" })
         expect(res.body.details.reason).toBe("Cannot pause flows that are not currently running.")
+      })
+    )
+
+    it.effect("aborts a suspension of a run without a deployment", () =>
+      Effect.gen(function* () {
         const id = yield* runningRun("suspend")
         const suspend = yield* setState(id, { type: "PAUSED", name: "Suspended", state_details: { pause_reschedule: true } })
         expect(suspend.body).toMatchObject({ status: "ABORT", details: { reason: "Cannot suspend flows without a deployment." } })
+      })
+    )
+
+    it.effect("aborts resuming a run that is not paused (200); an unknown run is 404", () =>
+      Effect.gen(function* () {
+        const id = yield* runningRun("not-paused")
         const notPaused = yield* request("POST", `/flow_runs/${id}/resume`, { body: {} })
         expect(notPaused.status).toBe(200)
         expect(notPaused.body).toEqual({

@@ -11,10 +11,12 @@ import { StateDetails } from "../../src/domain/states.ts"
 import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
 import { FlowRun, FlowRunPolicy } from "../../src/flow-runs/schemas.ts"
 import { decodePolicy, flowRunsJson } from "../../src/flow-runs/wire.ts"
-import { request, testServer } from "../support/server.ts"
+import { idOf } from "../support/api.ts"
+import { type Json, request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
-type Body = Record<string, any>
+/** A request body: its criteria, flow_runs among them. */
+type Body = { readonly flow_runs?: Record<string, unknown>; readonly [key: string]: unknown }
 /** The same body with a criterion that changes nothing but is one the rollup cannot serve: the plain query answers it. */
 const plainly = (body: Body): Body => ({ ...body, flow_runs: { ...body.flow_runs, id: { not_any_: [MISSING] } } })
 
@@ -41,8 +43,8 @@ const sameHistory = (window: { history_start: string; history_end: string; histo
     for (const [i, bucket] of fast.entries()) {
       const reference = plain[i]
       expect([bucket.interval_start, bucket.interval_end]).toEqual([reference.interval_start, reference.interval_end])
-      const key = (s: any) => `${s.state_type}/${s.state_name}`
-      const sorted = [...reference.states].sort((a: any, b: any) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+      const key = (s: Json) => `${s.state_type}/${s.state_name}`
+      const sorted = [...reference.states].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
       expect(bucket.states.map(key), `bucket ${bucket.interval_start} ${JSON.stringify(filter)}`).toEqual(sorted.map(key))
       for (const [j, state] of bucket.states.entries()) {
         const expected = sorted[j]
@@ -50,7 +52,7 @@ const sameHistory = (window: { history_start: string; history_end: string; histo
         // Both add lateness exactly (numeric). Run times the plain query adds as doubles, in whatever
         // order it reads the runs; the rollup adds them exactly and rounds once (98.969 where the
         // plain query says 98.96899999999998).
-        expect(state.sum_estimated_run_time).toBeCloseTo(expected.sum_estimated_run_time, 6)
+        expect(state.sum_estimated_run_time).toBeCloseTo(expected.sum_estimated_run_time as number, 6)
         expect(state.sum_estimated_lateness).toBe(expected.sum_estimated_lateness)
       }
     }
@@ -143,7 +145,7 @@ describe("flow-run queries at scale", () => {
             flow_id: i % 3 === 0 ? beta : alpha,
             state: { type: "SCHEDULED", state_details: { scheduled_time: iso(expected) } }
           })
-          runs.push({ id: run.id, fate: i % 7 })
+          runs.push({ id: idOf(run), fate: i % 7 })
         }
         for (const [i, run] of runs.entries()) {
           yield* TestClock.adjust(`${(i % 4) * 1_001} millis`)
@@ -186,7 +188,7 @@ describe("flow-run queries at scale", () => {
         yield* check
         expect(yield* sameCount(filters[4]!)).toBe(16)
         const day = yield* sameHistory(windows[0]!)
-        expect(day[0].states.map((s: any) => s.state_type)).toEqual(
+        expect(day[0].states.map((s) => s.state_type)).toEqual(
           expect.arrayContaining(["CANCELLED", "COMPLETED", "CRASHED", "FAILED", "PENDING", "RUNNING", "SCHEDULED"])
         )
 
@@ -219,13 +221,13 @@ describe("flow-run queries at scale", () => {
             state: { type: "SCHEDULED", state_details: { scheduled_time: iso(expected) } }
           })
           const type = types[i % types.length]!
-          if (type !== "SCHEDULED") yield* setState(run.id, { type }, true)
+          if (type !== "SCHEDULED") yield* setState(idOf(run), { type }, true)
           yield* TestClock.adjust("1 second")
         }
         const mine = { flows: { name: { any_: ["split-states"] } } }
         const page = (flowRuns: Record<string, unknown>, sort: string, limit: number, offset: number) =>
           Effect.map(post("/flow_runs/filter", { ...mine, flow_runs: flowRuns, sort, limit, offset }), (runs) =>
-            runs.map((r: any) => r.id))
+            runs.map((r) => r.id))
         for (const sort of ["ID_DESC", "START_TIME_ASC", "START_TIME_DESC", "EXPECTED_START_TIME_ASC", "EXPECTED_START_TIME_DESC"]) {
           for (const [limit, offset] of [[200, 0], [5, 0], [5, 3], [4, 9], [0, 0], [50, 30]] as const) {
             for (const any_ of [["FAILED", "CRASHED"], ["COMPLETED", "RUNNING", "SCHEDULED", "RUNNING"], ["PAUSED", "PENDING"]]) {
@@ -256,13 +258,13 @@ describe("flow-run queries at scale", () => {
         })
         yield* post("/flow_runs/", { flow_id: flow })
         const run = yield* post("/flow_runs/", { flow_id: flow, state: { type: "RUNNING" } })
-        yield* setState(run.id, { type: "PAUSED", state_details: { pause_timeout: "2031-01-01T00:00:00Z", pause_reschedule: true } }, true)
+        yield* setState(idOf(run), { type: "PAUSED", state_details: { pause_timeout: "2031-01-01T00:00:00Z", pause_reschedule: true } }, true)
         const runs = yield* repo.filter({ flows: { operator: "and_", name: { any_: ["wire"] } }, sort: "ID_DESC", limit: 200, offset: 0 })
         expect(runs).toHaveLength(3)
         expect(flowRunsJson(runs)).toBe(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(runs)))
         const answered = yield* request("POST", "/flow_runs/filter", { body: { flows: { name: { any_: ["wire"] } } } })
         expect(answered.headers.get("content-type")).toBe("application/json")
-        expect(answered.body.map((r: any) => r.id)).toEqual(runs.map((r) => r.id))
+        expect(answered.body.map((r) => r.id)).toEqual(runs.map((r) => r.id))
 
         const schemaDetails = Schema.decodeUnknownSync(StateDetails)
         const details: Array<unknown> = [

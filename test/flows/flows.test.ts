@@ -18,7 +18,7 @@ describe("flows", () => {
         expect(first.status).toBe(201)
         expect(first.body).toMatchObject({ name: "etl", tags: ["db", "nightly"], labels: {} })
         expect(first.body.id).toMatch(/^[0-9a-f-]{36}$/)
-        expect(new Date(first.body.created).toISOString()).toBe(first.body.created)
+        expect(new Date(first.body.created as string).toISOString()).toBe(first.body.created)
         const again = yield* request("POST", "/flows/", { body: { name: "etl", tags: ["other"] } })
         expect(again.status).toBe(200)
         expect(again.body.id).toBe(first.body.id)
@@ -61,7 +61,7 @@ describe("flows", () => {
         const after = (yield* request("GET", `/flows/${flow.id}`)).body
         expect(after.tags).toEqual(["b", "c"])
         expect(after.name).toBe("tagged")
-        expect(new Date(after.updated).getTime()).toBeGreaterThanOrEqual(new Date(flow.updated).getTime())
+        expect(Date.parse(after.updated as string)).toBeGreaterThanOrEqual(Date.parse(flow.updated as string))
         expect((yield* request("PATCH", `/flows/${MISSING}`, { body: { tags: [] } })).status).toBe(404)
         const badField = yield* request("PATCH", `/flows/${flow.id}`, { body: { name: "renamed" } })
         expect(badField.status).toBe(422)

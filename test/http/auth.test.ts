@@ -23,7 +23,7 @@ const server = testServer({ overrides: { "server.api.auth_string": AUTH } }).pip
   Layer.provide(Logger.minimumLogLevel(LogLevel.Debug))
 )
 
-const expectUnauthorized = (res: { readonly status: number; readonly body: any; readonly text: string }) => {
+const expectUnauthorized = (res: { readonly status: number; readonly body: unknown; readonly text: string }) => {
   expect(res.status).toBe(401)
   expect(res.body).toEqual({ detail: "Unauthorized" })
 }

@@ -53,7 +53,7 @@ const notJson = [
 ] as const
 
 const flowsNamed = (prefix: string) =>
-  Effect.map(request("POST", "/flows/filter", { body: { flows: { name: { like_: prefix } } } }), (res) => ok(res, 200) as Array<unknown>)
+  Effect.map(request("POST", "/flows/filter", { body: { flows: { name: { like_: prefix } } } }), (res) => ok(res, 200))
 
 const withTmpDir = <A, E, R>(effect: (dir: string) => Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(

@@ -68,7 +68,7 @@ describe("routing as the reference's router routes", () => {
         // The path's problem comes first, then the body's, as the reference lists them.
         const both = yield* request("POST", "/v2/concurrency_limits/leases/not-a-uuid/renew", { body: { lease_duration: "x" } })
         expect(both.status).toBe(422)
-        expect(both.body.detail.map((item: { loc: Array<string> }) => item.loc)).toEqual([["path", "lease_id"], ["body", "lease_duration"]])
+        expect(both.body.detail.map((item) => item.loc)).toEqual([["path", "lease_id"], ["body", "lease_duration"]])
         // Another method on that path is still a 405.
         const get = yield* request("GET", "/v2/concurrency_limits/leases/not-a-uuid/renew")
         expect(get.status).toBe(405)

@@ -210,7 +210,7 @@ describe("validation items", () => {
     it.effect("accept what pydantic's lax mode reads: numeric text for numbers, words and 0/1 for booleans", () =>
       Effect.gen(function* () {
         for (const name of ["lax-a", "lax-b", "lax-c"]) yield* makeFlow(name)
-        const page = (limit: unknown) => Effect.map(request("POST", "/flows/filter", { body: { limit } }), (res) => ok(res, 200) as Array<unknown>)
+        const page = (limit: unknown) => Effect.map(request("POST", "/flows/filter", { body: { limit } }), (res) => ok(res, 200))
         expect(yield* page("1")).toHaveLength(1)
         expect(yield* page(" 2 ")).toHaveLength(2)
         expect(yield* page("2.00")).toHaveLength(2)
@@ -286,7 +286,7 @@ describe("validation items", () => {
         expect(loop[0].msg).toMatch(/^Value error, Running an inferred deployment .* infinite loop/)
         // Switched on later, it is checked as the automation it would become: the reference reports
         // that whole automation, at its own (empty) location.
-        const created = ok(yield* request("POST", "/automations/", { body: { ...looping, enabled: false } }), 201)
+        const created: Record<string, unknown> = ok(yield* request("POST", "/automations/", { body: { ...looping, enabled: false } }), 201)
         const enabling = yield* problems("PATCH", `/automations/${created.id}`, { enabled: true })
         expect(enabling).toEqual([
           expect.objectContaining({ loc: [], type: "value_error", input: { ...created, enabled: true }, ctx: { error: {} } })

@@ -43,7 +43,7 @@ describe("detail items", () => {
 })
 
 /** The value `schema` reads from `input`, or the type and msg of its one problem. */
-const read = (schema: Schema.Schema<any, any>, input: unknown) => {
+const read = <A, I>(schema: Schema.Schema<A, I>, input: unknown) => {
   const decoded = Schema.decodeUnknownEither(schema, { errors: "all" })(input)
   if (Either.isRight(decoded)) return decoded.right
   const items = detailItems("body", decoded.left.issue)

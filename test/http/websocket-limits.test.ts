@@ -305,7 +305,7 @@ describe("websocket origins with CSRF protection on", () => {
         const refused = yield* rawRequest("GET", "/v2/api/events/in", { headers: { ...upgradeHeaders, origin: "null" } })
         expect(refused.status).toBe(403)
         expect(refused.body).toEqual({ detail: "Websocket connections from this origin are not allowed (server.api.cors_allowed_origins)." })
-        const token = (yield* request("GET", "/csrf-token?client=probe")).body.token
+        const token = (yield* request("GET", "/csrf-token?client=probe")).body.token as string
         yield* servesWith({ "prefect-csrf-token": token, "prefect-csrf-client": "probe" })
       })
     )

@@ -10,7 +10,7 @@ const FLOW_RUN = "11111111-1111-4111-8111-111111111111"
 const TASK_RUN = "22222222-2222-4222-8222-222222222222"
 
 const post = (logs: Array<Record<string, unknown>>) => request("POST", "/logs/", { body: logs })
-const read = (body: Record<string, unknown>) => Effect.map(request("POST", "/logs/filter", { body }), (res) => ok(res, 200) as Array<any>)
+const read = (body: Record<string, unknown>) => Effect.map(request("POST", "/logs/filter", { body }), (res) => ok(res, 200))
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 2, 3, 4, seconds)).toISOString()
 

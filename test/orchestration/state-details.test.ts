@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
-import { request, testServer } from "../support/server.ts"
+import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { type Json, request, testServer } from "../support/server.ts"
 
 const OTHER_FLOW_RUN = "0ddf1000-0000-4000-8000-000000000001"
 const OTHER_TASK_RUN = "0ddf1000-0000-4000-8000-000000000002"
@@ -18,13 +18,13 @@ const wrong = { flow_run_id: OTHER_FLOW_RUN, task_run_id: OTHER_TASK_RUN }
 const flowRunIn = (flowId: string, state?: Record<string, unknown>) =>
   Effect.map(
     request("POST", "/flow_runs/", { body: { flow_id: flowId, ...(state ? { state } : {}) } }),
-    (res) => ok(res, 201).id as string
+    (res) => idOf(ok(res, 201))
   )
 
 const statesOf = (kind: "flow_run" | "task_run", id: string) =>
-  Effect.map(request("GET", `/${kind}_states/?${kind}_id=${id}`), (res) => ok(res, 200) as Array<any>)
+  Effect.map(request("GET", `/${kind}_states/?${kind}_id=${id}`), (res) => ok(res, 200))
 
-const links = (state: any) => ({ flow_run_id: state.state_details.flow_run_id, task_run_id: state.state_details.task_run_id })
+const links = (state: Json) => ({ flow_run_id: state.state_details.flow_run_id, task_run_id: state.state_details.task_run_id })
 
 describe("state details set by the server", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
@@ -41,31 +41,31 @@ describe("state details set by the server", () => {
           }),
           201
         )
-        expect(links(task.state)).toEqual(own(task.id))
+        expect(links(task.state)).toEqual(own(idOf(task)))
 
         // A proposed state, the replacement a rule puts in its place, and a forced state.
         const running = ok(yield* request("POST", `/task_runs/${task.id}/set_state`, { body: { state: { type: "RUNNING", state_details: wrong } } }), 201)
         expect(running.status).toBe("ACCEPT")
-        expect(links(running.state)).toEqual(own(task.id))
+        expect(links(running.state)).toEqual(own(idOf(task)))
         const failed = ok(yield* request("POST", `/task_runs/${task.id}/set_state`, { body: { state: { type: "FAILED", state_details: wrong } } }), 201)
         expect(failed).toMatchObject({ status: "REJECT", state: { name: "AwaitingRetry" } })
-        expect(links(failed.state)).toEqual(own(task.id))
+        expect(links(failed.state)).toEqual(own(idOf(task)))
         const forced = ok(
           yield* request("POST", `/task_runs/${task.id}/set_state`, { body: { state: { type: "COMPLETED", state_details: wrong }, force: true } }),
           201
         )
-        expect(links(forced.state)).toEqual(own(task.id))
+        expect(links(forced.state)).toEqual(own(idOf(task)))
 
         // Read back: the run's current state and every stored state.
-        expect(links(ok(yield* request("GET", `/task_runs/${task.id}`), 200).state)).toEqual(own(task.id))
-        const stored = yield* statesOf("task_run", task.id)
+        expect(links(ok(yield* request("GET", `/task_runs/${task.id}`), 200).state)).toEqual(own(idOf(task)))
+        const stored = yield* statesOf("task_run", idOf(task))
         expect(stored.map((s) => s.type)).toEqual(["PENDING", "RUNNING", "SCHEDULED", "COMPLETED"])
-        for (const state of stored) expect(links(state)).toEqual(own(task.id))
-        expect(links(ok(yield* request("GET", `/task_run_states/${stored[0].id}`), 200))).toEqual(own(task.id))
+        for (const state of stored) expect(links(state)).toEqual(own(idOf(task)))
+        expect(links(ok(yield* request("GET", `/task_run_states/${stored[0].id}`), 200))).toEqual(own(idOf(task)))
 
         // The Pending state a task run starts in without one.
         const plain = ok(yield* request("POST", "/task_runs/", { body: { flow_run_id: flowRunId, task_key: "t", dynamic_key: "1" } }), 201)
-        expect(links(plain.state)).toEqual(own(plain.id))
+        expect(links(plain.state)).toEqual(own(idOf(plain)))
       }))
 
     it.effect("a task run without a flow run names no flow run", () =>
@@ -77,7 +77,7 @@ describe("state details set by the server", () => {
         expect(links(task.state)).toEqual({ flow_run_id: null, task_run_id: task.id })
         const running = ok(yield* request("POST", `/task_runs/${task.id}/set_state`, { body: { state: { type: "RUNNING", state_details: wrong } } }), 201)
         expect(links(running.state)).toEqual({ flow_run_id: null, task_run_id: task.id })
-        for (const state of yield* statesOf("task_run", task.id)) expect(links(state)).toEqual({ flow_run_id: null, task_run_id: task.id })
+        for (const state of yield* statesOf("task_run", idOf(task))) expect(links(state)).toEqual({ flow_run_id: null, task_run_id: task.id })
       }))
 
     it.effect("a subflow run's states name the flow run and its parent task run, on create, set_state and bulk set_state", () =>
@@ -107,7 +107,7 @@ describe("state details set by the server", () => {
         expect(links(bulk.results[0].state)).toEqual(own)
 
         expect(links(ok(yield* request("GET", `/flow_runs/${child.id}`), 200).state)).toEqual(own)
-        const stored = yield* statesOf("flow_run", child.id)
+        const stored = yield* statesOf("flow_run", idOf(child))
         expect(stored.map((s) => s.type)).toEqual(["PENDING", "RUNNING", "COMPLETED"])
         for (const state of stored) expect(links(state)).toEqual(own)
 

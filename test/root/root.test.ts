@@ -21,7 +21,7 @@ describe("root routes", () => {
         expect((yield* request("GET", "/hello")).body).toBe("👋")
         const version = yield* request("GET", "/admin/version")
         expect(version.body).toBe(COMPATIBLE_SERVER_VERSION)
-        expect(Number(version.body.split(".")[0])).toBe(3)
+        expect(Number((version.body as string).split(".")[0])).toBe(3)
       })
     )
 

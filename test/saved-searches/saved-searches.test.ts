@@ -36,11 +36,11 @@ describe("saved searches", () => {
       Effect.gen(function* () {
         const x = ok(yield* request("PUT", "/saved_searches/", { body: { name: "Z search X" } }), 201)
         yield* request("PUT", "/saved_searches/", { body: { name: "Z search Y" } })
-        const all = ok(yield* request("POST", "/saved_searches/filter", { body: {} }), 200).map((s: any) => s.name)
+        const all = ok(yield* request("POST", "/saved_searches/filter", { body: {} }), 200).map((s) => s.name)
         expect(all).toEqual([...all].sort())
         expect(all.slice(-2)).toEqual(["Z search X", "Z search Y"])
         expect(ok(yield* request("POST", "/saved_searches/filter", { body: { limit: 1 } }), 200)).toHaveLength(1)
-        expect(ok(yield* request("POST", "/saved_searches/filter", { body: { offset: all.length - 1 } }), 200).map((s: any) => s.name)).toEqual([
+        expect(ok(yield* request("POST", "/saved_searches/filter", { body: { offset: all.length - 1 } }), 200).map((s) => s.name)).toEqual([
           "Z search Y"
         ])
         expect((yield* request("GET", `/saved_searches/${MISSING}`)).body).toEqual({ detail: "Saved search not found" })

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
 import { vacuum } from "../../src/services/db-vacuum.ts"
-import { makeFlow, ok } from "../support/api.ts"
+import { idOf, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const DAY = 24 * 3600 * 1000
@@ -11,7 +11,7 @@ const runTo = (flowId: string, ...states: Array<string>) =>
   Effect.gen(function* () {
     const run = ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201)
     for (const type of states) ok(yield* request("POST", `/flow_runs/${run.id}/set_state`, { body: { state: { type }, force: true } }), 200, 201)
-    return run.id as string
+    return idOf(run)
   })
 
 describe("the database vacuum", () => {
@@ -44,8 +44,8 @@ describe("the database vacuum", () => {
         // The key's collection now shows the artifact that is left.
         expect(ok(yield* request("GET", "/artifacts/report/latest"), 200).data).toBe(2)
         const events = ok(yield* request("POST", "/events/filter", { body: { filter: { occurred: { since: "2025-01-01T00:00:00Z" } } } }), 200).events
-        expect(events.map((e: any) => e.event)).not.toContain("old.event")
-        expect(events.map((e: any) => e.event)).toContain("new.event")
+        expect(events.map((e) => e.event)).not.toContain("old.event")
+        expect(events.map((e) => e.event)).toContain("new.event")
         expect((yield* vacuum).flowRuns).toBe(0)
       }))
   })

@@ -3,7 +3,7 @@ import { Duration, Effect, TestClock } from "effect"
 import { cleanUpCancellations } from "../../src/services/cancellation-cleanup.ts"
 import { markLateRuns } from "../../src/services/late-runs.ts"
 import { failExpiredPauses } from "../../src/services/pause-expirations.ts"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const createRun = (body: Record<string, unknown>) => Effect.map(request("POST", "/flow_runs/", { body }), (res) => ok(res))
@@ -34,20 +34,20 @@ describe("run-keeping services", () => {
         const future = yield* createRun({ flow_id: flowId, state: scheduledAt(clock, 60) })
         const pending = yield* createRun({ flow_id: flowId })
         yield* markLateRuns
-        const marked = yield* readRun(late.id)
+        const marked = yield* readRun(idOf(late))
         expect(marked).toMatchObject({ state_type: "SCHEDULED", state_name: "Late" })
         expect(marked.state.state_details.scheduled_time).toBe(late.state.state_details.scheduled_time)
-        expect((yield* readRun(recent.id)).state_name).toBe("Scheduled")
-        expect((yield* readRun(future.id)).state_name).toBe("Scheduled")
-        expect((yield* readRun(pending.id)).state_name).toBe("Pending")
+        expect((yield* readRun(idOf(recent))).state_name).toBe("Scheduled")
+        expect((yield* readRun(idOf(future))).state_name).toBe("Scheduled")
+        expect((yield* readRun(idOf(pending))).state_name).toBe("Pending")
         // Already late: no second Late state.
         yield* markLateRuns
-        expect((yield* readRun(late.id)).state_id).toBe(marked.state_id)
+        expect((yield* readRun(idOf(late))).state_id).toBe(marked.state_id)
         // 15 seconds past its time is late (the default after_seconds).
         yield* TestClock.adjust(Duration.seconds(6))
         yield* markLateRuns
-        expect((yield* readRun(recent.id)).state_name).toBe("Late")
-        expect((yield* request("GET", `/flow_run_states/?flow_run_id=${late.id}`)).body.map((s: any) => s.name)).toEqual([
+        expect((yield* readRun(idOf(recent))).state_name).toBe("Late")
+        expect((yield* request("GET", `/flow_run_states/?flow_run_id=${late.id}`)).body.map((s) => s.name)).toEqual([
           "Scheduled",
           "Late"
         ])
@@ -61,8 +61,8 @@ describe("run-keeping services", () => {
         const running = () =>
           Effect.gen(function* () {
             const run = yield* createRun({ flow_id: flowId })
-            yield* setFlowState(run.id, { type: "RUNNING" })
-            return run.id as string
+            yield* setFlowState(idOf(run), { type: "RUNNING" })
+            return idOf(run)
           })
         const expiring = yield* running()
         const lasting = yield* running()
@@ -92,9 +92,9 @@ describe("run-keeping services", () => {
       Effect.gen(function* () {
         const flowId = yield* makeFlow("cleanup")
         const parent = yield* createRun({ flow_id: flowId })
-        yield* setFlowState(parent.id, { type: "RUNNING" })
+        yield* setFlowState(idOf(parent), { type: "RUNNING" })
         const task = (key: string) =>
-          Effect.map(request("POST", "/task_runs/", { body: { flow_run_id: parent.id, task_key: key, dynamic_key: "0" } }), (res) => ok(res).id as string)
+          Effect.map(request("POST", "/task_runs/", { body: { flow_run_id: parent.id, task_key: key, dynamic_key: "0" } }), (res) => idOf(ok(res)))
         const running = yield* task("running")
         const done = yield* task("done")
         yield* setTaskState(running, { type: "RUNNING" })
@@ -105,24 +105,24 @@ describe("run-keeping services", () => {
         const depSub = ok(
           yield* request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { parent_task_run_id: yield* task("sub-2") } })
         )
-        yield* setFlowState(plainSub.id, { type: "RUNNING" })
-        yield* setFlowState(depSub.id, { type: "RUNNING" })
+        yield* setFlowState(idOf(plainSub), { type: "RUNNING" })
+        yield* setFlowState(idOf(depSub), { type: "RUNNING" })
         yield* request("PATCH", `/flow_runs/${depSub.id}`, { body: { infrastructure_pid: "pid-42" } })
 
         // While the parent runs, nothing is touched.
         yield* cleanUpCancellations
         expect((yield* readTask(running)).state_type).toBe("RUNNING")
 
-        yield* setFlowState(parent.id, { type: "CANCELLED" }, true)
+        yield* setFlowState(idOf(parent), { type: "CANCELLED" }, true)
         yield* cleanUpCancellations
         expect(yield* readTask(running)).toMatchObject({ state_type: "CANCELLED", state: { message: "The parent flow run was cancelled." } })
         expect((yield* readTask(done)).state_type).toBe("COMPLETED")
-        expect(yield* readRun(plainSub.id)).toMatchObject({ state_type: "CANCELLED", state: { message: "The parent flow run was cancelled." } })
-        expect((yield* readRun(depSub.id)).state_type).toBe("CANCELLING")
+        expect(yield* readRun(idOf(plainSub))).toMatchObject({ state_type: "CANCELLED", state: { message: "The parent flow run was cancelled." } })
+        expect((yield* readRun(idOf(depSub))).state_type).toBe("CANCELLING")
         // A Cancelling deployment subflow is left for its worker.
-        const cancelling = (yield* readRun(depSub.id)).state_id
+        const cancelling = (yield* readRun(idOf(depSub))).state_id
         yield* cleanUpCancellations
-        expect((yield* readRun(depSub.id)).state_id).toBe(cancelling)
+        expect((yield* readRun(idOf(depSub))).state_id).toBe(cancelling)
       })
     )
 
@@ -131,13 +131,13 @@ describe("run-keeping services", () => {
         const flowId = yield* makeFlow("orphans")
         const dep = yield* makeDeployment({ name: "gone", flow_id: flowId })
         const run = ok(yield* request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { state: { type: "PENDING" } } }))
-        yield* setFlowState(run.id, { type: "RUNNING" })
-        yield* setFlowState(run.id, { type: "SCHEDULED", name: "AwaitingRetry" }, true)
+        yield* setFlowState(idOf(run), { type: "RUNNING" })
+        yield* setFlowState(idOf(run), { type: "SCHEDULED", name: "AwaitingRetry" }, true)
         // Deleting the deployment removes runs that never ran; this one ran before.
         yield* request("DELETE", `/deployments/${dep.id}`)
-        expect((yield* readRun(run.id)).state_name).toBe("AwaitingRetry")
+        expect((yield* readRun(idOf(run))).state_name).toBe("AwaitingRetry")
         yield* cleanUpCancellations
-        expect(yield* readRun(run.id)).toMatchObject({
+        expect(yield* readRun(idOf(run))).toMatchObject({
           state_type: "CANCELLED",
           state: { message: "The deployment of this flow run was deleted." }
         })

@@ -3,11 +3,11 @@ import { ConfigProvider, Effect, Exit, Layer } from "effect"
 import * as Database from "../../src/database/client.ts"
 import { SECRET_VALUES, SECRETS } from "../support/secrets.ts"
 import { loadSettings, obfuscateUrlPassword, type SettingsOverrides, settingsReport } from "../../src/settings/settings.ts"
+import { at } from "../support/tree.ts"
 
 const load = (env: Record<string, string> = {}, overrides: SettingsOverrides = {}) =>
   loadSettings(overrides).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
 
-const at = (tree: unknown, key: string): unknown => key.split(".").reduce<any>((node, k) => node?.[k], tree)
 
 
 describe("secrets in the settings report", () => {

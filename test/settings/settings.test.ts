@@ -11,13 +11,12 @@ import {
   type SettingsOverrides,
   settingsReport
 } from "../../src/settings/settings.ts"
+import { at, keysAt } from "../support/tree.ts"
 
 /** Loads settings from exactly these variables, so the real environment never leaks into a test. */
 const load = (env: Record<string, string> = {}, overrides: SettingsOverrides = {}) =>
   loadSettings(overrides).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
 
-const at = (tree: unknown, key: string): unknown =>
-  key.split(".").reduce<any>((node, k) => (node === undefined || node === null ? undefined : node[k]), tree)
 
 const failure = (env: Record<string, string>, overrides: SettingsOverrides = {}) =>
   Effect.flip(load(env, overrides)).pipe(
@@ -174,13 +173,13 @@ describe("settings defaults", () => {
 
   it.effect("keep the spec's nesting and order", () =>
     Effect.gen(function* () {
-      const report = settingsReport(yield* load()) as Record<string, any>
+      const report = settingsReport(yield* load())
       expect(Object.keys(report)).toEqual([
         "home", "profiles_path", "debug_mode", "ui_url", "silence_api_url_misconfiguration",
         "api", "cli", "client", "cloud", "deployments", "experiments", "flows", "internal", "logging",
         "results", "runner", "server", "tasks", "testing", "worker"
       ])
-      expect(Object.keys(report.server)).toEqual([
+      expect(keysAt(report, "server")).toEqual([
         "logging_level", "analytics_enabled", "metrics_enabled", "log_retryable_errors",
         "register_blocks_on_start", "memoize_block_auto_registration", "memo_store_path",
         "deployment_schedule_max_scheduled_runs", "api", "concurrency", "database", "deployments", "docket",
@@ -193,8 +192,8 @@ describe("settings defaults", () => {
 
   it.effect("give every service `enabled` and exactly the spec's keys", () =>
     Effect.gen(function* () {
-      const report = settingsReport(yield* load()) as Record<string, any>
-      expect(report.server.services).toEqual({
+      const report = settingsReport(yield* load())
+      expect(at(report, "server.services")).toEqual({
         cancellation_cleanup: { enabled: true, loop_seconds: 20 },
         db_vacuum: { enabled: false, loop_seconds: 3600, retention_period: "P90D", batch_size: 200 },
         event_persister: {

@@ -6,9 +6,12 @@ import type { TriggeredAction } from "../../src/automations/firing.ts"
 import { AutomationsRepo } from "../../src/automations/repo.ts"
 import { ActionSchema } from "../../src/automations/schemas.ts"
 import { EventPersister } from "../../src/events/persister.ts"
+import { Automation } from "../../src/automations/schemas.ts"
+import { BlockDocument } from "../../src/blocks/documents-schemas.ts"
+import { BlockSchema, BlockType } from "../../src/blocks/schemas.ts"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
-import { ok } from "./api.ts"
-import { request } from "./server.ts"
+import { ok, okAs } from "./api.ts"
+import { type Json, request } from "./server.ts"
 
 const decodeAction = Schema.decodeUnknownSync(ActionSchema)
 let counter = 0
@@ -59,11 +62,11 @@ export const perform = (
         }
       }
     })
-    return ok(res, 200).events as Array<any>
+    return ok(res, 200).events
   })
 
 /** The action's outcome event: executed or failed. */
-export const outcome = (events: Array<any>) => {
+export const outcome = (events: Json) => {
   expect(events.map((e) => e.event)).toContain("prefect.automation.action.triggered")
   return events.find((e) => e.event !== "prefect.automation.action.triggered")!
 }
@@ -72,16 +75,16 @@ export const outcome = (events: Array<any>) => {
 export const anAutomation = (name: string) =>
   Effect.map(
     request("POST", "/automations/", { body: { name, trigger: { posture: "Reactive", expect: ["never"] }, actions: [{ type: "do-nothing" }] } }),
-    (res) => ok(res, 201)
+    (res) => okAs(Automation, res, 201)
   )
 
 /** A block document of a system block type. */
 export const blockDocument = (slug: string, name: string, data: Record<string, unknown>) =>
   Effect.gen(function* () {
     ok(yield* request("POST", "/block_types/install_system_block_types"), 200)
-    const type = ok(yield* request("GET", `/block_types/slug/${slug}`), 200)
-    const [schema] = ok(yield* request("POST", "/block_schemas/filter", { body: { block_schemas: { block_type_id: { any_: [type.id] } } } }), 200)
-    return ok(yield* request("POST", "/block_documents/", { body: { name, block_type_id: type.id, block_schema_id: schema.id, data } }), 201)
+    const type = okAs(BlockType, yield* request("GET", `/block_types/slug/${slug}`), 200)
+    const [schema] = okAs(Schema.Array(BlockSchema), yield* request("POST", "/block_schemas/filter", { body: { block_schemas: { block_type_id: { any_: [type.id] } } } }), 200)
+    return okAs(BlockDocument, yield* request("POST", "/block_documents/", { body: { name, block_type_id: type.id, block_schema_id: schema!.id, data } }), 201)
   })
 
 /** Every event of an automation, read page by page: POST /events/filter, then GET /events/filter/next. */
@@ -89,9 +92,9 @@ export const eventsOfAutomation = (automationId: string) =>
   Effect.gen(function* () {
     const filter = { resource: { id: [`prefect.automation.${automationId}`] }, occurred: { since: "1970-01-01T00:00:00Z" } }
     let page = ok(yield* request("POST", "/events/filter", { body: { filter, limit: 10 } }), 200)
-    const events: Array<any> = [...page.events]
+    const events = [...page.events]
     while (page.next_page !== null) {
-      page = ok(yield* request("GET", `/events/filter/next${new URL(page.next_page).search}`), 200)
+      page = ok(yield* request("GET", `/events/filter/next${new URL(page.next_page as string).search}`), 200)
       events.push(...page.events)
     }
     return events

@@ -5,13 +5,14 @@
 import { Effect } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
-import { serverUrl } from "./server.ts"
+import { type Json, serverUrl } from "./server.ts"
 
 export interface RawAnswer {
   readonly status: number
   readonly headers: http.IncomingHttpHeaders
   readonly text: string
-  readonly body: any
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  readonly body: Json
 }
 
 export interface RawRequestOptions {
@@ -33,11 +34,12 @@ export const rawRequest = (method: string, path: string, options: RawRequestOpti
         res.setEncoding("utf8")
         res.on("data", (chunk) => (text += chunk))
         res.on("end", () => {
-          let body: unknown
+          let body: Json
           try {
             body = JSON.parse(text)
           } catch {
-            body = undefined
+            // Not JSON: the test reads `text`.
+            body = undefined as unknown as Json
           }
           resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, text, body }))
         })

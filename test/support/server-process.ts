@@ -15,6 +15,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import type { Json } from "./server.ts"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const BUNDLE_DIR = path.join(ROOT, ".scratch", "test-bundle")
@@ -179,7 +180,8 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
 
 export interface JsonResponse {
   readonly status: number
-  readonly body: any
+  /** The body parsed as JSON, or the text when it is not JSON. */
+  readonly body: Json
 }
 
 /** One JSON request to a server process; rejects when the connection fails (a killed server). */
@@ -189,17 +191,17 @@ export const call = async (server: ServerProcess, method: string, route: string,
     ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {})
   })
   const text = await response.text()
-  let parsed: unknown
+  let parsed: Json
   try {
     parsed = JSON.parse(text)
   } catch {
-    parsed = text
+    parsed = text as Json
   }
   return { status: response.status, body: parsed }
 }
 
 /** `call`, expecting `status`. */
-export const ok = async (server: ServerProcess, method: string, route: string, body?: unknown, status = 200): Promise<any> => {
+export const ok = async (server: ServerProcess, method: string, route: string, body?: unknown, status = 200): Promise<Json> => {
   const response = await call(server, method, route, body)
   if (response.status !== status) {
     throw new Error(`${method} ${route}: expected ${status}, got ${response.status}: ${JSON.stringify(response.body)}`)

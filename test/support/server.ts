@@ -3,7 +3,7 @@
  * own database, without background services (a test forks those itself), plus a raw client that
  * shows status, headers and body exactly as a user's client sees them.
  */
-import { HttpApiClient, type HttpApi, HttpServer, FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient, type HttpApi, HttpApiClient, type HttpApiGroup, HttpClient, HttpServer } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { BatonApi } from "../../src/api.ts"
@@ -66,12 +66,35 @@ export const serverUrl = Effect.map(HttpServer.HttpServer, (server) => {
 /** The API's URL: root plus base path. */
 export const apiUrl = Effect.zipWith(serverUrl, Settings, (root, settings) => root + settings.server.api.base_path)
 
+/**
+ * A JSON value as a test reads it from a response: at any path (`body.detail[0].loc`), through the
+ * array methods (`body.map((run) => run.name)`), compared with any scalar (`run.id === id`).
+ *
+ * Why not `unknown` with narrowing, or a Schema to decode every body with: wire tests read a few
+ * fields of hundreds of bodies, and the assertion on each field is the narrowing; a decode would
+ * also strip the fields the schema does not name, the very ones a wire test looks for. Why not
+ * `any`: a Json does not pass for a string, a number or a typed value (a parameter, arithmetic, a
+ * method of string) without an explicit `as`, and not at all for an object type, so the places
+ * where a test trusts the wire show. It is a fiction at the type level (every value reads as an
+ * array, an object and a scalar at once); a value read at a path that is not there is undefined at
+ * run time, as with `any`.
+ *
+ * Where a test goes on to use what it read: `idOf(body)` checks an id is a string, `okAs(Schema,
+ * res)` (support/api.ts) checks a body against a wire schema and types it as the wire has it, and
+ * tests about behaviour rather than the wire call `clientOf(group)`, whose results are decoded.
+ */
+export type Json = JsonList & JsonFields & (string | number | boolean)
+interface JsonList extends ReadonlyArray<Json> {}
+interface JsonFields {
+  readonly [key: string]: Json
+}
+
 export interface RawResponse {
   readonly status: number
   readonly headers: Headers
   readonly text: string
   /** The body parsed as JSON, or undefined when it is not JSON. */
-  readonly body: any
+  readonly body: Json
 }
 
 export interface RequestOptions {
@@ -95,17 +118,37 @@ export const request = (method: string, path: string, options: RequestOptions = 
     return yield* Effect.promise(async (): Promise<RawResponse> => {
       const response = await fetch(base + path, { method, headers, ...(body !== undefined ? { body } : {}) })
       const text = await response.text()
-      let parsed: unknown
+      let parsed: Json
       try {
         parsed = JSON.parse(text)
       } catch {
-        parsed = undefined
+        // Not JSON: the test reads `text`; `body` reads as undefined, as `RawResponse` says.
+        parsed = undefined as unknown as Json
       }
       return { status: response.status, headers: response.headers, text, body: parsed }
     })
   })
 
-/** A typed client of the Baton Api, derived from the same Api the server serves. */
+/**
+ * A typed client of the Baton Api, derived from the same Api the server serves. It builds a client
+ * for every group (about half a second): a test that calls one group uses `clientOf`.
+ */
 export const client = Effect.flatMap(apiUrl, (baseUrl) => HttpApiClient.make(BatonApi, { baseUrl })).pipe(
   Effect.provide(FetchHttpClient.layer)
 )
+
+type GroupName = typeof BatonApi extends HttpApi.HttpApi<infer _Id, infer Groups, infer _Error, infer _R>
+  ? HttpApiGroup.HttpApiGroup.Name<Groups>
+  : never
+
+/**
+ * A typed client of one group of the Api (`clientOf("flows")`), built in a few milliseconds:
+ * payloads are the decoded side of the endpoint's schema (defaults included), results are decoded.
+ * For tests about behaviour; tests of the wire (statuses, error bodies, headers) use `request`.
+ */
+export const clientOf = <const G extends GroupName>(group: G) =>
+  Effect.gen(function* () {
+    const baseUrl = yield* apiUrl
+    const httpClient = yield* HttpClient.HttpClient
+    return yield* HttpApiClient.group(BatonApi, { group, baseUrl, httpClient })
+  }).pipe(Effect.provide(FetchHttpClient.layer))

@@ -1,12 +1,12 @@
 /** A websocket client for tests: what the server sent, how it closed, or how it refused the handshake. */
 import { Effect } from "effect"
 import WebSocket from "ws"
-import { apiUrl } from "./server.ts"
+import { apiUrl, type Json } from "./server.ts"
 
 export interface TestSocket {
   readonly send: (message: unknown) => void
   /** The next message the server sends, parsed (fails the test after `ms` without one). */
-  readonly next: (ms?: number) => Promise<any>
+  readonly next: (ms?: number) => Promise<Json>
   /** Resolves with the close code and reason once the socket closes. */
   readonly closed: Promise<{ code: number; reason: string }>
   readonly close: () => void
@@ -26,8 +26,8 @@ export const connect = (
       () =>
         new Promise<TestSocket | { refused: number }>((resolve) => {
           const socket = new WebSocket(base.replace(/^http/, "ws") + path, protocols, { ...options, headers })
-          const inbox: Array<any> = []
-          const waiting: Array<(message: any) => void> = []
+          const inbox: Array<Json> = []
+          const waiting: Array<(message: Json) => void> = []
           socket.on("message", (data) => {
             const message = JSON.parse(data.toString())
             const waiter = waiting.shift()
@@ -45,8 +45,8 @@ export const connect = (
               send: (message) => socket.send(typeof message === "string" ? message : JSON.stringify(message)),
               next: (ms = 5000) =>
                 inbox.length > 0
-                  ? Promise.resolve(inbox.shift())
-                  : new Promise((done, fail) => {
+                  ? Promise.resolve(inbox.shift()!)
+                  : new Promise<Json>((done, fail) => {
                     const timer = setTimeout(() => fail(new Error(`no message within ${ms} ms`)), ms)
                     waiting.push((message) => {
                       clearTimeout(timer)

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeFlow, ok } from "../support/api.ts"
+import { idOf, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const INTEGRITY_CONFLICT = {
@@ -18,7 +18,7 @@ const clientId = () => `c1e0c1e0-0000-4000-8000-${String(++counter).padStart(12,
 const flowRun = (name: string) =>
   Effect.gen(function* () {
     const flowId = yield* makeFlow(name)
-    return ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201).id as string
+    return idOf(ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201))
   })
 
 const create = (body: Record<string, unknown>) => request("POST", "/task_runs/", { body })
@@ -27,7 +27,7 @@ const create = (body: Record<string, unknown>) => request("POST", "/task_runs/",
 const withoutFlowRunNamed = (name: string) =>
   Effect.map(
     request("POST", "/task_runs/filter", { body: { task_runs: { flow_run_id: { is_null_: true }, name: { any_: [name] } } } }),
-    (res) => ok(res, 200) as Array<any>
+    (res) => ok(res, 200)
   )
 
 describe("task run create", () => {
@@ -95,7 +95,7 @@ describe("task run create", () => {
         // The run with that id is untouched, and no run was made for the other key.
         expect(ok(yield* request("GET", `/task_runs/${id}`), 200).dynamic_key).toBe("0")
         const keys = ok(yield* request("POST", "/task_runs/filter", { body: { flow_runs: { id: { any_: [flowRunId] } } } }), 200)
-        expect(keys.map((r: any) => r.dynamic_key)).toEqual(["0"])
+        expect(keys.map((r) => r.dynamic_key)).toEqual(["0"])
         // The same task under the same id is the upsert, not a clash.
         expect(ok(yield* create(body), 200).id).toBe(id)
 

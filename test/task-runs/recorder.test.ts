@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { FlowRun } from "../../src/flow-runs/schemas.ts"
 import { TaskRunRecorder } from "../../src/task-runs/recorder.ts"
-import { makeFlow, ok } from "../support/api.ts"
+import { makeFlow, ok, okAs } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 let counter = 0
@@ -34,48 +35,78 @@ const record = (...events: Array<unknown>) =>
     yield* Effect.flatMap(TaskRunRecorder, (recorder) => recorder.drain)
   })
 
+/** A flow run and a task run of it recorded from a client's Pending and Running events, on 24 November 2026. */
+const recorded = (flowName: string) =>
+  Effect.gen(function* () {
+    yield* TestClock.setTime(Date.UTC(2026, 10, 24, 10, 0, 0))
+    const flowId = yield* makeFlow(flowName)
+    const flowRun = okAs(FlowRun, yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201)
+    const taskRunId = id("88888888")
+    yield* record(
+      clientEvent(taskRunId, flowRun.id, { type: "PENDING", name: "Pending" }, "2026-11-24T09:59:00Z"),
+      clientEvent(taskRunId, flowRun.id, { type: "RUNNING", name: "Running" }, "2026-11-24T09:59:01Z")
+    )
+    return { flowRunId: flowRun.id, taskRunId }
+  })
+
+/** A client's Running event of a task run of no flow run, on 24 November 2026. */
+const runningAlone = Effect.gen(function* () {
+  yield* TestClock.setTime(Date.UTC(2026, 10, 24, 10, 0, 0))
+  const taskRunId = id("88888888")
+  return { taskRunId, event: clientEvent(taskRunId, null, { type: "RUNNING", name: "Running" }, "2026-11-24T09:59:10Z") }
+})
+
 describe("the task run recorder", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
-    it.effect("records client-orchestrated task runs and their states from their events; the newest state wins", () =>
+    it.effect("records a client-orchestrated task run and its states from its events", () =>
       Effect.gen(function* () {
-        yield* TestClock.setTime(Date.UTC(2026, 10, 24, 10, 0, 0))
-        const flowId = yield* makeFlow("client-side")
-        const flowRun = ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } }), 201)
-        const taskRunId = id("88888888")
-        yield* record(
-          clientEvent(taskRunId, flowRun.id, { type: "PENDING", name: "Pending" }, "2026-11-24T09:59:00Z"),
-          clientEvent(taskRunId, flowRun.id, { type: "RUNNING", name: "Running" }, "2026-11-24T09:59:01Z")
-        )
+        const { flowRunId, taskRunId } = yield* recorded("client-side")
         const run = ok(yield* request("GET", `/task_runs/${taskRunId}`), 200)
-        expect(run).toMatchObject({ name: "add-1", flow_run_id: flowRun.id, task_key: "add", dynamic_key: "1", tags: ["t"], run_count: 1 })
+        expect(run).toMatchObject({ name: "add-1", flow_run_id: flowRunId, task_key: "add", dynamic_key: "1", tags: ["t"], run_count: 1 })
         expect(run.state).toMatchObject({ type: "RUNNING", name: "Running" })
-        expect(run.state.state_details).toMatchObject({ task_run_id: taskRunId, flow_run_id: flowRun.id })
+        expect(run.state.state_details).toMatchObject({ task_run_id: taskRunId, flow_run_id: flowRunId })
+      }))
 
-        // An older event arriving late adds its state but does not take the run back.
+    it.effect("an older event arriving late adds its state but does not take the run back: the newest state wins", () =>
+      Effect.gen(function* () {
+        const { flowRunId, taskRunId } = yield* recorded("client-side-late")
         yield* record(
-          clientEvent(taskRunId, flowRun.id, { type: "COMPLETED", name: "Completed" }, "2026-11-24T09:59:05Z"),
-          clientEvent(taskRunId, flowRun.id, { type: "SCHEDULED", name: "Scheduled" }, "2026-11-24T09:58:59Z")
+          clientEvent(taskRunId, flowRunId, { type: "COMPLETED", name: "Completed" }, "2026-11-24T09:59:05Z"),
+          clientEvent(taskRunId, flowRunId, { type: "SCHEDULED", name: "Scheduled" }, "2026-11-24T09:58:59Z")
         )
         expect(ok(yield* request("GET", `/task_runs/${taskRunId}`), 200).state.type).toBe("COMPLETED")
         const states = ok(yield* request("GET", `/task_run_states/?task_run_id=${taskRunId}`), 200)
-        expect(states.map((s: any) => s.type).sort()).toEqual(["COMPLETED", "PENDING", "RUNNING", "SCHEDULED"])
+        expect(states.map((s) => s.type).sort()).toEqual(["COMPLETED", "PENDING", "RUNNING", "SCHEDULED"])
+      }))
 
-        // The same task (flow run, task key, dynamic key) under another id is the same run.
+    it.effect("the same task (flow run, task key, dynamic key) under another id is the same run", () =>
+      Effect.gen(function* () {
+        const { flowRunId, taskRunId } = yield* recorded("client-side-again")
         const again = id("88888888")
-        yield* record(clientEvent(again, flowRun.id, { type: "FAILED", name: "Failed" }, "2026-11-24T09:59:09Z"))
+        yield* record(clientEvent(again, flowRunId, { type: "FAILED", name: "Failed" }, "2026-11-24T09:59:09Z"))
         expect((yield* request("GET", `/task_runs/${again}`)).status).toBe(404)
         expect(ok(yield* request("GET", `/task_runs/${taskRunId}`), 200).state.type).toBe("FAILED")
+      }))
 
-        // Events of runs orchestrated by the server, or without a task run, are not recorded.
-        const serverSide = id("88888888")
-        const event = clientEvent(serverSide, null, { type: "RUNNING", name: "Running" }, "2026-11-24T09:59:10Z")
+    it.effect("events of task runs the server orchestrates are not recorded", () =>
+      Effect.gen(function* () {
+        const { taskRunId, event } = yield* runningAlone
         yield* record({ ...event, id: id("77777777"), resource: { ...event.resource, "prefect.orchestration": "server" } })
-        expect((yield* request("GET", `/task_runs/${serverSide}`)).status).toBe(404)
+        expect((yield* request("GET", `/task_runs/${taskRunId}`)).status).toBe(404)
+      }))
+
+    it.effect("events without a task run are not recorded", () =>
+      Effect.gen(function* () {
+        const { taskRunId, event } = yield* runningAlone
         yield* record({ ...event, id: id("77777777"), payload: { validated_state: { type: "RUNNING" } } })
-        expect((yield* request("GET", `/task_runs/${serverSide}`)).status).toBe(404)
-        // Without a flow run it is recorded on its own.
+        expect((yield* request("GET", `/task_runs/${taskRunId}`)).status).toBe(404)
+      }))
+
+    it.effect("a task run of no flow run is recorded on its own", () =>
+      Effect.gen(function* () {
+        const { taskRunId, event } = yield* runningAlone
         yield* record(event)
-        expect(ok(yield* request("GET", `/task_runs/${serverSide}`), 200).flow_run_id).toBeNull()
+        expect(ok(yield* request("GET", `/task_runs/${taskRunId}`), 200).flow_run_id).toBeNull()
       }))
 
     it.effect("a task run without a flow run is the same run as one with its task key and dynamic key", () =>
@@ -94,9 +125,12 @@ describe("the task run recorder", () => {
         const run = ok(yield* request("GET", `/task_runs/${known.id}`), 200)
         expect(run).toMatchObject({ flow_run_id: null, ...keys, state: { type: "COMPLETED" } })
         const states = ok(yield* request("GET", `/task_run_states/?task_run_id=${known.id}`), 200)
-        expect(states.map((s: any) => s.type).sort()).toEqual(["COMPLETED", "PENDING", "RUNNING"])
+        expect(states.map((s) => s.type).sort()).toEqual(["COMPLETED", "PENDING", "RUNNING"])
+      }))
 
-        // Two new ids for another task in one batch make one run, under the first one's id.
+    it.effect("two new ids of a task without a flow run in one batch make one run, under the first one's id", () =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 25, 9, 0, 0))
         const other = { task_key: "solo", dynamic_key: "8" }
         const [third, fourth] = [id("88888888"), id("88888888")]
         yield* record(

@@ -7,9 +7,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, TestClock } from "effect"
+import { Automation } from "../../src/automations/schemas.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
 import { blockDocument, outcome, perform as performAction } from "../support/actions.ts"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { makeDeployment, makeFlow, ok, okAs } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { receiver } from "../support/receiver.ts"
 import { stillServing, timed } from "../support/timing.ts"
@@ -65,7 +66,7 @@ describe("hostile templates", () => {
           )
           expect(res.status, template).toBe(400)
           expect(res.body.detail, template).toMatch(/^Error hydrating flow run parameters: Invalid jinja: /)
-          expect(res.body.detail.replace("Error hydrating flow run parameters: Invalid jinja: ", ""), template).toMatch(message)
+          expect((res.body.detail as string).replace("Error hydrating flow run parameters: Invalid jinja: ", ""), template).toMatch(message)
           expect(ms, template).toBeLessThan(1000)
           yield* stillServing
         }
@@ -97,7 +98,7 @@ describe("hostile templates", () => {
           })
         )
         expect(bulk.ms).toBeLessThan(1500)
-        const results = ok(bulk.value, 200).results as Array<any>
+        const results = ok(bulk.value, 200).results
         expect(results.map((r) => r.status)).toEqual(["FAILED", "FAILED", "FAILED"])
         expect(results[0].error).toMatch(/Invalid jinja: Template rendering took more than/)
 
@@ -182,7 +183,8 @@ describe("hostile templates", () => {
 
     it.effect("an action whose template blows up fails, with the reason in its failed event", () =>
       Effect.scoped(Effect.gen(function* () {
-        const automation = ok(
+        const automation = okAs(
+          Automation,
           yield* request("POST", "/automations/", { body: { name: "hostile", trigger: { posture: "Reactive", expect: ["never"] }, actions: [{ type: "do-nothing" }] } }),
           201
         )
@@ -257,7 +259,7 @@ describe("hostile templates", () => {
               const res = yield* request("POST", "/events/filter", {
                 body: { filter: { resource: { id: [`prefect.automation.${hostile.id}`] }, event: { prefix: ["prefect.automation.action.failed"] } } }
               })
-              const events = ok(res, 200).events as Array<any>
+              const events = ok(res, 200).events
               expect(events).toHaveLength(1)
               return events[0]
             }),

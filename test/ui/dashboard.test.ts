@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { dashboardBuckets } from "../../src/ui/buckets.ts"
-import { makeFlow, ok } from "../support/api.ts"
+import { idOf, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const URL = "/ui/task_runs/dashboard/counts"
@@ -58,7 +58,7 @@ describe("/ui/task_runs/dashboard/counts", () => {
         for (let i = 0; i < 100; i++) {
           yield* TestClock.setTime(EIGHT_HOURS_AGO + i * gapMs)
           const body = { flow_run_id: flowRun.id, task_key: `task-${i}`, dynamic_key: String(i), state: { type: "RUNNING" } }
-          tasks.push(ok(yield* request("POST", "/task_runs/", { body }), 201).id)
+          tasks.push(idOf(ok(yield* request("POST", "/task_runs/", { body }), 201)))
         }
         yield* TestClock.setTime(NOW)
         yield* Effect.forEach(tasks, (id, i) =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { makeDeployment, makeFlow, ok } from "../support/api.ts"
-import { request, testServer } from "../support/server.ts"
+import { type Json, request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
 
@@ -73,7 +73,7 @@ describe("/ui/flows", () => {
 
         const res = yield* request("POST", "/ui/flows/next-runs", { body: { flow_ids: [flow1, flow2, flow3] } })
         expect(res.status).toBe(200)
-        const simple = (run: any) => ({
+        const simple = (run: Json) => ({
           id: run.id,
           flow_id: run.flow_id,
           name: run.name,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeFlow, ok } from "../support/api.ts"
+import { FlowRun } from "../../src/flow-runs/schemas.ts"
+import { makeFlow, ok, okAs, once } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -40,12 +41,13 @@ describe("/ui/task_runs", () => {
       })
     )
 
-    it.effect("count counts task runs per state type, filtered as task run queries are", () =>
+    /** Flow runs Completed, Failed and Pending, each with the reference's 27 task runs; read only. */
+    const counted = once(
       Effect.gen(function* () {
         const flow = yield* makeFlow("count-by-state")
         const flowRuns: Array<string> = []
         for (const type of ["COMPLETED", "FAILED", "PENDING"]) {
-          const run = ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flow, state: { type } } }), 201)
+          const run = okAs(FlowRun, yield* request("POST", "/flow_runs/", { body: { flow_id: flow, state: { type } } }), 201)
           flowRuns.push(run.id)
           const states = STATES.flatMap(([state, count]) => Array.from({ length: count }, () => state))
           yield* Effect.forEach(states, (state, i) => {
@@ -53,25 +55,42 @@ describe("/ui/task_runs", () => {
             return Effect.map(request("POST", "/task_runs/", { body }), (res) => expect(ok(res, 201).state_type).toBe(state))
           }, { concurrency: 8 })
         }
-        const all = yield* request("POST", "/ui/task_runs/count")
+        return flowRuns
+      })
+    )
+    const count = (body?: Record<string, unknown>) =>
+      Effect.zipRight(counted, request("POST", "/ui/task_runs/count", body === undefined ? {} : { body }))
+
+    it.effect("count counts task runs per state type, in the reference's key order", () =>
+      Effect.gen(function* () {
+        const all = yield* count()
         expect(all.body).toEqual(Object.fromEntries(STATES.map(([state, count]) => [state, count * 3])))
         expect(Object.keys(all.body)).toEqual(Object.keys(zero))
+      }), 120_000)
 
-        const ofCompletedFlowRuns = yield* request("POST", "/ui/task_runs/count", {
-          body: { flow_runs: { state: { type: { any_: ["COMPLETED"] } } } }
-        })
+    it.effect("count filters by the flow runs' state, as task run queries do", () =>
+      Effect.gen(function* () {
+        const ofCompletedFlowRuns = yield* count({ flow_runs: { state: { type: { any_: ["COMPLETED"] } } } })
         expect(ofCompletedFlowRuns.status).toBe(200)
         expect(ofCompletedFlowRuns.body).toEqual(Object.fromEntries(STATES))
+      }), 120_000)
 
-        const byId = yield* request("POST", "/ui/task_runs/count", {
-          body: { flow_runs: { id: { any_: [flowRuns[1]] } }, task_runs: { state: { type: { any_: ["FAILED", "CRASHED"] } } } }
-        })
+    it.effect("count filters by flow run id and task run state", () =>
+      Effect.gen(function* () {
+        const flowRuns = yield* counted
+        const byId = yield* count({ flow_runs: { id: { any_: [flowRuns[1]] } }, task_runs: { state: { type: { any_: ["FAILED", "CRASHED"] } } } })
         expect(byId.body).toEqual({ ...zero, FAILED: 6, CRASHED: 1 })
-        const none = yield* request("POST", "/ui/task_runs/count", { body: { flows: { name: { any_: ["nothing"] } }, deployments: null } })
-        expect(none.body).toEqual(zero)
+      }), 120_000)
+
+    it.effect("count answers zeros when nothing matches", () =>
+      Effect.gen(function* () {
+        expect((yield* count({ flows: { name: { any_: ["nothing"] } }, deployments: null })).body).toEqual(zero)
+      }), 120_000)
+
+    it.effect("count refuses a criterion there is not (422)", () =>
+      Effect.gen(function* () {
         expect((yield* request("POST", "/ui/task_runs/count", { body: { task_runs: { bogus: 1 } } })).status).toBe(422)
-      }), 120_000
-    )
+      }))
 
     it.effect("GET /ui/task_runs/{id} answers the task run with its flow run's name", () =>
       Effect.gen(function* () {
@@ -83,7 +102,7 @@ describe("/ui/task_runs", () => {
         )
         const res = yield* request("GET", `/ui/task_runs/${task.id}`)
         expect(res.status).toBe(200)
-        const plain = ok(yield* request("GET", `/task_runs/${task.id}`), 200)
+        const plain: Record<string, unknown> = ok(yield* request("GET", `/task_runs/${task.id}`), 200)
         expect(res.body).toEqual({ ...plain, flow_run_name: "my-flow-run" })
         expect(Object.keys(res.body)).toEqual([...Object.keys(plain), "flow_run_name"])
         expect(res.body).toMatchObject({ id: task.id, flow_run_id: flowRun.id })

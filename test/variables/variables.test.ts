@@ -7,7 +7,7 @@ const MISSING = "00000000-0000-4000-8000-000000000000"
 
 const create = (body: Record<string, unknown>) => request("POST", "/variables/", { body })
 const names = (body: Record<string, unknown>) =>
-  Effect.map(request("POST", "/variables/filter", { body }), (res) => ok(res, 200).map((v: any) => v.name))
+  Effect.map(request("POST", "/variables/filter", { body }), (res) => ok(res, 200).map((v) => v.name))
 
 const VALUES = ["string-value", '"string-value"', 123, 12.3, true, false, null, { key: "value" }, ["value1", "value2"], { key: ["value1", "value2"] }]
 

@@ -8,7 +8,7 @@ import { Transitions } from "../../src/orchestration/transitions.ts"
 import { ApiLive, AreasLive, HttpServerLive } from "../../src/server.ts"
 import { layer as settingsLayer } from "../../src/settings/settings.ts"
 import { RUNS_DUE_CHANNEL, RunsDue } from "../../src/work-pools/runs-due.ts"
-import { makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
 import { withDatabase } from "../support/global-setup.ts"
 import { apiUrl, request, testServer } from "../support/server.ts"
@@ -42,15 +42,15 @@ const queueOf = (pool: string, queue: string) => Effect.map(request("GET", `/wor
 
 /** A poll sent now and left running; its fiber answers the status and body. */
 const heldPoll = (pool: string, body: Record<string, unknown>) =>
-  Effect.fork(Effect.map(request("POST", `/work_pools/${pool}/get_scheduled_flow_runs`, { body }), (res) => ({ status: res.status, body: res.body as Array<any> })))
+  Effect.fork(Effect.map(request("POST", `/work_pools/${pool}/get_scheduled_flow_runs`, { body }), (res) => ({ status: res.status, body: res.body })))
 
 /** Passes once the poll of `pool/queue` made its first poll and watches the queue. */
 const isHeld = (pool: string, queue: string, watchers = 1) =>
   eventually(Effect.gen(function* () {
     const found = yield* queueOf(pool, queue)
     const watching = yield* Effect.flatMap(RunsDue, (due) => due.watching)
-    if (found.last_polled === null || (watching.get(found.id) ?? 0) < watchers) return yield* Effect.fail("not held yet")
-    return found.id as string
+    if (found.last_polled === null || (watching.get(idOf(found)) ?? 0) < watchers) return yield* Effect.fail("not held yet")
+    return idOf(found)
   }))
 
 /** The poll is still waiting a moment of real time later. */
@@ -62,9 +62,9 @@ const stillHeld = <A, E>(fiber: Fiber.Fiber<A, E>) =>
 
 describe("held worker polls (wait_seconds)", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
-    it.effect("wait_seconds outside 0..60 is 422 in the usual detail shape; 0 is today's poll", () =>
+    it.effect("wait_seconds outside 0..60, or not a number, is 422 in the usual detail shape", () =>
       Effect.gen(function* () {
-        const flowId = yield* makePool("lp-bounds")
+        yield* makePool("lp-bounds")
         const over = yield* request("POST", "/work_pools/lp-bounds/get_scheduled_flow_runs", { body: { wait_seconds: 61 } })
         expect(over.status).toBe(422)
         expect(over.body.detail).toEqual([
@@ -75,18 +75,27 @@ describe("held worker polls (wait_seconds)", () => {
         expect(under.body.detail[0]).toMatchObject({ loc: ["body", "wait_seconds"], type: "greater_than_equal", ctx: { ge: 0 } })
         const text = yield* request("POST", "/work_pools/lp-bounds/get_scheduled_flow_runs", { body: { wait_seconds: "soon" } })
         expect(text.status).toBe(422)
+      }))
 
-        // 0 (and no field) answers at once, the same runs.
-        const empty = yield* within(Effect.flatMap(heldPoll("lp-bounds", { wait_seconds: 0 }), Fiber.join))
+    it.effect("wait_seconds 0 is today's poll: it answers at once, the runs a poll without it answers", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makePool("lp-zero")
+        const empty = yield* within(Effect.flatMap(heldPoll("lp-zero", { wait_seconds: 0 }), Fiber.join))
         expect(empty).toEqual({ status: 200, body: [] })
         const clock = yield* TestClock.currentTimeMillis
-        yield* createRun(flowId, "lp-bounds", "default", scheduledAt(clock - 1000), "due")
-        const plain = ok(yield* request("POST", "/work_pools/lp-bounds/get_scheduled_flow_runs", { body: {} }), 200)
-        const zero = ok(yield* request("POST", "/work_pools/lp-bounds/get_scheduled_flow_runs", { body: { wait_seconds: 0 } }), 200)
-        expect(zero.map((r: any) => r.flow_run.id)).toEqual(plain.map((r: any) => r.flow_run.id))
-        expect(zero.map((r: any) => r.flow_run.name)).toEqual(["due"])
-        // A held poll that finds runs answers at once too.
-        const found = yield* within(Effect.flatMap(heldPoll("lp-bounds", { wait_seconds: 30 }), Fiber.join))
+        yield* createRun(flowId, "lp-zero", "default", scheduledAt(clock - 1000), "due")
+        const plain = ok(yield* request("POST", "/work_pools/lp-zero/get_scheduled_flow_runs", { body: {} }), 200)
+        const zero = ok(yield* request("POST", "/work_pools/lp-zero/get_scheduled_flow_runs", { body: { wait_seconds: 0 } }), 200)
+        expect(zero.map((r) => r.flow_run.id)).toEqual(plain.map((r) => r.flow_run.id))
+        expect(zero.map((r) => r.flow_run.name)).toEqual(["due"])
+      }))
+
+    it.effect("a held poll that finds runs answers at once", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makePool("lp-found")
+        const clock = yield* TestClock.currentTimeMillis
+        yield* createRun(flowId, "lp-found", "default", scheduledAt(clock - 1000), "due")
+        const found = yield* within(Effect.flatMap(heldPoll("lp-found", { wait_seconds: 30 }), Fiber.join))
         expect(found.body.map((r) => r.flow_run.name)).toEqual(["due"])
       }))
 
@@ -105,7 +114,7 @@ describe("held worker polls (wait_seconds)", () => {
         expect(answer.body[0]).toMatchObject({ work_queue_id: queueId, flow_run: { id: run.id, state_type: "SCHEDULED", name: "created" } })
         expect(answer.body[0].flow_run).not.toHaveProperty("work_pool_name")
         // The woken poll counted as a poll when it woke.
-        expect(new Date((yield* queueOf("lp-create", "default")).last_polled).getTime()).toBe(clock + 5_000)
+        expect(Date.parse((yield* queueOf("lp-create", "default")).last_polled as string)).toBe(clock + 5_000)
         expect((yield* queueOf("lp-create", "default")).status).toBe("READY")
         // Its watch is gone.
         expect((yield* Effect.flatMap(RunsDue, (due) => due.watching)).get(queueId)).toBeUndefined()
@@ -171,7 +180,7 @@ describe("held worker polls (wait_seconds)", () => {
         yield* isHeld("lp-mine", "default")
         yield* createRun(otherFlow, "lp-other", "default", scheduledAt(clock - 1000))
         yield* stillHeld(poll)
-        const mine = (yield* queueOf("lp-mine", "default")).id
+        const mine = idOf(yield* queueOf("lp-mine", "default"))
         expect((yield* Effect.flatMap(RunsDue, (due) => due.watching)).get(mine)).toBe(1)
         yield* TestClock.adjust(Duration.seconds(20))
         expect(yield* within(Fiber.join(poll))).toEqual({ status: 200, body: [] })
@@ -193,7 +202,7 @@ describe("held worker polls (wait_seconds)", () => {
     it.effect("hundreds of held polls hold no database connection, and all wake for one run", () =>
       Effect.gen(function* () {
         const flowId = yield* makePool("lp-many")
-        const queueId = (yield* queueOf("lp-many", "default")).id
+        const queueId = idOf(yield* queueOf("lp-many", "default"))
         const polls = yield* Effect.forEach(Array.from({ length: 200 }), () => heldPoll("lp-many", { wait_seconds: 60 }))
         yield* eventually(Effect.flatMap(RunsDue, (due) =>
           Effect.flatMap(due.watching, (w) => ((w.get(queueId) ?? 0) === 200 ? Effect.void : Effect.fail("not all held")))))
@@ -227,7 +236,7 @@ describe("held worker polls (wait_seconds)", () => {
       Effect.gen(function* () {
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(testServer(), scope)
-        const inServer = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context)
+        const inServer = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof testServer>>>) => Effect.provide(effect, context)
         yield* inServer(makePool("lp-stop"))
         const poll = yield* inServer(heldPoll("lp-stop", { wait_seconds: 60 }))
         yield* inServer(isHeld("lp-stop", "default"))
@@ -242,7 +251,7 @@ describe("held worker polls (wait_seconds)", () => {
         const database = (yield* sql<{ name: string }>`SELECT current_database() AS name`)[0]!.name
         const url = withDatabase(process.env.TEST_DATABASE_URL!, database)
         const flowId = yield* makePool("lp-replicas")
-        const queueId = (yield* queueOf("lp-replicas", "default")).id
+        const queueId = idOf(yield* queueOf("lp-replicas", "default"))
 
         // This server's listener is up once a NOTIFY from elsewhere reaches a watch.
         const due = yield* RunsDue
@@ -277,14 +286,14 @@ describe("held worker polls (wait_seconds)", () => {
         const database = (yield* sql<{ name: string }>`SELECT current_database() AS name`)[0]!.name
         const listener = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, database) })
         yield* Effect.acquireRelease(Effect.promise(() => listener.connect()), () => Effect.promise(() => listener.end()))
-        const payloads: Array<any> = []
+        const payloads: Array<{ readonly due: Record<string, unknown> }> = []
         listener.on("notification", (message) => {
           const payload = JSON.parse(message.payload ?? "{}")
           if (payload.due) payloads.push(payload)
         })
         yield* Effect.promise(() => listener.query(`LISTEN ${RUNS_DUE_CHANNEL}`))
         const flowId = yield* makePool("lp-batch")
-        const queueId = (yield* queueOf("lp-batch", "default")).id
+        const queueId = idOf(yield* queueOf("lp-batch", "default"))
         yield* realSleep(200)
         payloads.length = 0
         const dep = yield* makeDeployment({ name: "lp-batch", flow_id: flowId, work_pool_name: "lp-batch", schedules: [{ schedule: { interval: 60 } }] })

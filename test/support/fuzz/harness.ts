@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Schema } from "effect"
 import * as http from "node:http"
 import { ok } from "../api.ts"
-import { apiUrl, request } from "../server.ts"
+import { apiUrl, type Json, request } from "../server.ts"
 import { queryPairs, wireSamples } from "./arbitraries.ts"
 import { encodeComponent, hostileSegment, mutate, mutateQuery, type Query, type Random, seeded, toText } from "./mutations.ts"
 import { type FuzzOperation, queryOf, takesBody } from "./operations.ts"
@@ -38,7 +38,13 @@ export type Targets = Record<string, Array<string>>
  */
 export const seedTargets = Effect.gen(function* () {
   const targets: Targets = {}
-  const add = (key: string, ...values: Array<string>) => (targets[key] ??= []).push(...values)
+  // The values are read from the answers of the creates below: each must be a string to aim a path at.
+  const add = (key: string, ...values: Array<Json | string>) => {
+    for (const value of values) {
+      if (typeof value !== "string") throw new Error(`${key}: ${JSON.stringify(value)} names no object`)
+      ;(targets[key] ??= []).push(value)
+    }
+  }
   const post = (path: string, body: unknown, method = "POST") => Effect.map(request(method, path, { body }), (res) => ok(res))
 
   const flow = yield* post("/flows/", { name: "fuzz-flow" })

@@ -46,11 +46,15 @@ const places = (value: Json): Array<readonly [Path, Json]> => {
   return out
 }
 
+/** An array or an object, indexed by a step of a path. */
+type Container = { [key: string | number]: Json }
+
 const setAt = (root: Json, path: Path, value: Json): Json => {
   if (path.length === 0) return value
-  const copy = structuredClone(root) as any
-  let node = copy
-  for (const key of path.slice(0, -1)) node = node[key]
+  const copy = structuredClone(root)
+  // The path comes from `places` of this value: every step before the last is an array or an object.
+  let node = copy as Container
+  for (const key of path.slice(0, -1)) node = node[key] as Container
   node[path[path.length - 1]!] = value
   return copy
 }
