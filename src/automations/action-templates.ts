@@ -40,20 +40,20 @@ export const makeActionTemplates = Effect.gen(function* () {
   const host = api.host === "0.0.0.0" || api.host === "::" ? "127.0.0.1" : api.host
   const filters = templateFilters(`http://${host}:${api.port}${settings.server.ui.serve_base.replace(/\/?$/, "/")}`)
 
-  const readObject = (kind: (typeof OBJECT_KINDS)[number], id: string): Effect.Effect<unknown, unknown> => {
+  const readObject = (kind: (typeof OBJECT_KINDS)[number], id: string): Effect.Effect<Option.Option<unknown>> => {
     switch (kind) {
       case "flow_run":
-        return Effect.map(flowRuns.find(id), Option.getOrUndefined)
+        return flowRuns.find(id)
       case "flow":
-        return Effect.map(flows.find(id), Option.getOrUndefined)
+        return flows.find(id)
       case "deployment":
-        return Effect.map(deploymentsRepo.find(id), Option.getOrUndefined)
+        return deploymentsRepo.find(id)
       case "work_pool":
-        return Effect.map(poolsRepo.findById(id), Option.getOrUndefined)
+        return poolsRepo.findById(id)
       case "work_queue":
-        return Effect.map(queues.find(id), Option.getOrUndefined)
+        return queues.find(id)
       case "task_run":
-        return Effect.map(taskRuns.find(id), Option.getOrUndefined)
+        return taskRuns.find(id)
     }
   }
 
@@ -72,7 +72,7 @@ export const makeActionTemplates = Effect.gen(function* () {
       for (const kind of OBJECT_KINDS) {
         if (!new RegExp(`\\b${kind}\\b`).test(text)) continue
         const id = idOfKind(resourceOfKind(ta.triggering_event, `prefect.${kind.replace("_", "-")}`)?.["prefect.resource.id"], `prefect.${kind.replace("_", "-")}`)
-        context[kind] = id === undefined ? null : plain(yield* Effect.orElseSucceed(readObject(kind, id), () => undefined))
+        context[kind] = id === undefined ? null : plain(Option.getOrUndefined(yield* readObject(kind, id)))
       }
       if (/\bvariables\b/.test(text)) {
         const all = yield* variables.filter({ filter: null, sort: "NAME_ASC", offset: 0, limit: 1000 })

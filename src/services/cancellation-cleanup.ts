@@ -30,7 +30,7 @@ const each = <A>(items: ReadonlyArray<A>, what: string, effect: (item: A) => Eff
     { discard: true }
   )
 
-/** One pass; its query repository is stateless, so each pass brings its own. */
+/** One pass. */
 export const cleanUpCancellations = Effect.gen(function* () {
   const runs = yield* CancellationCleanupRepo
   const orchestrator = yield* Orchestrator
@@ -49,7 +49,7 @@ export const cleanUpCancellations = Effect.gen(function* () {
   yield* each(stranded, "flow run", (id) =>
     orchestrator.setFlowRunState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), { force: true })
   )
-}).pipe(Effect.provide(CancellationCleanupRepo.Default))
+})
 
 export const CancellationCleanupService = registerServices(
   defineService({
@@ -57,4 +57,4 @@ export const CancellationCleanupService = registerServices(
     interval: loopSeconds((s) => s.cancellation_cleanup),
     tick: cleanUpCancellations
   })
-).pipe(Layer.provide(Orchestrator.Default))
+).pipe(Layer.provide([CancellationCleanupRepo.Default, Orchestrator.Default]))

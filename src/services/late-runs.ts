@@ -14,7 +14,7 @@ import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 400
 
-/** One pass; its query repository is stateless, so each pass brings its own. */
+/** One pass. */
 export const markLateRuns = Effect.gen(function* () {
   const runs = yield* LateRunsRepo
   const orchestrator = yield* Orchestrator
@@ -41,8 +41,8 @@ export const markLateRuns = Effect.gen(function* () {
       Effect.catchAllCause((cause) => Effect.logWarning(`Could not mark flow run ${run.id} late`, cause))
     )
   }
-}).pipe(Effect.provide(LateRunsRepo.Default))
+})
 
 export const LateRunsService = registerServices(
   defineService({ name: "late_runs", interval: loopSeconds((s) => s.late_runs), tick: markLateRuns })
-).pipe(Layer.provide(Orchestrator.Default))
+).pipe(Layer.provide([LateRunsRepo.Default, Orchestrator.Default]))

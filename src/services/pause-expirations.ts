@@ -8,7 +8,7 @@ import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
 const BATCH = 200
 
-/** One pass; its query repository is stateless, so each pass brings its own. */
+/** One pass. */
 export const failExpiredPauses = Effect.gen(function* () {
   const runs = yield* PauseExpirationsRepo
   const orchestrator = yield* Orchestrator
@@ -25,8 +25,8 @@ export const failExpiredPauses = Effect.gen(function* () {
       Effect.catchAllCause((cause) => Effect.logWarning(`Could not fail expired pause of flow run ${id}`, cause))
     )
   }
-}).pipe(Effect.provide(PauseExpirationsRepo.Default))
+})
 
 export const PauseExpirationsService = registerServices(
   defineService({ name: "pause_expirations", interval: loopSeconds((s) => s.pause_expirations), tick: failExpiredPauses })
-).pipe(Layer.provide(Orchestrator.Default))
+).pipe(Layer.provide([PauseExpirationsRepo.Default, Orchestrator.Default]))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
+import { LateRunsRepo } from "../../src/services/late-runs-repo.ts"
 import { markLateRuns } from "../../src/services/late-runs.ts"
 import { repossessExpiredLeases } from "../../src/services/repossessor.ts"
 import type { Deployment } from "../../src/deployments/schemas.ts"
@@ -86,7 +87,7 @@ describe("concurrency in orchestration", () => {
         yield* propose(yield* runOf(dep.id), { type: "PENDING" })
         const clock = yield* TestClock.currentTimeMillis
         const late = yield* runOf(dep.id, { state: { type: "SCHEDULED", state_details: { scheduled_time: new Date(clock - 60_000).toISOString() } } })
-        yield* markLateRuns
+        yield* Effect.provide(markLateRuns, LateRunsRepo.Default)
         expect((yield* request("GET", `/flow_runs/${late}`)).body.state_type).toBe("CANCELLED")
       })
     )

@@ -1,10 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
-import { cleanUpCancellations } from "../../src/services/cancellation-cleanup.ts"
-import { markLateRuns } from "../../src/services/late-runs.ts"
-import { failExpiredPauses } from "../../src/services/pause-expirations.ts"
+import * as CancellationCleanup from "../../src/services/cancellation-cleanup.ts"
+import { CancellationCleanupRepo } from "../../src/services/cancellation-cleanup-repo.ts"
+import * as LateRuns from "../../src/services/late-runs.ts"
+import { LateRunsRepo } from "../../src/services/late-runs-repo.ts"
+import * as PauseExpirations from "../../src/services/pause-expirations.ts"
+import { PauseExpirationsRepo } from "../../src/services/pause-expirations-repo.ts"
 import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
+
+// One pass of each service, with its query repository (the server's registration provides it).
+const markLateRuns = Effect.provide(LateRuns.markLateRuns, LateRunsRepo.Default)
+const failExpiredPauses = Effect.provide(PauseExpirations.failExpiredPauses, PauseExpirationsRepo.Default)
+const cleanUpCancellations = Effect.provide(CancellationCleanup.cleanUpCancellations, CancellationCleanupRepo.Default)
 
 const createRun = (body: Record<string, unknown>) => Effect.map(request("POST", "/flow_runs/", { body }), (res) => ok(res))
 
