@@ -30,19 +30,21 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
     const configuration = yield* ConfigurationRepo
     const settings = yield* Settings
 
-    /** Creates or updates every system block type (by slug) and adds its schema when missing. */
+    /**
+     * Creates or updates every system block type (by slug) and adds its schema when missing: a few
+     * statements for all of them, since every server start (and every test's) runs it.
+     */
     const registerAll = Effect.fn("BlockRegistration.registerAll")(function* () {
-      for (const block of systemBlocks) {
-        const type = yield* types.upsert({ ...blockTypeOf(block), is_protected: block.is_protected })
-        // Fails only when a block type is deleted while its schema is being stored (or the system
-        // blocks themselves are wrong): the caller answers it.
-        yield* schemas.create({
-          fields: block.fields as Record<string, unknown>,
-          block_type_id: type.id,
-          capabilities: block.capabilities,
-          version: SYSTEM_BLOCK_SCHEMA_VERSION
-        })
-      }
+      const stored = yield* types.upsertMany(systemBlocks.map((block) => ({ ...blockTypeOf(block), is_protected: block.is_protected })))
+      const idOfSlug = new Map(stored.map((type) => [type.slug, type.id]))
+      // Fails only when a block type is deleted while its schema is being stored (or the system
+      // blocks themselves are wrong): the caller answers it.
+      yield* schemas.createAll(systemBlocks.map((block) => ({
+        fields: block.fields as Record<string, unknown>,
+        block_type_id: idOfSlug.get(block.slug)!,
+        capabilities: block.capabilities,
+        version: SYSTEM_BLOCK_SCHEMA_VERSION
+      })))
     })
 
     /** The start-time registration, as the settings ask for it; whether it ran. */

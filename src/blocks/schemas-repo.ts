@@ -200,6 +200,31 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     })
 
     /**
+     * Inserts many schema rows in one statement, each unless one with its checksum and version is
+     * stored. BlockSchemaConflict when a type was deleted meanwhile.
+     */
+    const insertMany = Effect.fn("BlockSchemasRepo.insertMany")(function* (rows: ReadonlyArray<{
+      readonly checksum: string
+      readonly fields: Record<string, unknown>
+      readonly capabilities: ReadonlyArray<string>
+      readonly version: string
+      readonly block_type_id: string
+    }>) {
+      if (rows.length === 0) return
+      const at = yield* now
+      const values = []
+      for (const row of rows) {
+        values.push(sql`(${yield* newId}, ${at}, ${at}, ${row.checksum}, ${JSON.stringify(row.fields)}::jsonb,
+          ${JSON.stringify(row.capabilities)}::jsonb, ${row.version}, ${row.block_type_id})`)
+      }
+      yield* sql`
+        INSERT INTO block_schema (id, created, updated, checksum, fields, capabilities, version, block_type_id)
+        VALUES ${sql.csv(values)}
+        ON CONFLICT (checksum, version) DO NOTHING
+      `.pipe(Effect.catchIf(isForeignKeyViolation, () => new BlockSchemaConflict()))
+    })
+
+    /**
      * Records that `parent`'s property `name` holds a block of schema `child`, once;
      * BlockSchemaConflict when `child` was deleted meanwhile.
      */
@@ -266,6 +291,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
         findIdByChecksum,
         findSummary,
         insert,
+        insertMany,
         addReference,
         filter,
         remove,

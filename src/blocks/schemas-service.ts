@@ -17,6 +17,26 @@ const invalid = (detail: string) => new ValidationError({ detail })
 
 const nonEmptyObject = (value: unknown): value is Record<string, unknown> => isObject(value) && Object.keys(value).length > 0
 
+/**
+ * A schema as it is stored: its checksum (over the fields with the definitions it inherits), its
+ * fields without the nested blocks' definitions (schemas of their own) and without its references,
+ * which it returns apart.
+ */
+const prepared = (input: Fields, inherited: Fields | undefined) => {
+  const fields: Fields = structuredClone(input)
+  const definitions = inherited ?? (nonEmptyObject(fields.definitions) ? fields.definitions : undefined)
+  if (definitions !== undefined) fields.definitions = definitions
+  const checksum = blockSchemaChecksum(fields)
+  if (definitions !== undefined) {
+    const kept = nonBlockDefinitions(fields, definitions)
+    if (Object.keys(kept).length > 0) fields.definitions = kept
+    else delete fields.definitions
+  }
+  const references = isObject(fields.block_schema_references) ? fields.block_schema_references : {}
+  delete fields.block_schema_references
+  return { checksum, fields, definitions, references }
+}
+
 export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSchemas", {
   effect: Effect.gen(function* () {
     const schemas = yield* BlockSchemasRepo
@@ -49,21 +69,9 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
       ValidationError | NestedBlockTypeNotFound | BlockSchemaConflict
     > =>
       Effect.gen(function* () {
-        const fields: Fields = structuredClone(input)
-        const definitions = inherited ?? (nonEmptyObject(fields.definitions) ? fields.definitions : undefined)
-        if (definitions !== undefined) fields.definitions = definitions
-        const checksum = blockSchemaChecksum(fields)
+        const { checksum, fields, definitions, references } = prepared(input, inherited)
         const existing = yield* schemas.findIdByChecksum(checksum, version)
         if (Option.isSome(existing)) return { id: existing.value, created: false }
-
-        // Nested blocks are schemas of their own: only other definitions are stored with this one.
-        if (definitions !== undefined) {
-          const kept = nonBlockDefinitions(fields, definitions)
-          if (Object.keys(kept).length > 0) fields.definitions = kept
-          else delete fields.definitions
-        }
-        const references = isObject(fields.block_schema_references) ? fields.block_schema_references : {}
-        delete fields.block_schema_references
         const { id, created } = yield* schemas.insert({ checksum, fields, capabilities, version, block_type_id: blockTypeId })
         // A concurrent create stored it first, with its nested schemas.
         if (!created) return { id, created }
@@ -113,7 +121,24 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
       return { schema, created }
     })
 
-    return { create } as const
+    /**
+     * Creates many schemas, each as `create` does, for types known to exist (the system blocks at
+     * start): the ones without nested blocks in one statement, the others one by one.
+     */
+    const createAll = Effect.fn("BlockSchemas.createAll")(function* (bodies: ReadonlyArray<BlockSchemaCreate>) {
+      const plain = []
+      for (const body of bodies) {
+        const { checksum, fields, references } = prepared(body.fields, undefined)
+        if (Object.keys(references).length > 0) {
+          yield* create(body)
+          continue
+        }
+        plain.push({ checksum, fields, capabilities: body.capabilities, version: body.version, block_type_id: body.block_type_id })
+      }
+      yield* schemas.insertMany(plain)
+    })
+
+    return { create, createAll } as const
   }),
   dependencies: [BlockSchemasRepo.Default, BlockTypesRepo.Default]
 }) {}

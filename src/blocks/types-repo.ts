@@ -41,6 +41,20 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
         `
     })
 
+    const insertOrUpdateMany = SqlSchema.findAll({
+      Request: Schema.Array(AsGiven<NewBlockType>()),
+      Result: BlockTypeRow,
+      execute: (rows) =>
+        sql`
+          INSERT INTO block_type ${sql.insert(rows)}
+          ON CONFLICT (slug) DO UPDATE SET
+            name = EXCLUDED.name, logo_url = EXCLUDED.logo_url, documentation_url = EXCLUDED.documentation_url,
+            description = EXCLUDED.description, code_example = EXCLUDED.code_example,
+            is_protected = EXCLUDED.is_protected, updated = EXCLUDED.updated
+          RETURNING *
+        `
+    })
+
     /** Creates the type; BlockTypeNameTaken when its slug is taken. */
     const create = Effect.fn("BlockTypesRepo.create")(function* (values: BlockTypeValues) {
       const at = yield* now
@@ -53,6 +67,17 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
     const upsert = Effect.fn("BlockTypesRepo.upsert")(function* (values: BlockTypeValues & { readonly is_protected: boolean }) {
       const at = yield* now
       return yield* insertOrUpdate({ id: yield* newId, created: at, updated: at, ...values })
+    })
+
+    /** `upsert` for many types in one statement (their slugs distinct); the rows, in no particular order. */
+    const upsertMany = Effect.fn("BlockTypesRepo.upsertMany")(function* (
+      values: ReadonlyArray<BlockTypeValues & { readonly is_protected: boolean }>
+    ) {
+      if (values.length === 0) return []
+      const at = yield* now
+      const rows: Array<NewBlockType> = []
+      for (const value of values) rows.push({ id: yield* newId, created: at, updated: at, ...value })
+      return yield* insertOrUpdateMany(rows)
     })
 
     const find = findRowBy(sql, "block_type", "id", BlockTypeRow)
@@ -99,6 +124,6 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM block_type WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    return sqlErrorsAsDefects({ create, upsert, find, findBySlug, readMany, filter, update, remove })
+    return sqlErrorsAsDefects({ create, upsert, upsertMany, find, findBySlug, readMany, filter, update, remove })
   })
 }) {}
