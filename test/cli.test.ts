@@ -43,7 +43,8 @@ const waitFor = async (check: () => string | undefined, ms: number): Promise<str
   throw new Error("timed out")
 }
 
-describe("the baton command", () => {
+// The two cases are separate processes that mostly wait on each other's start-up: they run side by side.
+describe.concurrent("the baton command", () => {
   it.scopedLive("starts the server, answers, stops cleanly on SIGTERM and starts again on the same data", () =>
     Effect.flatMap(seededHome, (home) => Effect.promise(async () => {
       await ensureBundle()

@@ -5,9 +5,9 @@ import { Context, Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { apiServer, apiServerWith, BatonApi, DatabaseLive, serveApi, HttpServerLive, SettingsLayer } from "../src/index.ts"
+import { apiServer, apiServerWith, BatonApi, serveApi, HttpServerLive, SettingsLayer } from "../src/index.ts"
 import { ProbedApi, ProbedHandlers } from "./http/probe.ts"
-import { seededHome } from "./support/database.ts"
+import { TestDatabase } from "./support/database.ts"
 import { at } from "./support/tree.ts"
 
 const portOf = (server: HttpServer.HttpServer) =>
@@ -56,13 +56,14 @@ describe("embedding and shutdown", () => {
     60_000
   )
 
+  // The next two are about the HTTP server and the Layers, not the database: they run on the test
+  // file's database instead of opening an embedded one in a home of their own (seconds each).
   it.scopedLive("finishes a request in flight when the server shuts down", () =>
     Effect.gen(function* () {
-      const home = yield* seededHome
       const server = serveApi(ProbedApi, ProbedHandlers).pipe(
         Layer.provideMerge(HttpServerLive),
-        Layer.provideMerge(DatabaseLive),
-        Layer.provideMerge(SettingsLayer({ home, "server.api.port": 0 }))
+        Layer.provideMerge(TestDatabase),
+        Layer.provideMerge(SettingsLayer({ "server.api.port": 0 }))
       )
       const answer = yield* Effect.scoped(
         Effect.gen(function* () {
@@ -83,10 +84,9 @@ describe("embedding and shutdown", () => {
 
   it.scopedLive("runs the API without services and the services without the API", () =>
     Effect.gen(function* () {
-      const home = yield* seededHome
       const apiOnly = apiServerWith({ services: false }).pipe(
-        Layer.provideMerge(DatabaseLive),
-        Layer.provideMerge(SettingsLayer({ home, "server.api.port": 0 }))
+        Layer.provideMerge(TestDatabase),
+        Layer.provideMerge(SettingsLayer({ "server.api.port": 0 }))
       )
       const status = yield* Effect.scoped(
         Effect.gen(function* () {

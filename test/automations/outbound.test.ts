@@ -78,29 +78,33 @@ describe("outgoing requests of automation actions", () => {
               timed(Effect.map(perform(automation.id, { type: "call-webhook", block_document_id: webhook.id, payload: "{}" }), outcome))
             )
 
-          const hung = yield* callWebhook("silent-hook", `${silent.url}/hook`)
-          expect(hung.value.payload.reason).toBe(`Webhook call failed: no answer from ${silent.url} within 1 seconds`)
-          expect(hung.ms).toBeGreaterThan(900)
-          expect(hung.ms).toBeLessThan(2500)
-
-          const trickled = yield* callWebhook("trickling-hook", `${trickling.url}/hook`)
-          expect(trickled.value.payload.reason).toBe(`Webhook call failed: the answer from ${trickling.url} did not end within 1 seconds`)
-          expect(trickled.ms).toBeLessThan(2500)
-
-          const unreachable = yield* callWebhook("blackholed-hook", `${hole.url}/hook`)
-          expect(unreachable.value.payload.reason).toBe(`Webhook call failed: could not connect to ${hole.url} within 0.5 seconds`)
-          expect(unreachable.ms).toBeGreaterThan(450)
-          expect(unreachable.ms).toBeLessThan(2000)
-
           // A custom webhook's own timeout shortens the deadline, and lengthens it only up to the cap (2 s here).
           const custom = (name: string, timeout: number) =>
             Effect.flatMap(blockDocument("custom-webhook", name, { name, url: `${silent.url}/notify`, json_data: { text: "{{body}}" }, timeout }), (block) =>
               timed(Effect.map(perform(automation.id, { type: "send-notification", block_document_id: block.id, body: "hello" }), outcome))
             )
-          const short = yield* custom("impatient", 0.3)
+          // Each call waits out its own deadline: they wait side by side.
+          const [hung, trickled, unreachable, short, capped] = yield* Effect.all([
+            callWebhook("silent-hook", `${silent.url}/hook`),
+            callWebhook("trickling-hook", `${trickling.url}/hook`),
+            callWebhook("blackholed-hook", `${hole.url}/hook`),
+            custom("impatient", 0.3),
+            custom("patient", 1000)
+          ], { concurrency: "unbounded" })
+
+          expect(hung.value.payload.reason).toBe(`Webhook call failed: no answer from ${silent.url} within 1 seconds`)
+          expect(hung.ms).toBeGreaterThan(900)
+          expect(hung.ms).toBeLessThan(2500)
+
+          expect(trickled.value.payload.reason).toBe(`Webhook call failed: the answer from ${trickling.url} did not end within 1 seconds`)
+          expect(trickled.ms).toBeLessThan(2500)
+
+          expect(unreachable.value.payload.reason).toBe(`Webhook call failed: could not connect to ${hole.url} within 0.5 seconds`)
+          expect(unreachable.ms).toBeGreaterThan(450)
+          expect(unreachable.ms).toBeLessThan(2000)
+
           expect(short.value.payload).toMatchObject({ reason: "Notification failed", notification_log: `no answer from ${silent.url} within 0.3 seconds` })
           expect(short.ms).toBeLessThan(1000)
-          const capped = yield* custom("patient", 1000)
           expect(capped.value.payload.notification_log).toBe(`no answer from ${silent.url} within 2 seconds`)
           expect(capped.ms).toBeLessThan(3500)
 

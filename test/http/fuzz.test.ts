@@ -34,7 +34,7 @@ describe("fuzzing every operation", () => {
       if (ONLY === undefined) expect(chosen.length).toBeGreaterThanOrEqual(179)
     })
 
-    it.effect("sees a write in the table fingerprints, and no change from a refused request", () =>
+    it.scoped("sees a write in the table fingerprints, and no change from a refused request", () =>
       Effect.gen(function* () {
         const fingerprint = yield* tableFingerprints
         const before = yield* fingerprint
@@ -49,7 +49,7 @@ describe("fuzzing every operation", () => {
       })
     )
 
-    it.effect(`answers ${RUNS} generated requests per operation without a 5xx, an undeclared error or a change by a rejected one`, () =>
+    it.scoped(`answers ${RUNS} generated requests per operation without a 5xx, an undeclared error or a change by a rejected one`, () =>
       Effect.gen(function* () {
         const targets = yield* seedTargets
         const fingerprint = yield* tableFingerprints

@@ -279,18 +279,31 @@ export const judge = (fuzzCase: FuzzCase, answer: Answer): string | undefined =>
  * row version's place and creating transaction (ctid, xmin), which any committed insert, update or
  * delete changes. Cheaper than hashing the rows' text, so long runs over many rows stay fast. A
  * rejected request must leave every table's fingerprint as it was.
+ *
+ * The statement lives in a PL/pgSQL function, which plans it once per connection: planning a
+ * query over every table cost most of each call (about 10 ms of the 12). The function is dropped
+ * when the scope closes.
  */
 export const tableFingerprints = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const tables = yield* sql<{ name: string }>`
     SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
-  const columns = tables.map(
+  const perTable = tables.map(
     ({ name }) =>
-      `(SELECT count(*) || ':' || coalesce(sum(hashtext(t.ctid::text || ':' || t.xmin::text)::bigint), 0) FROM "${name}" t) AS "${name}"`
+      `SELECT '${name}'::text, count(*) || ':' || coalesce(sum(hashtext(t.ctid::text || ':' || t.xmin::text)::bigint), 0) FROM "${name}" t`
   )
-  const statement = `SELECT ${columns.join(", ")}`
-  return Effect.map(sql.unsafe<Record<string, string>>(statement), (rows) => rows[0]!)
+  yield* Effect.acquireRelease(
+    sql.unsafe(`CREATE OR REPLACE FUNCTION ${FINGERPRINT_FUNCTION}() RETURNS TABLE (name text, fingerprint text)
+      LANGUAGE plpgsql AS $body$ BEGIN RETURN QUERY ${perTable.join(" UNION ALL ")}; END $body$`),
+    () => Effect.orDie(sql.unsafe(`DROP FUNCTION IF EXISTS ${FINGERPRINT_FUNCTION}()`))
+  )
+  return Effect.map(
+    sql.unsafe<{ name: string; fingerprint: string }>(`SELECT name, fingerprint FROM ${FINGERPRINT_FUNCTION}()`),
+    (rows): Record<string, string> => Object.fromEntries(rows.map((row) => [row.name, row.fingerprint]))
+  )
 })
+
+const FINGERPRINT_FUNCTION = "baton_fuzz_table_fingerprints"
 
 /** The tables whose fingerprints differ. */
 export const changedTables = (before: Record<string, string>, after: Record<string, string>) =>
