@@ -104,6 +104,29 @@ export const abort = (context: TransitionContext<any>, reason: string) => {
   context.decision = { status: "ABORT", details: { type: "abort_details", reason } }
 }
 
+/**
+ * A background service's guard, first in its rules: the transition happens only while the run is
+ * still as the service found it (`still`, read with the run's row locked), else it is aborted and
+ * nothing is written. Two passes that overlap (two replicas during a failover) then change each run
+ * once.
+ */
+export const onlyWhile = <Run extends RuleRunBase>(
+  name: string,
+  still: (initial: RuleState | null, now: Date, proposed: RuleState) => boolean
+): Rule<Run> => ({
+  name,
+  from: ALL_STATES,
+  to: ALL_STATES,
+  before: (context) => {
+    if (context.proposed !== null && !still(context.initial, context.now, context.proposed)) {
+      abort(context, "The run changed since the service found it.")
+    }
+  }
+})
+
+/** The states of a run that has not finished. */
+export const UNFINISHED_STATES: ReadonlySet<StateType | null> = new Set<StateType | null>(["SCHEDULED", "PENDING", "RUNNING", "PAUSED", "CANCELLING"])
+
 export interface Outcome<Run extends RuleRunBase = RuleRun> {
   readonly decision: Decision
   /** The state to store, or null when nothing is written. */

@@ -77,16 +77,19 @@ export class Orchestrator extends Effect.Service<Orchestrator>()("baton/Orchestr
         } satisfies TaskRuleRun
       })
 
-    /** Proposes a state to a task run: the core policy, or the minimal one when `force`. None when there is no such run. */
-    const setTaskRunState = (id: string, proposed: StateCreate, force: boolean) =>
+    /**
+     * Proposes a state to a task run: the core policy, the minimal one when `force`, or `rules` (a
+     * background service's, taking no slots). None when there is no such run.
+     */
+    const setTaskRunState = (id: string, proposed: StateCreate, force: boolean, rules?: ReadonlyArray<Rule<TaskRuleRun>>) =>
       states.transition<TaskRunTransitionRow, TaskRuleRun>({
         kind: "task_run",
         id,
         proposed,
-        rules: force ? minimalTaskPolicy : coreTaskPolicy,
+        rules: rules ?? (force ? minimalTaskPolicy : coreTaskPolicy),
         ruleRun: taskRuleRun,
         // Only the core policy takes tag slots; every stored transition may give them back.
-        ...(force ? {} : { secure: (row, _run, outcome) => concurrency.secureTask(row, outcome) }),
+        ...(force || rules !== undefined ? {} : { secure: (row, _run, outcome) => concurrency.secureTask(row, outcome) }),
         afterStore: (row, state) => Effect.zipRight(facts.afterStore(row, state), concurrency.releaseTask(row, state))
       }).pipe(Effect.map(Option.fromNullable))
 

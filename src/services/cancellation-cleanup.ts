@@ -6,7 +6,10 @@
 import { Effect, Layer } from "effect"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
+import { onlyWhile, UNFINISHED_STATES } from "../orchestration/engine.ts"
+import { minimalFlowPolicy } from "../orchestration/flow-policy.ts"
 import { Orchestrator } from "../orchestration/orchestrator.ts"
+import { minimalTaskPolicy } from "../orchestration/task-policy.ts"
 import { CancellationCleanupRepo } from "./cancellation-cleanup-repo.ts"
 import { defineService, loopSeconds, registerServices } from "./runner.ts"
 
@@ -23,6 +26,14 @@ const stateOf = (type: "CANCELLED" | "CANCELLING", message: string): StateCreate
 
 const PARENT_CANCELLED = "The parent flow run was cancelled."
 
+// Each run changes only while it is still as the pass found it (read under its row lock), so a pass
+// overlapping another replica's never writes a second Cancelled or Cancelling state.
+const unfinished = onlyWhile("StillUnfinished", (initial, _now, proposed) =>
+  initial !== null && UNFINISHED_STATES.has(initial.type) && initial.type !== proposed.type)
+const cancelTaskPolicy = [unfinished, ...minimalTaskPolicy]
+const cancelSubflowPolicy = [unfinished, ...minimalFlowPolicy]
+const cancelStrandedPolicy = [onlyWhile("StillScheduled", (initial) => initial?.type === "SCHEDULED"), ...minimalFlowPolicy]
+
 /** Runs `effect` for one row; a failure is logged and the rest go on. */
 const each = <A>(items: ReadonlyArray<A>, what: string, effect: (item: A) => Effect.Effect<unknown, unknown>) =>
   Effect.forEach(items, (item) =>
@@ -37,17 +48,17 @@ export const cleanUpCancellations = Effect.gen(function* () {
   const at = yield* now
 
   const tasks = yield* runs.unfinishedTaskRuns(new Date(at.getTime() - DAY_MS), BATCH)
-  yield* each(tasks, "task run", (id) => orchestrator.setTaskRunState(id, stateOf("CANCELLED", PARENT_CANCELLED), true))
+  yield* each(tasks, "task run", (id) => orchestrator.setTaskRunState(id, stateOf("CANCELLED", PARENT_CANCELLED), true, cancelTaskPolicy))
 
   const subflows = yield* runs.orphanedSubflows(BATCH)
   yield* each(subflows.filter((s) => !(s.deployment_id !== null && s.state_type === "CANCELLING")), "subflow run", (s) =>
     // A deployment's run has infrastructure its worker must stop: Cancelling, which the worker completes.
-    orchestrator.setFlowRunState(s.id, stateOf(s.deployment_id === null ? "CANCELLED" : "CANCELLING", PARENT_CANCELLED), { force: true })
+    orchestrator.setFlowRunState(s.id, stateOf(s.deployment_id === null ? "CANCELLED" : "CANCELLING", PARENT_CANCELLED), { rules: cancelSubflowPolicy })
   )
 
   const stranded = yield* runs.scheduledWithoutDeployment(BATCH)
   yield* each(stranded, "flow run", (id) =>
-    orchestrator.setFlowRunState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), { force: true })
+    orchestrator.setFlowRunState(id, stateOf("CANCELLED", "The deployment of this flow run was deleted."), { rules: cancelStrandedPolicy })
   )
 })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, TestClock } from "effect"
+import { Duration, Effect, Layer, TestClock } from "effect"
 import * as CancellationCleanup from "../../src/services/cancellation-cleanup.ts"
 import { CancellationCleanupRepo } from "../../src/services/cancellation-cleanup-repo.ts"
 import * as LateRuns from "../../src/services/late-runs.ts"
@@ -13,6 +13,28 @@ import { request, testServer } from "../support/server.ts"
 const markLateRuns = Effect.provide(LateRuns.markLateRuns, LateRunsRepo.Default)
 const failExpiredPauses = Effect.provide(PauseExpirations.failExpiredPauses, PauseExpirationsRepo.Default)
 const cleanUpCancellations = Effect.provide(CancellationCleanup.cleanUpCancellations, CancellationCleanupRepo.Default)
+
+/**
+ * One pass that found `found` before another replica's overlapping pass changed them: what the
+ * queries answered is stale by the time the pass writes.
+ */
+const staleCandidates = <A, E, R>(effect: Effect.Effect<A, E, R>, found: {
+  readonly paused?: ReadonlyArray<string>
+  readonly tasks?: ReadonlyArray<string>
+  readonly subflows?: ReadonlyArray<{ id: string; deployment_id: string | null; state_type: "RUNNING" }>
+  readonly stranded?: ReadonlyArray<string>
+}) =>
+  effect.pipe(
+    Effect.provide(Layer.succeed(PauseExpirationsRepo, PauseExpirationsRepo.make({ expiredPauses: () => Effect.succeed([...found.paused ?? []]) }))),
+    Effect.provide(Layer.succeed(CancellationCleanupRepo, CancellationCleanupRepo.make({
+      unfinishedTaskRuns: () => Effect.succeed([...found.tasks ?? []]),
+      orphanedSubflows: () => Effect.succeed([...found.subflows ?? []]),
+      scheduledWithoutDeployment: () => Effect.succeed([...found.stranded ?? []])
+    })))
+  )
+
+const stateTypes = (id: string) =>
+  Effect.map(request("GET", `/flow_run_states/?flow_run_id=${id}`), (res) => ok(res, 200).map((s) => s.type as string))
 
 const createRun = (body: Record<string, unknown>) => Effect.map(request("POST", "/flow_runs/", { body }), (res) => ok(res))
 
@@ -149,6 +171,65 @@ describe("run-keeping services", () => {
           state_type: "CANCELLED",
           state: { message: "The deployment of this flow run was deleted." }
         })
+      })
+    )
+
+    it.effect("pause_expirations after another replica's overlapping pass fails each run once; a run resumed meanwhile stays as it is", () =>
+      Effect.gen(function* () {
+        const clock = yield* TestClock.currentTimeMillis
+        const flowId = yield* makeFlow("pauses-twice")
+        const paused = (timeoutSeconds: number) =>
+          Effect.gen(function* () {
+            const id = idOf(yield* createRun({ flow_id: flowId }))
+            yield* setFlowState(id, { type: "RUNNING" })
+            yield* setFlowState(id, {
+              type: "PAUSED",
+              state_details: { pause_key: "k", pause_timeout: new Date(clock + timeoutSeconds * 1000).toISOString() }
+            })
+            return id
+          })
+        const expired = yield* paused(30)
+        const resumed = yield* paused(30)
+        yield* TestClock.adjust(Duration.seconds(31))
+        // Another replica's pass failed `expired`; `resumed` was resumed and paused again, with a new timeout.
+        yield* failExpiredPauses
+        yield* setFlowState(resumed, { type: "RUNNING" }, true)
+        const clockNow = yield* TestClock.currentTimeMillis
+        yield* setFlowState(resumed, { type: "PAUSED", state_details: { pause_key: "k2", pause_timeout: new Date(clockNow + 600_000).toISOString() } })
+        // This replica's pass found both before that.
+        yield* staleCandidates(PauseExpirations.failExpiredPauses, { paused: [expired, resumed] })
+        expect(yield* stateTypes(expired)).toEqual(["PENDING", "RUNNING", "PAUSED", "FAILED"])
+        expect((yield* readRun(resumed)).state_type).toBe("PAUSED")
+      })
+    )
+
+    it.effect("cancellation_cleanup after another replica's overlapping pass cancels each run once", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("cleanup-twice")
+        const parent = yield* createRun({ flow_id: flowId })
+        yield* setFlowState(idOf(parent), { type: "RUNNING" })
+        const task = idOf(ok(yield* request("POST", "/task_runs/", { body: { flow_run_id: parent.id, task_key: "t", dynamic_key: "0" } })))
+        yield* setTaskState(task, { type: "RUNNING" })
+        const sub = yield* createRun({ flow_id: flowId, parent_task_run_id: idOf(ok(yield* request("POST", "/task_runs/", { body: { flow_run_id: parent.id, task_key: "s", dynamic_key: "0" } }))) })
+        yield* setFlowState(idOf(sub), { type: "RUNNING" })
+        const dep = yield* makeDeployment({ name: "gone-twice", flow_id: flowId })
+        const stranded = ok(yield* request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { state: { type: "PENDING" } } }))
+        yield* setFlowState(idOf(stranded), { type: "RUNNING" })
+        yield* setFlowState(idOf(stranded), { type: "SCHEDULED", name: "AwaitingRetry" }, true)
+        yield* request("DELETE", `/deployments/${dep.id}`)
+        yield* setFlowState(idOf(parent), { type: "CANCELLED" }, true)
+
+        yield* cleanUpCancellations
+        yield* staleCandidates(CancellationCleanup.cleanUpCancellations, {
+          tasks: [task],
+          subflows: [{ id: idOf(sub), deployment_id: null, state_type: "RUNNING" }],
+          stranded: [idOf(stranded)]
+        })
+        const taskStates = ok(yield* request("GET", `/task_run_states/?task_run_id=${task}`), 200).map((s) => s.type as string)
+        expect(taskStates.filter((type) => type === "CANCELLED")).toHaveLength(1)
+        expect(taskStates.at(-1)).toBe("CANCELLED")
+        expect(yield* stateTypes(idOf(sub))).toEqual(["PENDING", "RUNNING", "CANCELLED"])
+        expect(yield* stateTypes(idOf(stranded))).toEqual(["PENDING", "RUNNING", "SCHEDULED", "CANCELLED"])
       })
     )
   })
