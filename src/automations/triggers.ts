@@ -27,6 +27,7 @@ import { AutomationsRepo } from "./repo.ts"
 import { makeEvaluateBucket } from "./triggers-buckets.ts"
 import { makeFire } from "./triggers-fire.ts"
 import { makeTriggerIndex } from "./triggers-index.ts"
+import { Leadership } from "../database/leadership.ts"
 import { makeListenForChanges } from "./triggers-listen.ts"
 import { makeProactive } from "./triggers-proactive.ts"
 import { makeReactive } from "./triggers-reactive.ts"
@@ -38,6 +39,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
   scoped: Effect.gen(function* () {
     const buckets = yield* BucketsRepo
     const settings = yield* Settings
+    const leadership = yield* Leadership
     const bus = yield* EventBus
     const changes = yield* AutomationChanges
     const { events: subscription, ack, start: startReading } = yield* bus.consume("triggers", settings.server.services.triggers.read_batch_size)
@@ -77,7 +79,10 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     /** Evaluates the events waiting on the bus now, without waiting for more (tests, shutdown). */
     const drain = Effect.zipRight(startReading, Effect.flatMap(Queue.takeAll(subscription), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch))))
 
-    /** Periodic loop: reloads changed automations, evaluates lost followers and due proactive triggers, sweeps closed buckets. */
+    /**
+     * Periodic loop: reloads changed automations, evaluates lost followers and, in the leader, due
+     * proactive triggers, and sweeps closed buckets.
+     */
     const periodicTick = serialised(
       Effect.gen(function* () {
         yield* index.ensureStarted
@@ -85,9 +90,12 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
         yield* index.reconcile(false)
         const at = yield* now
         for (const event of yield* ordering.lostFollowers(at.getTime())) yield* evaluateInOrder(event)
-        yield* evaluateProactive(at)
-        const buffer = Duration.toMillis(settings.server.events.expired_bucket_buffer)
-        yield* buckets.sweep(new Date(at.getTime() - buffer))
+        // The buckets are shared by every process on the database: the leader alone evaluates and sweeps them.
+        if (yield* leadership.leads) {
+          yield* evaluateProactive(at)
+          const buffer = Duration.toMillis(settings.server.events.expired_bucket_buffer)
+          yield* buckets.sweep(new Date(at.getTime() - buffer))
+        }
       })
     )
 
@@ -103,6 +111,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     BucketsRepo.Default,
     EventBus.Default,
     Events.Default,
-    EventsRepo.Default
+    EventsRepo.Default,
+    Leadership.Default
   ]
 }) {}

@@ -43,6 +43,9 @@ const serverUrl = (db: DatabaseSettings): string => {
   return url.toString()
 }
 
+/** The real server's connection URL, as the pool uses it (for a connection of one's own). */
+export const serverConnectionUrl = (db: DatabaseSettings): string => serverUrl(db)
+
 /** Whether the settings name a real PostgreSQL server. */
 export const usesServer = (db: DatabaseSettings) => db.connection_url !== null || db.host !== null
 

@@ -4,10 +4,11 @@
  * `max_flush_retries` times, `flush_interval` apart (as the reference retries at its next flush), so
  * a database away for less than that loses no event. What is queued when the server stops is
  * written before it does (retried 100 ms apart there: shutdown does not wait long).
- * Every 15 minutes it also deletes the events older than server.events.retention_period,
+ * Every 15 minutes a second loop, run by the leader alone (database/leadership.ts), deletes the
+ * events older than server.events.retention_period,
  * `batch_size_delete` at a time.
  */
-import { Cause, Chunk, Duration, Effect, Layer, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
 import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
@@ -63,7 +64,6 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     })
     const drain = drainWith("briefly")
 
-    const lastTrim = yield* Ref.make(Number.NEGATIVE_INFINITY)
     const retention = Duration.toMillis(settings.server.events.retention_period)
 
     /** Deletes the events past retention, a batch at a time; how many. */
@@ -77,17 +77,9 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       }
     })
 
-    const trimWhenDue = Effect.gen(function* () {
-      const at = (yield* now).getTime()
-      if (at - (yield* Ref.get(lastTrim)) < TRIM_EVERY_MS) return
-      yield* Ref.set(lastTrim, at)
-      yield* trim
-    })
-
     /** One iteration: waits up to flush_interval for a first event, then writes all that is queued. */
     const tick = Effect.gen(function* () {
       yield* start
-      yield* trimWhenDue
       const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
       if (Option.isNone(first)) return
       const rest = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(0, options.batch_size - 1)))
@@ -108,5 +100,13 @@ export const EventPersisterService = registerServices(
     // An iteration itself waits (up to flush_interval) for events to write.
     interval: () => Duration.zero,
     tick: Effect.flatMap(EventPersister, (persister) => persister.tick)
+  }),
+  defineService({
+    name: "event_persister",
+    loop: "retention",
+    // Deleting is done once for all processes sharing the database: by the leader.
+    interval: () => Duration.millis(TRIM_EVERY_MS),
+    tick: Effect.flatMap(EventPersister, (persister) => persister.trim),
+    singleton: true
   })
 ).pipe(Layer.provide(EventPersister.Default))

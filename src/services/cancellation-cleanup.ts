@@ -66,6 +66,7 @@ export const CancellationCleanupService = registerServices(
   defineService({
     name: "cancellation_cleanup",
     interval: loopSeconds((s) => s.cancellation_cleanup),
-    tick: cleanUpCancellations
+    tick: cleanUpCancellations,
+    singleton: true
   })
 ).pipe(Layer.provide([CancellationCleanupRepo.Default, Orchestrator.Default]))

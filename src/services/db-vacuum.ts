@@ -39,5 +39,5 @@ export const vacuum = Effect.gen(function* () {
 })
 
 export const DbVacuumService = registerServices(
-  defineService({ name: "db_vacuum", interval: loopSeconds((s) => s.db_vacuum), tick: vacuum })
+  defineService({ name: "db_vacuum", interval: loopSeconds((s) => s.db_vacuum), tick: vacuum, singleton: true })
 ).pipe(Layer.provide([EventsRepo.Default, VacuumRepo.Default]))

@@ -27,5 +27,5 @@ export const checkReadiness = Effect.gen(function* () {
 })
 
 export const ForemanService = registerServices(
-  defineService({ name: "foreman", interval: loopSeconds((s) => s.foreman), tick: checkReadiness })
+  defineService({ name: "foreman", interval: loopSeconds((s) => s.foreman), tick: checkReadiness, singleton: true })
 ).pipe(Layer.provide([DeploymentsRepo.Default, WorkPoolsRepo.Default, WorkQueuesRepo.Default]))

@@ -44,5 +44,5 @@ export const markLateRuns = Effect.gen(function* () {
 })
 
 export const LateRunsService = registerServices(
-  defineService({ name: "late_runs", interval: loopSeconds((s) => s.late_runs), tick: markLateRuns })
+  defineService({ name: "late_runs", interval: loopSeconds((s) => s.late_runs), tick: markLateRuns, singleton: true })
 ).pipe(Layer.provide([LateRunsRepo.Default, Orchestrator.Default]))

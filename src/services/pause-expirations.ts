@@ -39,5 +39,5 @@ export const failExpiredPauses = Effect.gen(function* () {
 })
 
 export const PauseExpirationsService = registerServices(
-  defineService({ name: "pause_expirations", interval: loopSeconds((s) => s.pause_expirations), tick: failExpiredPauses })
+  defineService({ name: "pause_expirations", interval: loopSeconds((s) => s.pause_expirations), tick: failExpiredPauses, singleton: true })
 ).pipe(Layer.provide([PauseExpirationsRepo.Default, Orchestrator.Default]))

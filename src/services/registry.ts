@@ -14,6 +14,7 @@ import { ForemanService } from "./foreman.ts"
 import { LateRunsService } from "./late-runs.ts"
 import { PauseExpirationsService } from "./pause-expirations.ts"
 import { RepossessorService } from "./repossessor.ts"
+import { Leadership } from "../database/leadership.ts"
 import { BackgroundServices, type BackgroundService, runRegistered } from "./runner.ts"
 import { SchedulerService } from "./scheduler.ts"
 
@@ -36,4 +37,4 @@ export const BackgroundServicesLive = Layer.mergeAll(
  * in the same build as the handlers, their iterations use the handlers' instances of the area services.
  */
 export const runBackgroundServices = (only?: (service: BackgroundService) => boolean) =>
-  runRegistered(only).pipe(Layer.provide(BackgroundServicesLive))
+  runRegistered(only).pipe(Layer.provide(BackgroundServicesLive), Layer.provide(Leadership.Default))

@@ -25,5 +25,5 @@ export const repossessExpiredLeases = Effect.gen(function* () {
 })
 
 export const RepossessorService = registerServices(
-  defineService({ name: "repossessor", interval: loopSeconds((s) => s.repossessor), tick: repossessExpiredLeases })
+  defineService({ name: "repossessor", interval: loopSeconds((s) => s.repossessor), tick: repossessExpiredLeases, singleton: true })
 ).pipe(Layer.provide(ConcurrencySlots.Default))

@@ -9,6 +9,7 @@
 import { Cause, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { unavailability, unavailabilityReason } from "../database/errors.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
+import { Leadership } from "../database/leadership.ts"
 
 export type ServiceName = keyof SettingsValue["server"]["services"]
 
@@ -21,6 +22,11 @@ export interface BackgroundService<R = never> {
   readonly interval: (settings: SettingsValue) => Duration.DurationInput
   /** One iteration. */
   readonly tick: Effect.Effect<void, unknown, R>
+  /**
+   * Runs in one process at a time among those sharing the database: the leader (leadership.ts).
+   * Each iteration first checks that this process still leads.
+   */
+  readonly singleton?: boolean
 }
 
 export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
@@ -64,16 +70,20 @@ export const loop = <R>(
  * Forks every enabled service into the Layer's scope; closing the scope (server shutdown)
  * interrupts them all.
  */
-export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): Layer.Layer<never, never, Settings | R> =>
+export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): Layer.Layer<never, never, Settings | Leadership | R> =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const settings = yield* Settings
+      const leadership = yield* Leadership
       for (const service of services) {
         if (!settings.server.services[service.name].enabled) {
           yield* Effect.logDebug(`Service ${service.name} is disabled`)
           continue
         }
-        yield* Effect.forkScoped(loop(service, service.interval(settings)))
+        const run = service.singleton
+          ? { ...service, tick: Effect.flatMap(leadership.leads, (leads) => (leads ? service.tick : Effect.void)) }
+          : service
+        yield* Effect.forkScoped(loop(run, service.interval(settings)))
         yield* Effect.logDebug(`Service ${service.loop === undefined ? service.name : `${service.name} (${service.loop})`} started`)
       }
     })
@@ -117,7 +127,7 @@ export const registerServices = <const Services extends ReadonlyArray<Background
  */
 export const runRegistered = (
   only: (service: BackgroundService) => boolean = () => true
-): Layer.Layer<never, never, Settings | BackgroundServices> =>
+): Layer.Layer<never, never, Settings | Leadership | BackgroundServices> =>
   Layer.unwrapEffect(
     Effect.map(
       Effect.flatMap(BackgroundServices, (registry) => registry.all),

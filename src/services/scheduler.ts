@@ -11,11 +11,12 @@ export const scheduleDue = Effect.flatMap(DeploymentScheduler, (scheduler) => sc
 export const scheduleRecent = Effect.flatMap(DeploymentScheduler, (scheduler) => scheduler.scheduleRecent)
 
 export const SchedulerService = registerServices(
-  defineService({ name: "scheduler", interval: loopSeconds((s) => s.scheduler), tick: scheduleDue }),
+  defineService({ name: "scheduler", interval: loopSeconds((s) => s.scheduler), tick: scheduleDue, singleton: true }),
   defineService({
     name: "scheduler",
     loop: "recent deployments",
     interval: (settings) => Duration.seconds(settings.server.services.scheduler.recent_deployments_loop_seconds),
-    tick: scheduleRecent
+    tick: scheduleRecent,
+    singleton: true
   })
 ).pipe(Layer.provide(DeploymentScheduler.Default))

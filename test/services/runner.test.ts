@@ -9,8 +9,16 @@ import {
   runRegistered,
   runServices
 } from "../../src/services/runner.ts"
+import { Leadership } from "../../src/database/leadership.ts"
 import { layer as settingsLayer, Settings } from "../../src/settings/settings.ts"
 import { buildInServer, testServer } from "../support/server.ts"
+
+/** The leadership of the settings given: on the embedded database, this process always leads. */
+const withLeadership = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Layer.provide(Leadership.Default))
+
+/** Leadership as another process holding it, or not, says. */
+const leadershipOf = (leads: Ref.Ref<boolean>) =>
+  Layer.succeed(Leadership, Leadership.make({ leads: Ref.get(leads), isLeader: Ref.get(leads) }))
 
 /** A service that counts its iterations, optionally failing or dying on some of them. */
 const counting = (options: { readonly failOn?: ReadonlyArray<number>; readonly dieOn?: ReadonlyArray<number> } = {}) =>
@@ -32,7 +40,7 @@ describe("service runner", () => {
   it.scoped("runs an iteration at once and then every loop_seconds of clock time", () =>
     Effect.gen(function* () {
       const { count, service } = yield* counting()
-      yield* Layer.build(runServices([service])).pipe(
+      yield* Layer.build(withLeadership(runServices([service]))).pipe(
         Effect.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 10 }))
       )
       yield* TestClock.adjust(Duration.millis(1))
@@ -49,7 +57,7 @@ describe("service runner", () => {
   it.scoped("never runs a disabled service", () =>
     Effect.gen(function* () {
       const { count, service } = yield* counting()
-      yield* Layer.build(runServices([service])).pipe(
+      yield* Layer.build(withLeadership(runServices([service]))).pipe(
         Effect.provide(settingsLayer({ "server.services.late_runs.enabled": false }))
       )
       yield* TestClock.adjust(Duration.hours(1))
@@ -72,7 +80,7 @@ describe("service runner", () => {
     Effect.gen(function* () {
       const { count, service } = yield* counting()
       yield* Effect.scoped(
-        Layer.build(runServices([service])).pipe(
+        Layer.build(withLeadership(runServices([service]))).pipe(
           Effect.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 1 })),
           Effect.zipRight(TestClock.adjust(Duration.seconds(3)))
         )
@@ -81,6 +89,30 @@ describe("service runner", () => {
       expect(afterShutdown).toBe(4)
       yield* TestClock.adjust(Duration.seconds(60))
       expect(yield* Ref.get(count)).toBe(afterShutdown)
+    })
+  )
+
+  it.scoped("runs a singleton service's iterations only while this process leads, and the others always", () =>
+    Effect.gen(function* () {
+      const leads = yield* Ref.make(false)
+      const single = yield* counting()
+      const everywhere = yield* counting()
+      yield* Layer.build(runServices([{ ...single.service, singleton: true }, { ...everywhere.service, name: "pause_expirations" }])).pipe(
+        Effect.provide(leadershipOf(leads)),
+        Effect.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 1, "server.services.pause_expirations.loop_seconds": 1 }))
+      )
+      yield* TestClock.adjust(Duration.seconds(4))
+      expect(yield* Ref.get(single.count)).toBe(0)
+      expect(yield* Ref.get(everywhere.count)).toBe(5)
+      // Leading from now on: the next iteration runs.
+      yield* Ref.set(leads, true)
+      yield* TestClock.adjust(Duration.seconds(2))
+      expect(yield* Ref.get(single.count)).toBe(2)
+      // Led by another process again.
+      yield* Ref.set(leads, false)
+      yield* TestClock.adjust(Duration.seconds(5))
+      expect(yield* Ref.get(single.count)).toBe(2)
+      expect(yield* Ref.get(everywhere.count)).toBe(12)
     })
   )
 
@@ -99,6 +131,7 @@ describe("service runner", () => {
         runRegistered().pipe(
           Layer.provide(registration),
           Layer.provide(BackgroundServices.Default),
+          Layer.provide(Leadership.Default),
           Layer.provide(settingsLayer({ "server.services.late_runs.loop_seconds": 10 }))
         )
       )
@@ -133,6 +166,16 @@ describe("the registered background services", () => {
             "triggers"
           ].sort()
         )
+        // Those that must run once among processes sharing the database run only in the leader.
+        expect([...new Set(registered.filter((s) => s.singleton).map((s) => s.name))].sort()).toEqual(
+          ["cancellation_cleanup", "db_vacuum", "event_persister", "foreman", "late_runs", "pause_expirations", "repossessor", "scheduler"]
+        )
+        // The persister writes in every process (each writes what it received); deleting is the leader's.
+        expect(registered.filter((s) => s.name === "event_persister").map((s) => [s.loop, s.singleton === true])).toEqual([
+          [undefined, false],
+          ["retention", true]
+        ])
+        expect(registered.filter((s) => s.name === "scheduler").every((s) => s.singleton)).toBe(true)
         const scheduler = registered.find((s) => s.name === "scheduler" && s.loop === undefined)!
         expect(Duration.toSeconds(Duration.decode(scheduler.interval(settings)))).toBe(60)
         // The scheduler's second loop picks up changed deployments quickly.
