@@ -2,6 +2,7 @@
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Either, Option, ParseResult } from "effect"
+import { transaction } from "./transactions.ts"
 
 /** The statement broke a unique constraint (PostgreSQL's unique_violation). */
 export const isUniqueViolation = (error: unknown) => (error as { cause?: { code?: string } })?.cause?.code === "23505"
@@ -37,13 +38,14 @@ export const databaseMessage = (error: unknown): string | undefined => {
 
 /**
  * `effect` in one transaction; a failure of the transaction itself (begin, commit), or of a statement
- * in it, is a defect, as every other statement failure is to the handlers.
+ * in it, is a defect, as every other statement failure is to the handlers. What it announces waits
+ * for the commit (transactions.ts).
  */
 export const inTransaction = <A, E, R>(
   sql: SqlClient.SqlClient,
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, Exclude<E, SqlError>, R> =>
-  sql.withTransaction(effect).pipe(
+  transaction(sql, effect).pipe(
     Effect.catchAll((error) => (error instanceof SqlError ? Effect.die(error) : Effect.fail(error as Exclude<E, SqlError>)))
   )
 

@@ -4,6 +4,7 @@
  * `prefect.deployment.ready`, `prefect.work-pool.not-ready`, `prefect.work-queue.paused` …
  */
 import { Effect, PubSub } from "effect"
+import { afterCommit } from "../database/transactions.ts"
 
 export interface StatusChange {
   readonly kind: "deployment" | "work-pool" | "work-queue"
@@ -19,7 +20,8 @@ export class StatusChanges extends Effect.Service<StatusChanges>()("baton/Status
     return {
       /** The ids of `kind` rows now in `status`, as changes at `at`. */
       announce: (kind: StatusChange["kind"], status: StatusChange["status"], at: Date, ids: ReadonlyArray<string>) =>
-        ids.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, ids.map((id) => ({ kind, id, status, at })))),
+        // Heard once the change is committed (inside a transaction, when it commits).
+        ids.length === 0 ? Effect.void : afterCommit(Effect.asVoid(PubSub.publishAll(hub, ids.map((id) => ({ kind, id, status, at }))))),
       subscribe: PubSub.subscribe(hub)
     }
   })

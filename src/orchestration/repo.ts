@@ -10,6 +10,7 @@ import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
+import { afterCommit, transaction } from "../database/transactions.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
 import { historyBuckets, type HistoryWindow } from "./history.ts"
@@ -234,9 +235,12 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       return plan.state
     })
 
-    /** Publishes a committed transition (with a flow run's work queue). */
+    /**
+     * Publishes a transition once it is committed (with a flow run's work queue): inside a caller's
+     * transaction, when that commits.
+     */
     const published = (kind: RunKind, id: string, initial: State | null, validated: State, workQueueId: string | null = null) =>
-      transitions.publish({ kind, run_id: id, initial_state: initial, validated_state: validated, work_queue_id: workQueueId })
+      afterCommit(transitions.publish({ kind, run_id: id, initial_state: initial, validated_state: validated, work_queue_id: workQueueId }))
 
     /**
      * Proposes a state: the policy decides; an accepted (or replacement) state is stored. The run's
@@ -247,7 +251,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       input: TransitionInput<Row, Run>
     ) {
       const t = tables[input.kind]
-      const result = yield* sql.withTransaction(
+      const result = yield* transaction(
+        sql,
         Effect.gen(function* () {
           // Lock and read in one statement. Under READ COMMITTED, a read that waited for the lock
           // sees the run's newest columns but its subqueries see the statement's older snapshot:

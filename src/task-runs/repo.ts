@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { isIntegrityViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { transaction } from "../database/transactions.ts"
 import { TaskRunConflict } from "./errors.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -98,7 +99,8 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       const sameTask = input.flow_run_id === null
         ? sql`ON CONFLICT (task_key, dynamic_key) WHERE flow_run_id IS NULL DO NOTHING`
         : sql`ON CONFLICT (flow_run_id, task_key, dynamic_key) DO NOTHING`
-      const attempt = sql.withTransaction(
+      const attempt = transaction(
+        sql,
         Effect.gen(function* () {
           const inserted = yield* sql<TaskRunRow & { readonly id: string }>`
             INSERT INTO task_run (
