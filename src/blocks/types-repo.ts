@@ -27,20 +27,6 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
       execute: (row) => sql`INSERT INTO block_type ${sql.insert(row)} ON CONFLICT (slug) DO NOTHING RETURNING *`
     })
 
-    const insertOrUpdate = SqlSchema.single({
-      Request: AsGiven<NewBlockType>(),
-      Result: BlockTypeRow,
-      execute: (row) =>
-        sql`
-          INSERT INTO block_type ${sql.insert(row)}
-          ON CONFLICT (slug) DO UPDATE SET
-            name = EXCLUDED.name, logo_url = EXCLUDED.logo_url, documentation_url = EXCLUDED.documentation_url,
-            description = EXCLUDED.description, code_example = EXCLUDED.code_example,
-            is_protected = EXCLUDED.is_protected, updated = EXCLUDED.updated
-          RETURNING *
-        `
-    })
-
     const insertOrUpdateMany = SqlSchema.findAll({
       Request: Schema.Array(AsGiven<NewBlockType>()),
       Result: BlockTypeRow,
@@ -63,13 +49,10 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
       return inserted.value
     })
 
-    /** Creates the type, or makes the one with its slug match `values` (keeping its id). */
-    const upsert = Effect.fn("BlockTypesRepo.upsert")(function* (values: BlockTypeValues & { readonly is_protected: boolean }) {
-      const at = yield* now
-      return yield* insertOrUpdate({ id: yield* newId, created: at, updated: at, ...values })
-    })
-
-    /** `upsert` for many types in one statement (their slugs distinct); the rows, in no particular order. */
+    /**
+     * Creates each type, or makes the one with its slug match its values (keeping its id), in one
+     * statement (their slugs distinct); the rows, in no particular order.
+     */
     const upsertMany = Effect.fn("BlockTypesRepo.upsertMany")(function* (
       values: ReadonlyArray<BlockTypeValues & { readonly is_protected: boolean }>
     ) {
@@ -124,6 +107,6 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
 
     const remove = (id: string) => Effect.map(sql`DELETE FROM block_type WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
 
-    return sqlErrorsAsDefects({ create, upsert, upsertMany, find, findBySlug, readMany, filter, update, remove })
+    return sqlErrorsAsDefects({ create, upsertMany, find, findBySlug, readMany, filter, update, remove })
   })
 }) {}
