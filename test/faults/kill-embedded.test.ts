@@ -9,11 +9,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { idOf } from "../support/api.ts"
 import { onServer, seededHome } from "../support/database.ts"
-import { call, ensureBundle, ok, type ServerProcess, startServerProcess } from "../support/server-process.ts"
+import { call, ensureBundle, ok, type ServerProcess, scopedServerProcess, startServerProcess } from "../support/server-process.ts"
 import { type AcceptedState, invariantViolations, setStateBurst, type StoredRun, until } from "./kill-invariants.ts"
-
-const scopedServer = (options: Parameters<typeof startServerProcess>[0]) =>
-  Effect.acquireRelease(Effect.promise(() => startServerProcess(options)), (server) => Effect.promise(() => server.kill("SIGKILL")))
 
 // The fields of a run and its states the invariants look at, checked on the wire.
 const decodeRun = Schema.decodeUnknownSync(Schema.Struct({ state_id: Schema.NullOr(Schema.String), state_type: Schema.NullOr(Schema.String) }))
@@ -53,7 +50,7 @@ describe.skipIf(onServer())("the embedded database when the server is killed wit
       yield* Effect.promise(ensureBundle)
       const home = yield* seededHome
 
-      const first = yield* scopedServer({ home, env })
+      const first = yield* scopedServerProcess({ home, env })
       const runIds = yield* Effect.promise(async () => {
         const flow = await ok(first, "POST", "/flows/", { name: "killed-embedded" }, 201)
         const ids: Array<string> = []
@@ -70,7 +67,7 @@ describe.skipIf(onServer())("the embedded database when the server is killed wit
       const createdFlows = [...flows.created]
 
       // The next start recovers the database (PostgreSQL's crash recovery, inside PGlite) and serves.
-      const second = yield* scopedServer({ home, env })
+      const second = yield* scopedServerProcess({ home, env })
       for (const id of createdFlows) expect((yield* Effect.promise(() => call(second, "GET", `/flows/${id}`))).status).toBe(200)
       expect(invariantViolations(yield* Effect.promise(() => storedRuns(second, runIds)), accepted)).toEqual([])
 

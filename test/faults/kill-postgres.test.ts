@@ -7,23 +7,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import pg from "pg"
 import { idOf } from "../support/api.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
-import { ensureBundle, ok, type ServerProcess, startServerProcess } from "../support/server-process.ts"
+import { ensureBundle, ok, type ServerProcess, scopedEmptyHome, scopedServerProcess } from "../support/server-process.ts"
 import { invariantViolations, setStateBurst, type StoredRun, until } from "./kill-invariants.ts"
-
-const scopedHome = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "baton-kill-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
-
-/** A server process for the scope; killed at its end if the test has not. */
-const scopedServer = (options: Parameters<typeof startServerProcess>[0]) =>
-  Effect.acquireRelease(Effect.promise(() => startServerProcess(options)), (server) => Effect.promise(() => server.kill("SIGKILL")))
 
 const scopedClient = (url: string) =>
   Effect.acquireRelease(
@@ -115,10 +103,10 @@ describe.skipIf(!onServer())("a server killed with SIGKILL (PostgreSQL)", () => 
       const database = yield* scopedDatabase({ migrated: true })
       const url = database.url!
       const name = new URL(url).pathname.slice(1)
-      const home = yield* scopedHome
+      const home = yield* scopedEmptyHome
       const admin = yield* scopedClient(url)
 
-      const first: ServerProcess = yield* scopedServer({ home, databaseUrl: url, env: schedulerEnv })
+      const first: ServerProcess = yield* scopedServerProcess({ home, databaseUrl: url, env: schedulerEnv })
       const flow = yield* Effect.promise(() => ok(first, "POST", "/flows/", { name: "killed-scheduler" }, 201))
       // Deployments arrive while the scheduler's quick loop schedules the ones before them (until the kill).
       const created = Effect.tryPromise(async () => {
@@ -160,7 +148,7 @@ describe.skipIf(!onServer())("a server killed with SIGKILL (PostgreSQL)", () => 
       expect(invariantViolations(yield* Effect.promise(() => storedRuns(admin)), [])).toEqual([])
 
       // Restarted, the scheduler completes every deployment's runs, each slot once.
-      const second = yield* scopedServer({ home, databaseUrl: url, env: schedulerEnv })
+      const second = yield* scopedServerProcess({ home, databaseUrl: url, env: schedulerEnv })
       yield* Effect.promise(() => until(async () => (await shortDeployments(admin)) === 0, 40_000, 200))
       expect(yield* Effect.promise(() => duplicateScheduledRuns(admin))).toEqual([])
       expect(yield* Effect.promise(() => strayStates(admin))).toEqual([])
@@ -174,11 +162,11 @@ describe.skipIf(!onServer())("a server killed with SIGKILL (PostgreSQL)", () => 
       const database = yield* scopedDatabase({ migrated: true })
       const url = database.url!
       const name = new URL(url).pathname.slice(1)
-      const home = yield* scopedHome
+      const home = yield* scopedEmptyHome
       const admin = yield* scopedClient(url)
       const env = { BATON_SERVER_SERVICES_LATE_RUNS_ENABLED: "false", BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" }
 
-      const first = yield* scopedServer({ home, databaseUrl: url, env })
+      const first = yield* scopedServerProcess({ home, databaseUrl: url, env })
       const runIds = yield* Effect.promise(async () => {
         const flow = await ok(first, "POST", "/flows/", { name: "killed-burst" }, 201)
         const ids: Array<string> = []
@@ -197,7 +185,7 @@ describe.skipIf(!onServer())("a server killed with SIGKILL (PostgreSQL)", () => 
       expect(invariantViolations(yield* Effect.promise(() => storedRuns(admin)), accepted)).toEqual([])
 
       // Restarted: the same runs take new transitions, and everything still holds.
-      const second = yield* scopedServer({ home, databaseUrl: url, env })
+      const second = yield* scopedServerProcess({ home, databaseUrl: url, env })
       const again = setStateBurst(second, runIds)
       yield* Effect.promise(() => until(() => again.accepted.length >= 80, 30_000))
       yield* Effect.promise(again.stop)

@@ -6,23 +6,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { idOf } from "../support/api.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
-import { ensureBundle, ok, type ServerProcess, startServerProcess } from "../support/server-process.ts"
+import { ensureBundle, ok, type ServerProcess, scopedEmptyHome, scopedServerProcess } from "../support/server-process.ts"
 import { until } from "./kill-invariants.ts"
 
 const LEADS = "This process leads the singleton services"
-
-const scopedHome = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "baton-leader-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
-
-const scopedServer = (options: Parameters<typeof startServerProcess>[0]) =>
-  Effect.acquireRelease(Effect.promise(() => startServerProcess(options)), (server) => Effect.promise(() => server.kill("SIGKILL")))
 
 const leadsIn = (server: ServerProcess) => server.output().split(LEADS).length - 1
 
@@ -63,10 +52,10 @@ describe.skipIf(!onServer())("leadership of the singleton services among servers
     Effect.gen(function* () {
       yield* Effect.promise(ensureBundle)
       const database = yield* scopedDatabase({ migrated: true })
-      const [homeA, homeB] = [yield* scopedHome, yield* scopedHome]
+      const [homeA, homeB] = [yield* scopedEmptyHome, yield* scopedEmptyHome]
       const [a, b] = yield* Effect.all([
-        scopedServer({ home: homeA, databaseUrl: database.url!, env }),
-        scopedServer({ home: homeB, databaseUrl: database.url!, env })
+        scopedServerProcess({ home: homeA, databaseUrl: database.url!, env }),
+        scopedServerProcess({ home: homeB, databaseUrl: database.url!, env })
       ], { concurrency: 2 })
 
       yield* Effect.promise(() => until(async () => leadsIn(a) + leadsIn(b) >= 1, 20_000, 50))

@@ -15,6 +15,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
 import type { Json } from "./server.ts"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -208,3 +209,13 @@ export const ok = async (server: ServerProcess, method: string, route: string, b
   }
   return response.body
 }
+
+/** A server process for the scope; killed with SIGKILL at its end if the test has not stopped it. */
+export const scopedServerProcess = (options: ServerProcessOptions) =>
+  Effect.acquireRelease(Effect.promise(() => startServerProcess(options)), (server) => Effect.promise(() => server.kill("SIGKILL")))
+
+/** An empty BATON_HOME for the scope, removed at its end. */
+export const scopedEmptyHome = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "baton-home-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
