@@ -120,6 +120,21 @@ describe("held worker polls (wait_seconds)", () => {
         expect((yield* Effect.flatMap(RunsDue, (due) => due.watching)).get(queueId)).toBeUndefined()
       }))
 
+    it.effect("answers with a run a deployment creates, woken once the run is committed (repeated 10 times)", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makePool("lp-deployment")
+        const deployment = ok(yield* request("POST", "/deployments/", { body: { name: "lp", flow_id: flowId, work_pool_name: "lp-deployment" } }), 201)
+        for (let round = 0; round < 10; round++) {
+          const poll = yield* heldPoll("lp-deployment", { wait_seconds: 60 })
+          yield* isHeld("lp-deployment", "default")
+          const run = ok(yield* request("POST", `/deployments/${deployment.id}/create_flow_run`, { body: {} }), 201)
+          // Woken before the commit, the poll would read no run and wait out its minute.
+          const answer = yield* within(Fiber.join(poll))
+          expect(answer.body.map((entry) => entry.flow_run.id)).toEqual([run.id])
+          ok(yield* request("POST", `/flow_runs/${run.id}/set_state`, { body: { state: { type: "CANCELLED" }, force: true } }), 201)
+        }
+      }))
+
     it.effect("answers as soon as a run in its queues moves to Scheduled", () =>
       Effect.gen(function* () {
         const flowId = yield* makePool("lp-transition", ["named"])
