@@ -62,6 +62,8 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
       const client = new pg.Client({
         connectionString: url,
         keepAlive: true,
+        // A host that never answers fails the attempt (tried again after `retry`) instead of hanging it.
+        connectionTimeoutMillis: Math.max(1, db.connection_timeout) * 1000,
         keepAliveInitialDelayMillis: KEEPALIVE_IDLE_SECONDS * 1000,
         application_name: "baton leadership",
         ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {})
