@@ -6,7 +6,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, pageOf } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -147,39 +147,17 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
         })
       )
 
-    const filter = SqlSchema.findAll({
-      Request: AsGiven<ArtifactPage>(),
-      Result: ArtifactRow,
-      execute: (query) =>
-        sql`
-          SELECT * FROM artifact WHERE ${where("artifact", query)}
-          ORDER BY ${sql.unsafe(orderBy("artifact")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
-        `
-    })
+    const artifacts = pageOf(sql, "artifact", ArtifactRow)
+    const artifactCount = countWhere(sql, "artifact")
+    const filter = (query: ArtifactPage) => artifacts(where("artifact", query), orderBy("artifact")[query.sort], query)
+    const count = (query: ArtifactQuery) => artifactCount(where("artifact", query))
 
-    const countRow = SqlSchema.single({
-      Request: AsGiven<ArtifactQuery>(),
-      Result: CountRow,
-      execute: (query) => sql`SELECT count(*) AS count FROM artifact WHERE ${where("artifact", query)}`
-    })
-    const count = (query: ArtifactQuery) => Effect.map(countRow(query), (row) => row.count)
-
-    const filterLatest = SqlSchema.findAll({
-      Request: AsGiven<ArtifactPage>(),
-      Result: ArtifactCollectionRow,
-      execute: (query) =>
-        sql`
-          SELECT * FROM artifact_collection WHERE ${where("artifact_collection", query)}
-          ORDER BY ${sql.unsafe(orderBy("artifact_collection")[query.sort])} LIMIT ${query.limit} OFFSET ${query.offset}
-        `
-    })
-
-    const countLatestRow = SqlSchema.single({
-      Request: AsGiven<ArtifactQuery>(),
-      Result: CountRow,
-      execute: (query) => sql`SELECT count(*) AS count FROM artifact_collection WHERE ${where("artifact_collection", query)}`
-    })
-    const countLatest = (query: ArtifactQuery) => Effect.map(countLatestRow(query), (row) => row.count)
+    // The latest artifact of each key.
+    const latest = pageOf(sql, "artifact_collection", ArtifactCollectionRow)
+    const latestCount = countWhere(sql, "artifact_collection")
+    const filterLatest = (query: ArtifactPage) =>
+      latest(where("artifact_collection", query), orderBy("artifact_collection")[query.sort], query)
+    const countLatest = (query: ArtifactQuery) => latestCount(where("artifact_collection", query))
 
     const graphRows = SqlSchema.findAll({
       Request: AsGiven<{ readonly flowRunId: string; readonly limit: number }>(),

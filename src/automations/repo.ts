@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, findRowsByIds, pageOf } from "../database/rows.ts"
 import * as Notifications from "../database/notifications.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -75,35 +75,21 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
 
     const find = findRowBy(sql, "automation", "id", AutomationRow)
 
-    const findMany = SqlSchema.findAll({
-      Request: Schema.Array(Schema.String),
-      Result: AutomationRow,
-      execute: (ids) => sql`SELECT * FROM automation WHERE id = ANY(${ids}::uuid[])`
-    })
+    const findMany = findRowsByIds(sql, "automation", AutomationRow)
     const readMany = (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : findMany(ids))
 
     /** Every automation, for the triggers service to load. */
     const all = SqlSchema.findAll({ Request: Schema.Void, Result: AutomationRow, execute: () => sql`SELECT * FROM automation` })()
 
-    const filter = SqlSchema.findAll({
-      Request: AsGiven<{
-        readonly filter: AutomationFilter | null | undefined
-        readonly sort: AutomationSort
-        readonly offset: number
-        readonly limit: number
-      }>(),
-      Result: AutomationRow,
-      execute: (options) =>
-        sql`
-          SELECT * FROM automation WHERE ${where(options.filter)}
-          ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
-        `
-    })
+    const page = pageOf(sql, "automation", AutomationRow)
+    const filter = (options: {
+      readonly filter: AutomationFilter | null | undefined
+      readonly sort: AutomationSort
+      readonly offset: number
+      readonly limit: number
+    }) => page(where(options.filter), orderBy[options.sort], options)
 
-    const count = Effect.map(
-      SqlSchema.single({ Request: Schema.Void, Result: CountRow, execute: () => sql`SELECT count(*) AS count FROM automation` })(),
-      (row) => row.count
-    )
+    const count = countWhere(sql, "automation")(sql`TRUE`)
 
     const snapshot = Effect.map(
       SqlSchema.single({

@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
-import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, findRowsByIds, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockDocumentConflict, BlockDocumentNameTaken } from "./errors.ts"
@@ -87,12 +87,8 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     })
     const filterIds = (query: Parameters<typeof filteredIds>[0]) => Effect.map(filteredIds(query), ids)
 
-    const countRow = SqlSchema.single({
-      Request: AsGiven<BlockDocumentQuery>(),
-      Result: CountRow,
-      execute: (query) => sql`SELECT count(*) AS count FROM block_document WHERE ${where(query)}`
-    })
-    const count = (query: BlockDocumentQuery) => Effect.map(countRow(query), (row) => row.count)
+    const counted = countWhere(sql, "block_document")
+    const count = (query: BlockDocumentQuery) => counted(where(query))
 
     const idByName = SqlSchema.findOne({
       Request: AsGiven<{ readonly slug: string; readonly name: string }>(),
@@ -113,11 +109,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
       execute: (ids) => edgesBelow(sql, DOCUMENT_REFERENCES, ids)
     })
 
-    const documentRows = SqlSchema.findAll({
-      Request: Schema.Array(Schema.String),
-      Result: DocumentRow,
-      execute: (ids) => sql`SELECT * FROM block_document WHERE id = ANY(${ids}::uuid[])`
-    })
+    const documentRows = findRowsByIds(sql, "block_document", DocumentRow)
 
     /** The documents with these ids and every document they reference, directly or not, with the edges. */
     const readGraph = Effect.fn("BlockDocumentsRepo.readGraph")(function* (ids: ReadonlyArray<string>) {

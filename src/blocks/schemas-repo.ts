@@ -7,7 +7,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
-import { AsGiven, IdRow } from "../database/rows.ts"
+import { AsGiven, findRowsByIds, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { isObject, JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
@@ -107,11 +107,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
       execute: (ids) => edgesBelow(sql, SCHEMA_REFERENCES, ids)
     })
 
-    const schemaRows = SqlSchema.findAll({
-      Request: Schema.Array(Schema.String),
-      Result: SchemaRow,
-      execute: (ids) => sql`SELECT * FROM block_schema WHERE id = ANY(${ids}::uuid[])`
-    })
+    const schemaRows = findRowsByIds(sql, "block_schema", SchemaRow)
 
     /** The schemas with these ids, each with its nested schemas put back, in the order of `ids`. */
     const readMany = Effect.fn("BlockSchemasRepo.readMany")(function* (ids: ReadonlyArray<string>) {

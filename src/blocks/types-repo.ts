@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, findRowBy } from "../database/rows.ts"
+import { AsGiven, findRowBy, findRowsByIds, pageOf } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockTypeNameTaken } from "./errors.ts"
@@ -67,36 +67,23 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
 
     const findBySlug = findRowBy(sql, "block_type", "slug", BlockTypeRow)
 
-    const findMany = SqlSchema.findAll({
-      Request: Schema.Array(Schema.String),
-      Result: BlockTypeRow,
-      execute: (ids) => sql`SELECT * FROM block_type WHERE id = ANY(${ids}::uuid[])`
-    })
+    const findMany = findRowsByIds(sql, "block_type", BlockTypeRow)
     const readMany = (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : findMany(ids))
 
     /** Types by name; a type matches `block_schemas` when one of its schemas does. */
-    const filter = SqlSchema.findAll({
-      Request: AsGiven<{
-        readonly block_types: BlockTypeFilter | null | undefined
-        readonly block_schemas: BlockSchemaFilter | null | undefined
-        readonly offset: number
-        readonly limit: number
-      }>(),
-      Result: BlockTypeRow,
-      execute: (options) =>
-        sql`
-          SELECT * FROM block_type
-          WHERE ${BlockTypeFilter.compile(sql, options.block_types)}
-            AND ${
-          options.block_schemas == null
-            ? sql`TRUE`
-            : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id
-                     AND ${BlockSchemaFilter.compile(sql, options.block_schemas)})`
-        }
-          ORDER BY name ASC, id
-          LIMIT ${options.limit} OFFSET ${options.offset}
-        `
-    })
+    const page = pageOf(sql, "block_type", BlockTypeRow)
+    const filter = (options: {
+      readonly block_types: BlockTypeFilter | null | undefined
+      readonly block_schemas: BlockSchemaFilter | null | undefined
+      readonly offset: number
+      readonly limit: number
+    }) => {
+      const withSchemas = options.block_schemas == null
+        ? sql`TRUE`
+        : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id
+                AND ${BlockSchemaFilter.compile(sql, options.block_schemas)})`
+      return page(sql`${BlockTypeFilter.compile(sql, options.block_types)} AND ${withSchemas}`, "name ASC, id", options)
+    }
 
     /** Sets the given columns (and `updated`); false when there is no such type. */
     const update = Effect.fn("BlockTypesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {

@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, IdRow } from "../database/rows.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -141,12 +141,8 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
         sql`ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}`
       )
 
-    const countRow = SqlSchema.single({
-      Request: AsGiven<DeploymentQuery>(),
-      Result: CountRow,
-      execute: (query) => sql`SELECT count(*) AS count FROM deployment WHERE ${where(query)}`
-    })
-    const count = (query: DeploymentQuery) => Effect.map(countRow(query), (row) => row.count)
+    const counted = countWhere(sql, "deployment")
+    const count = (query: DeploymentQuery) => counted(where(query))
 
     const matchingIds = SqlSchema.findAll({
       Request: AsGiven<{ readonly deployments: DeploymentFilter | null | undefined; readonly limit: number }>(),

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, IdRow, pageOf } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -73,29 +73,16 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
       return rows.length > 0
     })
 
-    const filter = SqlSchema.findAll({
-      Request: AsGiven<{
-        readonly query: FlowQuery
-        readonly sort: FlowSort
-        readonly offset: number
-        readonly limit: number
-      }>(),
-      Result: FlowRow,
-      execute: (options) =>
-        sql`
-          SELECT * FROM flow
-          WHERE ${where(options.query)}
-          ORDER BY ${sql.unsafe(orderBy[options.sort])}
-          LIMIT ${options.limit} OFFSET ${options.offset}
-        `
-    })
+    const page = pageOf(sql, "flow", FlowRow)
+    const filter = (options: {
+      readonly query: FlowQuery
+      readonly sort: FlowSort
+      readonly offset: number
+      readonly limit: number
+    }) => page(where(options.query), orderBy[options.sort], options)
 
-    const countRow = SqlSchema.single({
-      Request: AsGiven<FlowQuery>(),
-      Result: CountRow,
-      execute: (query) => sql`SELECT count(*) AS count FROM flow WHERE ${where(query)}`
-    })
-    const count = (query: FlowQuery) => Effect.map(countRow(query), (row) => row.count)
+    const counted = countWhere(sql, "flow")
+    const count = (query: FlowQuery) => counted(where(query))
 
     const remove = (id: string) =>
       Effect.map(sql`DELETE FROM flow WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)

@@ -1,7 +1,7 @@
 /** Logs in SQL. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven } from "../database/rows.ts"
+import { pageOf } from "../database/rows.ts"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -54,20 +54,13 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
       return stored
     })
 
-    const filter = SqlSchema.findAll({
-      Request: AsGiven<{
-        readonly filter: LogFilter | null | undefined
-        readonly sort: LogSort
-        readonly offset: number
-        readonly limit: number
-      }>(),
-      Result: LogRow,
-      execute: (options) =>
-        sql`
-          SELECT * FROM log WHERE ${LogFilter.compile(sql, options.filter)}
-          ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
-        `
-    })
+    const page = pageOf(sql, "log", LogRow)
+    const filter = (options: {
+      readonly filter: LogFilter | null | undefined
+      readonly sort: LogSort
+      readonly offset: number
+      readonly limit: number
+    }) => page(LogFilter.compile(sql, options.filter), orderBy[options.sort], options)
 
     return sqlErrorsAsDefects({ create, filter })
   })

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, pageOf } from "../database/rows.ts"
 import { INTEGRITY_CONFLICT } from "../domain/errors.ts"
 import { VariableNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
@@ -69,28 +69,16 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
         ? Effect.succeed(new Map<string, unknown>())
         : Effect.map(namesAndValues(names), (rows) => new Map(rows.map((r) => [r.name, r.value])))
 
-    const filter = SqlSchema.findAll({
-      Request: AsGiven<{
-        readonly filter: VariableFilter | null | undefined
-        readonly sort: VariableSort
-        readonly offset: number
-        readonly limit: number
-      }>(),
-      Result: VariableRow,
-      execute: (options) =>
-        sql`
-          SELECT * FROM variable WHERE ${where(options.filter)}
-          ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}
-        `
-    })
+    const page = pageOf(sql, "variable", VariableRow)
+    const filter = (options: {
+      readonly filter: VariableFilter | null | undefined
+      readonly sort: VariableSort
+      readonly offset: number
+      readonly limit: number
+    }) => page(where(options.filter), orderBy[options.sort], options)
 
-    const countRow = SqlSchema.single({
-      Request: AsGiven<VariableFilter | null | undefined>(),
-      Result: CountRow,
-      execute: (variableFilter) => sql`SELECT count(*) AS count FROM variable WHERE ${where(variableFilter)}`
-    })
-    const count = (variableFilter: VariableFilter | null | undefined) =>
-      Effect.map(countRow(variableFilter), (row) => row.count)
+    const counted = countWhere(sql, "variable")
+    const count = (variableFilter: VariableFilter | null | undefined) => counted(where(variableFilter))
 
     /**
      * Sets the given columns (and `updated`); false when there is no such variable, VariableNameTaken

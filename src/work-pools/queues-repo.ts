@@ -36,6 +36,22 @@ const PriorityRow = Schema.Struct({ id: Schema.String, priority: Schema.Number }
 
 const UpdatedRow = Schema.Struct({ id: Schema.String, previous: Schema.NullOr(Schema.String) })
 
+/**
+ * Sets `columns` of the row `id` of a pool or queue table; its id and the status it had before
+ * (what a status change is announced from), none when there is no such row.
+ */
+export const updateWithPreviousStatus = (sql: SqlClient.SqlClient, table: "work_pool" | "work_queue") =>
+  SqlSchema.findOne({
+    Request: AsGiven<{ readonly id: string; readonly columns: Readonly<Record<string, unknown>> }>(),
+    Result: UpdatedRow,
+    execute: ({ columns, id }) =>
+      sql`
+        WITH before AS (SELECT id, status FROM ${sql(table)} WHERE id = ${id})
+        UPDATE ${sql(table)} SET ${sql.update(columns)} FROM before WHERE ${sql(table)}.id = before.id
+        RETURNING ${sql(table)}.id, before.status AS previous
+      `
+  })
+
 export interface NewWorkQueue {
   readonly name: string
   readonly description?: string | null
@@ -180,16 +196,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
         `
     })
 
-    const updateRow = SqlSchema.findOne({
-      Request: AsGiven<{ readonly id: string; readonly columns: Readonly<Record<string, unknown>> }>(),
-      Result: UpdatedRow,
-      execute: ({ columns, id }) =>
-        sql`
-          WITH before AS (SELECT id, status FROM work_queue WHERE id = ${id})
-          UPDATE work_queue SET ${sql.update(columns)} FROM before WHERE work_queue.id = before.id
-          RETURNING work_queue.id, before.status AS previous
-        `
-    })
+    const updateRow = updateWithPreviousStatus(sql, "work_queue")
 
     /** Gives the `moved` queues their priorities and moves the pool's others out of their way. */
     const rebalancePriorities = Effect.fn("WorkQueuesRepo.rebalancePriorities")(function* (

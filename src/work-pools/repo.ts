@@ -3,13 +3,13 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, CountRow, IdRow, findRowBy } from "../database/rows.ts"
+import { AsGiven, countWhere, findRowBy, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
 import { WorkPoolConflict, WorkPoolNameTaken } from "./errors.ts"
 import { WorkerFilter, WorkPoolFilter } from "./filter.ts"
-import { type WorkQueueRow, WorkQueuesRepo } from "./queues-repo.ts"
+import { updateWithPreviousStatus, type WorkQueueRow, WorkQueuesRepo } from "./queues-repo.ts"
 import { Worker, WorkPool, WorkPoolStatus } from "./schemas.ts"
 
 /**
@@ -41,7 +41,6 @@ const RecordRow = Schema.Struct({ record: WorkPool })
 export const WorkerRow = Schema.typeSchema(Worker)
 export type WorkerRow = typeof WorkerRow.Type
 
-const UpdatedRow = Schema.Struct({ id: Schema.String, previous: Schema.NullOr(Schema.String) })
 
 export interface NewWorkPool {
   readonly name: string
@@ -100,12 +99,8 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
         (rows) => rows.map((row) => row.record)
       )
 
-    const countRow = SqlSchema.single({
-      Request: AsGiven<WorkPoolFilter | null | undefined>(),
-      Result: CountRow,
-      execute: (poolFilter) => sql`SELECT count(*) AS count FROM work_pool WHERE ${WorkPoolFilter.compile(sql, poolFilter)}`
-    })
-    const count = (poolFilter: WorkPoolFilter | null | undefined) => Effect.map(countRow(poolFilter), (row) => row.count)
+    const counted = countWhere(sql, "work_pool")
+    const count = (poolFilter: WorkPoolFilter | null | undefined) => counted(WorkPoolFilter.compile(sql, poolFilter))
 
     const setDefaultQueue = SqlSchema.single({
       Request: AsGiven<{ readonly id: string; readonly queueId: string }>(),
@@ -113,16 +108,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       execute: ({ id, queueId }) => sql`UPDATE work_pool SET default_queue_id = ${queueId} WHERE id = ${id} RETURNING *`
     })
 
-    const updateRow = SqlSchema.findOne({
-      Request: AsGiven<{ readonly id: string; readonly columns: Readonly<Record<string, unknown>> }>(),
-      Result: UpdatedRow,
-      execute: ({ columns, id }) =>
-        sql`
-          WITH before AS (SELECT id, status FROM work_pool WHERE id = ${id})
-          UPDATE work_pool SET ${sql.update(columns)} FROM before WHERE work_pool.id = before.id
-          RETURNING work_pool.id, before.status AS previous
-        `
-    })
+    const updateRow = updateWithPreviousStatus(sql, "work_pool")
 
     /**
      * Creates a pool with its `default` queue; answers both. WorkPoolNameTaken when another pool has
