@@ -1,12 +1,12 @@
 /**
  * Concurrency leases: who holds slots of which limits, until when. One interface, two stores chosen
- * by `server.concurrency.lease_storage`: "memory" (the default; one process, gone on restart) and
- * "database" (a table, so leases survive restarts and replicas share them; and a lease taken inside
- * a transaction is rolled back with it).
+ * by `server.concurrency.lease_storage`: "memory" (one process, gone on restart; the default on the
+ * embedded database) and "database" (a table, so leases survive restarts and replicas share them,
+ * and a lease taken inside a transaction is rolled back with it; the default on PostgreSQL).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
 import { AsGiven, IdRow, findRowBy } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -38,6 +38,13 @@ export interface LeaseStore {
   /** False when there is no such lease. */
   readonly renew: (id: string, ttlSeconds: number) => Effect.Effect<boolean>
   readonly revoke: (id: string) => Effect.Effect<void>
+  /**
+   * Removes the lease and returns it, at most once however many processes ask together: who takes it
+   * gives its slots back. Inside a transaction the database store gives it back on rollback.
+   */
+  readonly take: (id: string) => Effect.Effect<Option.Option<Lease>>
+  /** Takes one expired lease that has metadata (one no other transaction is taking), if any. */
+  readonly takeExpired: Effect.Effect<Option.Option<Lease>>
   readonly activeIds: (options: { readonly limit: number; readonly offset: number }) => Effect.Effect<ReadonlyArray<string>>
   readonly expiredIds: (limit: number) => Effect.Effect<ReadonlyArray<string>>
   /** Active leases on the limit that name a holder. */
@@ -75,6 +82,21 @@ export const memoryStore = Effect.sync((): LeaseStore => {
         return true
       }),
     revoke: (id) => Effect.sync(() => void leases.delete(id)),
+    take: (id) =>
+      Effect.sync(() => {
+        const lease = leases.get(id)
+        leases.delete(id)
+        return Option.fromNullable(lease)
+      }),
+    takeExpired: Effect.map(now, (at) => {
+      for (const lease of leases.values()) {
+        if (lease.expiration < at && lease.slots !== null) {
+          leases.delete(lease.id)
+          return Option.some(lease)
+        }
+      }
+      return Option.none()
+    }),
     activeIds: ({ limit, offset }) =>
       Effect.map(now, (at) => [...leases.values()].filter((l) => l.expiration > at).slice(offset, offset + limit).map((l) => l.id)),
     expiredIds: (limit) =>
@@ -143,6 +165,24 @@ export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore =
         ORDER BY created, id
       `
   })
+  const takeRow = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: LeaseRow,
+    execute: (id) => sql`DELETE FROM concurrency_lease WHERE id = ${id} RETURNING *`
+  })
+  // SKIP LOCKED: two repossessors running together each take different leases, neither waits.
+  const takeExpiredRow = SqlSchema.findOne({
+    Request: Schema.DateFromSelf,
+    Result: LeaseRow,
+    execute: (at) =>
+      sql`
+        DELETE FROM concurrency_lease WHERE id = (
+          SELECT id FROM concurrency_lease WHERE expiration < ${at} AND slots IS NOT NULL
+          ORDER BY expiration, id LIMIT 1 FOR UPDATE SKIP LOCKED
+        )
+        RETURNING *
+      `
+  })
   const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id)
 
   return sqlErrorsAsDefects({
@@ -169,6 +209,8 @@ export const databaseStore = Effect.map(SqlClient.SqlClient, (sql): LeaseStore =
         )
       ),
     revoke: (id: string) => Effect.asVoid(sql`DELETE FROM concurrency_lease WHERE id = ${id}`),
+    take: (id: string) => Effect.map(takeRow(id), Option.map(toLease)),
+    takeExpired: sqlErrorAsDefect(Effect.flatMap(now, (at) => Effect.map(takeExpiredRow(at), Option.map(toLease)))),
     activeIds: ({ limit, offset }: { readonly limit: number; readonly offset: number }) =>
       Effect.flatMap(now, (at) => Effect.map(activeRows({ at, limit, offset }), ids)),
     expiredIds: (limit: number) => Effect.flatMap(now, (at) => Effect.map(expiredRows({ at, limit }), ids)),

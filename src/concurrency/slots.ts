@@ -7,7 +7,7 @@ import { Data, Effect, Option, Random } from "effect"
 import { inTransaction } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
-import { type LeaseHolder, LeaseStorage, LeaseStorageLive } from "./leases.ts"
+import { type Lease, type LeaseHolder, LeaseStorage, LeaseStorageLive } from "./leases.ts"
 import { ConcurrencyLimitsRepo, type GlobalConcurrencyLimitRow } from "./repo.ts"
 
 /** A lease held "for good" (the v1 tag limits and task runs): about a hundred years. */
@@ -71,16 +71,25 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
     const lease = (resourceIds: ReadonlyArray<string>, ttlSeconds: number, slots: number, holder: LeaseHolder | null) =>
       leases.create(resourceIds, ttlSeconds, { slots, holder })
 
-    /** Gives back what a lease holds and revokes it (nothing for a lease already gone). */
+    /** Gives back the slots of a lease just taken from the store. */
+    const giveBack = (lease: Lease) =>
+      Effect.flatMap(now, (at) =>
+        repo.decrement(lease.resource_ids, lease.slots ?? 0, (at.getTime() - lease.created.getTime()) / 1000)
+      )
+
+    /**
+     * Gives back what a lease holds and revokes it (nothing for a lease already gone). Taking the
+     * lease and giving back its slots are one transaction, so a lease released on two replicas at
+     * once (or by a client and the repossessor) frees its slots once.
+     */
     const release = (leaseId: string) =>
-      Effect.gen(function* () {
-        const found = yield* leases.find(leaseId)
-        if (Option.isNone(found)) return
-        const { created, resource_ids, slots } = found.value
-        const at = yield* now
-        yield* repo.decrement(resource_ids, slots ?? 0, (at.getTime() - created.getTime()) / 1000)
-        yield* leases.revoke(leaseId)
-      })
+      inTransaction(sql, Effect.flatMap(leases.take(leaseId), Option.match({ onNone: () => Effect.void, onSome: giveBack })))
+
+    /** Revokes one expired lease and gives back its slots, in one transaction; false when none is left. */
+    const repossessOne = inTransaction(
+      sql,
+      Effect.flatMap(leases.takeExpired, Option.match({ onNone: () => Effect.succeed(false), onSome: (lease) => Effect.as(giveBack(lease), true) }))
+    )
 
     /** Every lease on the limit, revoked (nothing given back: the caller resets or deletes the limit). */
     const revokeAllOn = (limitId: string) =>
@@ -105,7 +114,7 @@ export class ConcurrencySlots extends Effect.Service<ConcurrencySlots>()("baton/
     const heldBy = (limitId: string, holderId: string) =>
       Effect.map(leases.holders(limitId), (holders) => holders.filter((h) => h.holder.id === holderId).map((h) => h.leaseId))
 
-    return { take, retryAfter, lease, release, revokeAllOn, heldBy, leases } as const
+    return { take, retryAfter, lease, release, repossessOne, revokeAllOn, heldBy, leases } as const
   }),
   dependencies: [ConcurrencyLimitsRepo.Default, LeaseStorageLive]
 }) {}

@@ -7,7 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Redacted, Schema } from "effect"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Settings, type SettingsValue } from "../settings/settings.ts"
+import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
 
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
   message: Schema.String
@@ -47,7 +47,7 @@ const serverUrl = (db: DatabaseSettings): string => {
 export const serverConnectionUrl = (db: DatabaseSettings): string => serverUrl(db)
 
 /** Whether the settings name a real PostgreSQL server. */
-export const usesServer = (db: DatabaseSettings) => db.connection_url !== null || db.host !== null
+export const usesServer = usesDatabaseServer
 
 /** Describes where the database is, without credentials, for messages. */
 const describe = (settings: SettingsValue) => {

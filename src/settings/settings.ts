@@ -103,8 +103,15 @@ export const loadSettings = (overrides: SettingsOverrides = {}): Effect.Effect<S
     return derive(result) as SettingsValue
   })
 
-/** Defaults that the reference derives from other settings (paths under home). */
+/** Whether the database is a PostgreSQL server rather than the embedded one. */
+export const usesDatabaseServer = (db: SettingsValue["server"]["database"]) => db.connection_url !== null || db.host !== null
+
+/**
+ * Defaults derived from other settings: paths under home (as the reference derives them), and the
+ * lease storage, which replicas on one PostgreSQL must share.
+ */
 const derive = (settings: Record<string, any>): Record<string, any> => {
+  settings.server.concurrency.lease_storage ??= usesDatabaseServer(settings.server.database) ? "database" : "memory"
   const home: string = settings.home
   for (const [at, fallback] of derivedPaths) {
     let node = settings

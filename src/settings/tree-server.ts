@@ -84,7 +84,9 @@ export const server = {
     }
   },
   concurrency: {
-    lease_storage: S.string("memory", "Implementation that stores concurrency leases; memory keeps them in the server process."),
+    lease_storage: S.optionalString(
+      "Where concurrency leases are kept: memory (in the server process) or database (a table every replica shares). Unset: memory on the embedded database, database on PostgreSQL."
+    ),
     initial_deployment_lease_duration: S.number(300, "Seconds a deployment concurrency lease lasts before renewal.", { min: 0 }),
     maximum_concurrency_slot_wait_seconds: S.number(30, "Longest wait, in seconds, a client is told to retry after.", { min: 0 })
   },

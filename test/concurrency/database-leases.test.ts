@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
+import { ConcurrencySlots } from "../../src/concurrency/slots.ts"
 import { repossessExpiredLeases } from "../../src/services/repossessor.ts"
 import { ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
@@ -30,6 +31,40 @@ describe("concurrency leases kept in the database", () => {
         expect(ok(yield* request("GET", `/v2/concurrency_limits/${limit.id}`), 200).active_slots).toBe(3)
         yield* request("POST", "/v2/concurrency_limits/decrement-with-lease", { body: { lease_id: again.lease_id } })
         expect(ok(yield* request("GET", `/v2/concurrency_limits/${limit.id}`), 200).active_slots).toBe(0)
+      })
+    )
+
+    it.effect("a lease ended several times at once gives its slots back once", () =>
+      Effect.gen(function* () {
+        const limit = ok(yield* request("POST", "/v2/concurrency_limits/", { body: { name: "once", limit: 10 } }), 201)
+        const lease = (slots: number) =>
+          Effect.map(
+            request("POST", "/v2/concurrency_limits/increment-with-lease", { body: { names: ["once"], slots, lease_duration: 60 } }),
+            (res) => ok(res, 200).lease_id as string
+          )
+        const first = yield* lease(2)
+        yield* lease(3)
+        // Side by side in one process, as two replicas would end it at the same moment.
+        const slots = yield* ConcurrencySlots
+        yield* Effect.all(Array.from({ length: 6 }, () => slots.release(first)), { concurrency: "unbounded" })
+        expect((yield* request("POST", "/v2/concurrency_limits/decrement-with-lease", { body: { lease_id: first } })).status).toBe(204)
+        expect(ok(yield* request("GET", `/v2/concurrency_limits/${limit.id}`), 200).active_slots).toBe(3)
+      })
+    )
+
+    it.effect("repossessors running together give back each expired lease once", () =>
+      Effect.gen(function* () {
+        const limit = ok(yield* request("POST", "/v2/concurrency_limits/", { body: { name: "repossessed-once", limit: 100 } }), 201)
+        for (let i = 0; i < 20; i++) {
+          ok(yield* request("POST", "/v2/concurrency_limits/increment-with-lease", {
+            body: { names: ["repossessed-once"], slots: 2, lease_duration: 60 }
+          }), 200)
+        }
+        yield* TestClock.adjust(Duration.seconds(61))
+        // Taken after the others expired: it must keep its slots.
+        ok(yield* request("POST", "/v2/concurrency_limits/increment-with-lease", { body: { names: ["repossessed-once"], slots: 5 } }), 200)
+        yield* Effect.all([repossessExpiredLeases, repossessExpiredLeases, repossessExpiredLeases], { concurrency: "unbounded" })
+        expect(ok(yield* request("GET", `/v2/concurrency_limits/${limit.id}`), 200).active_slots).toBe(5)
       })
     )
   })

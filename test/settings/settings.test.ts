@@ -435,6 +435,20 @@ describe("home and derived paths", () => {
   )
 })
 
+describe("the lease storage", () => {
+  it.effect("follows the database when unset: memory embedded, database on PostgreSQL; a set value wins", () =>
+    Effect.gen(function* () {
+      expect((yield* load()).server.concurrency.lease_storage).toBe("memory")
+      const url = "postgresql://baton@db.internal:5432/baton"
+      expect((yield* load({ BATON_SERVER_DATABASE_CONNECTION_URL: url })).server.concurrency.lease_storage).toBe("database")
+      expect((yield* load({ BATON_SERVER_DATABASE_HOST: "db.internal" })).server.concurrency.lease_storage).toBe("database")
+      const chosen = yield* load({ BATON_SERVER_DATABASE_CONNECTION_URL: url, BATON_SERVER_CONCURRENCY_LEASE_STORAGE: "memory" })
+      expect(chosen.server.concurrency.lease_storage).toBe("memory")
+      expect(settingsReport(chosen)).toMatchObject({ server: { concurrency: { lease_storage: "memory" } } })
+    })
+  )
+})
+
 describe("docs/configuration.md", () => {
   it("is in step with the settings tree (npm run docs:config regenerates it)", () => {
     expect(fs.readFileSync(DOCS_PATH, "utf8")).toBe(renderConfigDocs())
