@@ -1,4 +1,8 @@
-/** The cancellation cleanup service's queries: what cancelled runs and deleted deployments leave behind. */
+/**
+ * The cancellation cleanup service's queries: what cancelled runs and deleted deployments leave
+ * behind. Each skips the runs another transaction holds (a transition in progress, an overlapping
+ * pass on another process): they are left for the next pass rather than waited for.
+ */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
@@ -17,6 +21,7 @@ export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupR
             AND task_run.state_type IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PAUSED', 'CANCELLING')
           ORDER BY task_run.id
           LIMIT ${limit}
+          FOR UPDATE OF task_run SKIP LOCKED
         `,
         (rows) => rows.map((r) => r.id)
       )
@@ -34,6 +39,7 @@ export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupR
           AND parent.state_type = 'CANCELLED'
         ORDER BY sub.id
         LIMIT ${limit}
+        FOR UPDATE OF sub SKIP LOCKED
       `
 
     /** Runs waiting in Scheduled for a deployment that no longer exists, at most `limit`. */
@@ -45,6 +51,7 @@ export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupR
             AND NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.id = flow_run.deployment_id)
           ORDER BY id
           LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
         `,
         (rows) => rows.map((r) => r.id)
       )

@@ -7,7 +7,11 @@ export class LateRunsRepo extends Effect.Service<LateRunsRepo>()("baton/LateRuns
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** Runs still named Scheduled whose time passed before `before`, at most `limit`. */
+    /**
+     * Runs still named Scheduled whose time passed before `before`, at most `limit`. A run another
+     * transaction holds (a transition in progress, an overlapping pass on another process) is left
+     * for the next pass rather than waited for.
+     */
     const overdue = (before: Date, limit: number) =>
       sql<{ id: string; next_scheduled_start_time: Date; cancel_new_limit_full: boolean }>`
         SELECT flow_run.id, flow_run.next_scheduled_start_time,
@@ -21,6 +25,7 @@ export class LateRunsRepo extends Effect.Service<LateRunsRepo>()("baton/LateRuns
           AND flow_run.next_scheduled_start_time <= ${before}
         ORDER BY flow_run.next_scheduled_start_time
         LIMIT ${limit}
+        FOR UPDATE OF flow_run SKIP LOCKED
       `
 
     return sqlErrorsAsDefects({ overdue })

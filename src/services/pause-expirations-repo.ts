@@ -7,7 +7,7 @@ export class PauseExpirationsRepo extends Effect.Service<PauseExpirationsRepo>()
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** Paused runs whose pause timed out before `at`, at most `limit`. */
+    /** Paused runs whose pause timed out before `at`, at most `limit`; runs held by another transaction are left for the next pass. */
     const expiredPauses = (at: Date, limit: number) =>
       Effect.map(
         sql<{ id: string }>`
@@ -15,6 +15,7 @@ export class PauseExpirationsRepo extends Effect.Service<PauseExpirationsRepo>()
           WHERE flow_run.state_type = 'PAUSED' AND (s.state_details ->> 'pause_timeout')::timestamptz < ${at}
           ORDER BY flow_run.id
           LIMIT ${limit}
+          FOR UPDATE OF flow_run SKIP LOCKED
         `,
         (rows) => rows.map((r) => r.id)
       )

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, TestClock } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import * as CancellationCleanup from "../../src/services/cancellation-cleanup.ts"
 import { CancellationCleanupRepo } from "../../src/services/cancellation-cleanup-repo.ts"
 import * as LateRuns from "../../src/services/late-runs.ts"
@@ -7,6 +8,7 @@ import { LateRunsRepo } from "../../src/services/late-runs-repo.ts"
 import * as PauseExpirations from "../../src/services/pause-expirations.ts"
 import { PauseExpirationsRepo } from "../../src/services/pause-expirations-repo.ts"
 import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { onServer } from "../support/database.ts"
 import { request, testServer } from "../support/server.ts"
 
 // One pass of each service, with its query repository (the server's registration provides it).
@@ -230,6 +232,42 @@ describe("run-keeping services", () => {
         expect(taskStates.at(-1)).toBe("CANCELLED")
         expect(yield* stateTypes(idOf(sub))).toEqual(["PENDING", "RUNNING", "CANCELLED"])
         expect(yield* stateTypes(idOf(stranded))).toEqual(["PENDING", "RUNNING", "SCHEDULED", "CANCELLED"])
+      })
+    )
+
+    // Two connections at once: the embedded database serves one.
+    it.effect.skipIf(!onServer())("a pass skips a run another transaction holds, without waiting for it, and takes it next time", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const clock = yield* TestClock.currentTimeMillis
+        const flowId = yield* makeFlow("held")
+        const paused = () =>
+          Effect.gen(function* () {
+            const id = idOf(yield* createRun({ flow_id: flowId }))
+            yield* setFlowState(id, { type: "RUNNING" })
+            yield* setFlowState(id, { type: "PAUSED", state_details: { pause_key: "k", pause_timeout: new Date(clock + 30_000).toISOString() } })
+            return id
+          })
+        const held = yield* paused()
+        const free = yield* paused()
+        yield* TestClock.adjust(Duration.seconds(31))
+        // Another process's transaction holds `held` until told to let go.
+        const locked = yield* Deferred.make<void>()
+        const letGo = yield* Deferred.make<void>()
+        const holder = yield* sql.withTransaction(
+          Effect.zipRight(sql`SELECT id FROM flow_run WHERE id = ${held} FOR UPDATE`, Effect.zipRight(Deferred.succeed(locked, undefined), Deferred.await(letGo)))
+        ).pipe(Effect.fork)
+        yield* Deferred.await(locked)
+        // Real seconds: the pass would wait on the row lock, not on the clock.
+        const realSeconds = (n: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, n * 1000)))
+        const finished = yield* Effect.race(Effect.as(failExpiredPauses, true), Effect.as(realSeconds(10), false))
+        yield* Deferred.succeed(letGo, undefined)
+        yield* Fiber.join(holder)
+        expect(finished).toBe(true)
+        expect((yield* readRun(free)).state_type).toBe("FAILED")
+        expect((yield* readRun(held)).state_type).toBe("PAUSED")
+        yield* failExpiredPauses
+        expect((yield* readRun(held)).state_type).toBe("FAILED")
       })
     )
   })
