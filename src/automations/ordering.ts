@@ -24,6 +24,8 @@ export interface CausalOrdering {
   readonly holdBack: (event: ReceivedEvent, at: number, leaderKnown: boolean) => Effect.Effect<boolean>
   /** The events that were waiting for `leaderId`, in the order they occurred. */
   readonly releaseFollowers: (leaderId: string) => Effect.Effect<Array<ReceivedEvent>>
+  /** Leaders that followers wait for, those waiting longest first, at most `limit`. */
+  readonly waitedFor: (limit: number) => Effect.Effect<Array<string>>
   /** Followers that waited longer than the lookback, in the order they occurred. */
   readonly lostFollowers: (at: number) => Effect.Effect<Array<ReceivedEvent>>
 }
@@ -63,6 +65,7 @@ export const memoryOrdering = (): CausalOrdering => {
         waiting.delete(leaderId)
         return byOccurrence(followers)
       }),
+    waitedFor: (limit) => Effect.sync(() => [...waiting.keys()].slice(0, limit)),
     lostFollowers: (at) =>
       Effect.sync(() => {
         const lost: Array<ReceivedEvent> = []
@@ -114,6 +117,11 @@ export const redisOrdering = (url: string, prefix: string) =>
           return true
         }),
       releaseFollowers: (leaderId) => Effect.promise(async () => byOccurrence(await take(leaderId))),
+      waitedFor: (limit) =>
+        Effect.promise(async () => {
+          const members = await redis.zrange(waitingKey, 0, limit - 1)
+          return [...new Set(members.map((member) => member.split("|")[0]!))]
+        }),
       lostFollowers: (at) =>
         Effect.promise(async () => {
           const members = await redis.zrangebyscore(waitingKey, "-inf", `(${at - PRECEDING_EVENT_LOOKBACK_MS}`)

@@ -65,5 +65,19 @@ export const makeReactive = (index: TriggerIndex, evaluate: EvaluateBucket, orde
         for (const follower of yield* ordering.releaseFollowers(event.id)) yield* evaluateInOrder(follower)
       })
 
-    return evaluateInOrder
+    /**
+     * Evaluates the followers whose leader is now stored: evaluated by another process (or received
+     * there), it will never be evaluated here, so its followers need not wait out the lookback.
+     */
+    const releaseStoredLeaders = Effect.gen(function* () {
+      const leaders = yield* ordering.waitedFor(WAITED_FOR_BATCH)
+      for (const leader of yield* eventsRepo.existing(leaders)) {
+        for (const follower of yield* ordering.releaseFollowers(leader)) yield* evaluateInOrder(follower)
+      }
+    })
+
+    return { evaluateInOrder, releaseStoredLeaders } as const
   })
+
+/** Leaders looked up per periodic pass. */
+const WAITED_FOR_BATCH = 1000

@@ -50,7 +50,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const index = yield* makeTriggerIndex
     const fire = yield* makeFire(index)
     const evaluate = yield* makeEvaluateBucket(fire)
-    const evaluateInOrder = yield* makeReactive(index, evaluate, ordering)
+    const { evaluateInOrder, releaseStoredLeaders } = yield* makeReactive(index, evaluate, ordering)
     const evaluateProactive = yield* makeProactive(index, evaluate)
 
     const serialised = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
@@ -80,7 +80,8 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const drain = Effect.zipRight(startReading, Effect.flatMap(Queue.takeAll(subscription), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch))))
 
     /**
-     * Periodic loop: reloads changed automations, evaluates lost followers and, in the leader, due
+     * Periodic loop: reloads changed automations, evaluates the followers whose leader another
+     * process stored meanwhile and the lost followers and, in the leader, due
      * proactive triggers, and sweeps closed buckets.
      */
     const periodicTick = serialised(
@@ -89,6 +90,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
         yield* takeChanges
         yield* index.reconcile(false)
         const at = yield* now
+        yield* releaseStoredLeaders
         for (const event of yield* ordering.lostFollowers(at.getTime())) yield* evaluateInOrder(event)
         // The buckets are shared by every process on the database: the leader alone evaluates and sweeps them.
         if (yield* leadership.leads) {

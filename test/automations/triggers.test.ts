@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, TestClock } from "effect"
+import { Clock, Effect, Schema, TestClock } from "effect"
 import { AutomationActions } from "../../src/automations/actions.ts"
 import { TriggersEngine } from "../../src/automations/triggers.ts"
 import { EventPersister } from "../../src/events/persister.ts"
+import { EventsRepo } from "../../src/events/repo.ts"
+import { ReceivedEvent } from "../../src/events/schemas.ts"
 import { Automation } from "../../src/automations/schemas.ts"
 import { ok, okAs } from "../support/api.ts"
 import { type Json, request, testServer } from "../support/server.ts"
@@ -252,6 +254,23 @@ describe("the triggers service", () => {
         yield* evaluate
         yield* TestClock.adjust("1 second")
         yield* send(one)
+        expect(names(yield* automationEvents(automation.id))).toContain("prefect.automation.triggered")
+      }))
+
+    it.effect("a held follower whose leader another process stored is evaluated at the next periodic pass", () =>
+      Effect.gen(function* () {
+        const automation = yield* create({
+          name: "after-elsewhere",
+          trigger: { posture: "Reactive", expect: ["e.two"], match: { "prefect.resource.id": "e" }, threshold: 1, within: 0 }
+        })
+        yield* evaluate
+        const leader = yield* event("e.one", "e", 2)
+        yield* send({ ...(yield* event("e.two", "e", 1)), follows: leader.id })
+        expect(names(yield* automationEvents(automation.id))).toEqual([])
+        // Received and stored by another process: it never comes through this one's bus.
+        const stored = Schema.decodeUnknownSync(ReceivedEvent)({ ...leader, received: leader.occurred, payload: {}, related: [] })
+        yield* Effect.flatMap(EventsRepo, (repo) => repo.write([stored]))
+        yield* periodic
         expect(names(yield* automationEvents(automation.id))).toContain("prefect.automation.triggered")
       }))
   })

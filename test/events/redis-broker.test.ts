@@ -121,6 +121,7 @@ describe("causal ordering in Redis (against the machine's Redis)", () => {
         const follower = { ...event("follower"), follows: leader.id }
         const at = follower.received.getTime() + 1000
         expect(yield* a.holdBack(follower, at, false)).toBe(true)
+        expect(yield* b.waitedFor(10)).toEqual([leader.id])
         // The other replica evaluates the leader: it marks it seen and takes the follower.
         yield* b.markSeen(leader.id, at)
         expect(yield* a.hasBeenSeen(leader.id)).toBe(true)
@@ -133,6 +134,7 @@ describe("causal ordering in Redis (against the machine's Redis)", () => {
 
         const orphan = { ...event("orphan"), follows: "00000000-0000-4000-b000-999999999999" }
         expect(yield* a.holdBack(orphan, at, false)).toBe(true)
+        expect(yield* a.waitedFor(10)).toEqual([orphan.follows])
         expect(yield* b.lostFollowers(at)).toEqual([])
         const lost = yield* b.lostFollowers(at + PRECEDING_EVENT_LOOKBACK_MS)
         expect(lost.map((e) => e.id)).toEqual([orphan.id])
