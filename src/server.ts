@@ -57,13 +57,14 @@ import { FlowRuns } from "./flow-runs/service.ts"
 import { Orchestrator } from "./orchestration/orchestrator.ts"
 import { EventBus } from "./events/bus.ts"
 import { EventsLive } from "./events/http.ts"
+import { EventLog } from "./events/log.ts"
+import { EventOutboxRepo } from "./events/outbox-repo.ts"
 import { EventPersister } from "./events/persister.ts"
+import { EventRelay } from "./events/relay.ts"
 import { EventsRepo } from "./events/repo.ts"
-import { RunEventsLive } from "./events/run-events.ts"
 import { RunResourcesRepo } from "./events/run-resources-repo.ts"
 import { Events } from "./events/service.ts"
 import { StatusChanges } from "./events/status-changes.ts"
-import { StatusEventsLive } from "./events/status-events.ts"
 import { StatusResourcesRepo } from "./events/status-resources-repo.ts"
 import { EventSocketsLive } from "./events/socket.ts"
 import { ArtifactsRepo } from "./artifacts/repo.ts"
@@ -101,7 +102,7 @@ import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
 import { UiFlowRunsLive, UiFlowsLive, UiSchemasLive, UiTaskRunsLive } from "./ui/http.ts"
 import { UiRepo } from "./ui/repo.ts"
 import { uiOutside } from "./ui/serve.ts"
-import { runBackgroundServices } from "./services/registry.ts"
+import { runApiServices, runBackgroundServices } from "./services/registry.ts"
 import { VacuumRepo } from "./services/vacuum-repo.ts"
 import * as SettingsModule from "./settings/settings.ts"
 import { Settings } from "./settings/settings.ts"
@@ -147,7 +148,10 @@ const areas = Layer.mergeAll(
   DeploymentsRepo.Default,
   Encryption.Default,
   EventBus.Default,
+  EventLog.Default,
+  EventOutboxRepo.Default,
   EventPersister.Default,
+  EventRelay.Default,
   Events.Default,
   EventsRepo.Default,
   FlowRunInputsRepo.Default,
@@ -191,14 +195,12 @@ export const AreasLive: Layer.Layer<
 > = areas
 
 /**
- * What turns the changes this process makes into events, and what reads the event bus: built before
- * the handlers and the background services (both provide it, one build makes it once), since the
- * in-memory bus hands an event only to those subscribed when it is published. An API started without
- * the services thus holds the events it receives and writes them when it stops (docs/services.md).
+ * What writes the events this process receives and relays the outbox of its writes, and what reads
+ * the event log: built before the handlers and the background services (both provide it, one build
+ * makes it once), since the in-memory bus hands an event only to the persister subscribed when it
+ * is published.
  */
 export const EventFlowLive = Layer.mergeAll(
-  RunEventsLive,
-  StatusEventsLive,
   EventPersister.Default,
   TaskRunRecorder.Default,
   TriggersEngine.Default
@@ -291,6 +293,7 @@ export const BlocksOnStartLive = Layer.effectDiscard(
 ).pipe(Layer.provide(BlockRegistration.Default))
 
 const services = runBackgroundServices().pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive))
+const apiServices = runApiServices.pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive))
 
 /**
  * Every background service registered (src/services/registry.ts), each started when its settings
@@ -311,7 +314,8 @@ export const apiServerWith = (options: { readonly services?: boolean } = {}) => 
   )
   // Nothing exports spans: without a tracer, every span (each SQL statement, each Effect.fn call)
   // would still be made, timed and attributed on every request.
-  const server = options.services === false ? http : Layer.merge(http, ServicesLive)
+  // Without the services, the process still writes the events it receives (runApiServices).
+  const server = Layer.merge(http, options.services === false ? apiServices : ServicesLive)
   return server.pipe(Layer.provide(Layer.setTracerEnabled(false)))
 }
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Duration, Effect, Layer, Queue, TestClock } from "effect"
-import { EventBus } from "../src/events/bus.ts"
+import { EventLog } from "../src/events/log.ts"
 import type { ReceivedEvent } from "../src/events/schemas.ts"
 import { Transitions } from "../src/orchestration/transitions.ts"
 import { apiServerWith } from "../src/server.ts"
@@ -13,7 +13,9 @@ import { layer as settingsLayer } from "../src/settings/settings.ts"
 import { ok } from "./support/api.ts"
 import { TestDatabase } from "./support/database.ts"
 import { eventually } from "./support/eventually.ts"
-import { request, testServer } from "./support/server.ts"
+import { buildInServer, request, testServer } from "./support/server.ts"
+import { runBackgroundServices } from "../src/services/registry.ts"
+import { realClock } from "../src/domain/time.ts"
 
 /** The next event on `events` that `matches`. */
 const nextMatching = (events: Queue.Dequeue<ReceivedEvent>, matches: (event: ReceivedEvent) => boolean) =>
@@ -35,15 +37,20 @@ describe("the server's Layers", () => {
       })
     )
 
-    it.scoped("a service many depend on is built once: run state events reach the context's EventBus", () =>
+    it.scoped("a service many depend on is built once: run state events reach the context's EventLog", () =>
       Effect.gen(function* () {
-        // Transitions is a dependency of RunStatesRepo (under FlowRunsRepo) and of the run events;
-        // EventBus of the run events, Events, the persister and the triggers. Built twice, the event
-        // would go to a bus nobody here reads.
-        const events = yield* Effect.flatMap(EventBus, (bus) => bus.subscribe)
+        // Transitions is a dependency of RunStatesRepo (under FlowRunsRepo) and of the event relay
+        // (its wake-up); EventLog of the relay, Events, the persister and the triggers. Built twice,
+        // the relay would wait for transitions nobody publishes to it, and the event come late.
+        const events = yield* Effect.flatMap(EventLog, (log) => log.subscribe)
+        yield* buildInServer(runBackgroundServices((s) => s.name === "event_persister" && s.loop === "outbox"))
         const flowId = (yield* request("POST", "/flows/", { body: { name: "wired-events" } })).body.id
         const run = (yield* request("POST", "/flow_runs/", { body: { flow_id: flowId } })).body
-        const event = yield* nextMatching(events, (e) => e.resource["prefect.resource.id"] === `prefect.flow-run.${run.id}`)
+        // Woken by the transition, the relay writes the event at once (without it, only at its next look, seconds later).
+        const event = yield* nextMatching(events, (e) => e.resource["prefect.resource.id"] === `prefect.flow-run.${run.id}`).pipe(
+          Effect.timeoutFail({ duration: Duration.seconds(2), onTimeout: () => new Error("the relay was not woken by the transition") }),
+          Effect.withClock(realClock)
+        )
         expect(event.event).toBe("prefect.flow-run.Pending")
       })
     )

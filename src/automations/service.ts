@@ -7,6 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { inTransaction } from "../database/errors.ts"
+import { afterCommit } from "../database/transactions.ts"
 import { deploymentNotFoundDot } from "../deployments/errors.ts"
 import { DeploymentsRepo } from "../deployments/repo.ts"
 import { newId } from "../domain/ids.ts"
@@ -59,9 +60,10 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
         }
       })
 
+    /** Inside the transaction of the change: heard in process and by other replicas once it commits, its events written with it. */
     const announce = (automations: ReadonlyArray<Automation>, kind: "created" | "updated" | "deleted") =>
       Effect.gen(function* () {
-        yield* changes.publish(automations.map((a) => ({ id: a.id, kind })))
+        yield* afterCommit(changes.publish(automations.map((a) => ({ id: a.id, kind }))))
         // Other replicas' triggers services listen for these.
         yield* Effect.forEach(automations, (a) => repo.notify(AUTOMATION_CHANGES_CHANNEL, JSON.stringify({ automation_id: a.id, event_type: kind })))
         yield* events.emit(yield* Effect.forEach(automations, (a) => lifecycleEvent(a, kind)))
@@ -107,10 +109,10 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
           const automation = yield* repo.create(settle(body))
           if (body.owner_resource) yield* repo.relate(automation.id, body.owner_resource, true)
           yield* repo.relateDeployments(automation.id, deploymentsRun(automation.actions))
+          yield* announce([automation], "created")
           return automation
         })
       )
-      yield* announce([created], "created")
       return created
     })
 
@@ -127,9 +129,9 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
           // Deleted since it was read: nothing to relate (its relations would name no automation).
           if (!(yield* repo.replace(id, fields))) return yield* new AutomationNotFound()
           yield* repo.relateDeployments(id, deploymentsRun(fields.actions))
+          yield* announce([yield* find(id)], "updated")
         })
       )
-      yield* announce([yield* find(id)], "updated")
     })
 
     /** PATCH: switches the automation on or off; switching on must not make a run-deployment loop. */
@@ -141,21 +143,36 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
         // (its loc is the automation's own, not the request body's).
         return yield* new ValidationError({ detail: [valueErrorItem([], loop, encodeAutomation({ ...automation, enabled }))] })
       }
-      if (!(yield* repo.setEnabled(id, enabled))) return yield* new AutomationNotFound()
-      yield* announce([yield* find(id)], "updated")
+      yield* inTransaction(
+        sql,
+        Effect.gen(function* () {
+          if (!(yield* repo.setEnabled(id, enabled))) return yield* new AutomationNotFound()
+          yield* announce([yield* find(id)], "updated")
+        })
+      )
     })
 
     const remove = Effect.fn("Automations.remove")(function* (id: string) {
-      const removed = yield* repo.remove([id])
-      if (removed.length === 0) return yield* new AutomationNotFound()
-      yield* announce(removed, "deleted")
+      yield* inTransaction(
+        sql,
+        Effect.gen(function* () {
+          const removed = yield* repo.remove([id])
+          if (removed.length === 0) return yield* new AutomationNotFound()
+          yield* announce(removed, "deleted")
+        })
+      )
     })
 
     /** Deletes the automations the resource owns (those created up to now). */
     const removeOwnedBy = Effect.fn("Automations.removeOwnedBy")(function* (resourceId: string) {
       const owned = yield* repo.relatedTo(resourceId, { ownedOnly: true, createdBefore: yield* now })
-      const removed = yield* repo.remove(owned.map((a) => a.id))
-      if (removed.length > 0) yield* announce(removed, "deleted")
+      yield* inTransaction(
+        sql,
+        Effect.gen(function* () {
+          const removed = yield* repo.remove(owned.map((a) => a.id))
+          if (removed.length > 0) yield* announce(removed, "deleted")
+        })
+      )
     })
 
     return { create, replace, setEnabled, remove, removeOwnedBy } as const

@@ -4,6 +4,7 @@
  * trigger is kept as a child firing until enough children (in order, for a sequence) have fired
  * within the parent's window, and then the parent fires.
  */
+import { afterCommit } from "../database/transactions.ts"
 import { Effect } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -62,7 +63,8 @@ export const makeFire = (index: TriggerIndex) =>
             automation_triggered_event_id: stateEventId
           })
         }
-        yield* actions.enqueue(triggeredActions)
+        // Performed once the firing commits (the log consumer's transaction): a rolled back one does nothing.
+        yield* afterCommit(actions.enqueue(triggeredActions))
       })
 
     const fire = (firing: Firing): Effect.Effect<void, unknown> =>

@@ -1,5 +1,8 @@
 /**
- * The triggers service: evaluates the enabled automations against the events on the bus.
+ * The triggers service: evaluates the enabled automations against the events of the event log, as
+ * its consumer "triggers" (events/log.ts): a batch of events is evaluated in the transaction that
+ * moves the consumer's cursor past it, by whichever process holds the cursor, so each event is
+ * evaluated once across every process on the database, and what a firing writes commits with it.
  *
  * The parts: the index of loaded automations (triggers-index.ts), bucket evaluation
  * (triggers-buckets.ts), what a firing does (triggers-fire.ts), reactive evaluation of events in
@@ -14,7 +17,7 @@
  */
 import { Chunk, Duration, Effect, Queue } from "effect"
 import { now } from "../domain/time.ts"
-import { EventBus } from "../events/bus.ts"
+import { EventLog } from "../events/log.ts"
 import { EventsRepo } from "../events/repo.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
 import { Events } from "../events/service.ts"
@@ -32,7 +35,7 @@ import { makeListenForChanges } from "./triggers-listen.ts"
 import { makeProactive } from "./triggers-proactive.ts"
 import { makeReactive } from "./triggers-reactive.ts"
 
-/** Events the reactive loop takes from the bus at once. */
+/** Events the reactive loop evaluates per transaction. */
 const EVENT_BATCH = 100
 
 export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/TriggersEngine", {
@@ -40,9 +43,8 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     const buckets = yield* BucketsRepo
     const settings = yield* Settings
     const leadership = yield* Leadership
-    const bus = yield* EventBus
+    const log = yield* EventLog
     const changes = yield* AutomationChanges
-    const { events: subscription, ack, start: startReading } = yield* bus.consume("triggers", settings.server.services.triggers.read_batch_size)
     const changeQueue = yield* changes.subscribe
     const lock = yield* Effect.makeSemaphore(1)
     const ordering = yield* makeOrdering(settings)
@@ -57,27 +59,22 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
 
     const takeChanges = Effect.flatMap(Queue.takeAll(changeQueue), (pending) => index.applyChanges(Chunk.toReadonlyArray(pending)))
 
-    /** Evaluates a batch of events in order (after applying automation changes), then acknowledges it. */
+    /** Evaluates a batch of events in order (after applying automation changes). */
     const evaluateBatch = (batch: ReadonlyArray<ReceivedEvent>) =>
       Effect.gen(function* () {
-        yield* serialised(
-          Effect.gen(function* () {
-            yield* index.ensureStarted
-            yield* takeChanges
-            for (const event of batch) yield* evaluateInOrder(event)
-          })
-        )
-        yield* ack(batch)
+        yield* index.ensureStarted
+        yield* takeChanges
+        for (const event of batch) yield* evaluateInOrder(event)
       })
 
-    /** Reactive loop: waits for events, then evaluates them. */
-    const reactiveTick = Effect.zipRight(
-      startReading,
-      Effect.flatMap(Queue.takeBetween(subscription, 1, EVENT_BATCH), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch)))
-    )
+    // Serialised around the batch's transaction: the turn is taken before the connection.
+    const consumer = yield* log.consumer("triggers", EVENT_BATCH, evaluateBatch, serialised)
 
-    /** Evaluates the events waiting on the bus now, without waiting for more (tests, shutdown). */
-    const drain = Effect.zipRight(startReading, Effect.flatMap(Queue.takeAll(subscription), (batch) => evaluateBatch(Chunk.toReadonlyArray(batch))))
+    /** Reactive loop: waits for new events in the log, then evaluates them. */
+    const reactiveTick = consumer.tick
+
+    /** Evaluates the events in the log now, without waiting for more (tests, shutdown). */
+    const drain = Effect.asVoid(consumer.drain)
 
     /**
      * Periodic loop: reloads changed automations, evaluates the followers whose leader another
@@ -111,7 +108,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     AutomationChanges.Default,
     AutomationsRepo.Default,
     BucketsRepo.Default,
-    EventBus.Default,
+    EventLog.Default,
     Events.Default,
     EventsRepo.Default,
     Leadership.Default

@@ -13,7 +13,7 @@
  *
  * On the embedded database one process serves it: that process always leads.
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import pg from "pg"
 import { serverConnectionUrl, usesServer } from "./client.ts"
 import { Settings } from "../settings/settings.ts"
@@ -128,4 +128,7 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
 
     return { leads, isLeader } as const
   })
-}) {}
+}) {
+  /** For a process that never leads (an API-only replica): it does not even ask for the lock. */
+  static readonly never = Layer.succeed(this, this.make({ leads: Effect.succeed(false), isLeader: Effect.succeed(false) }))
+}

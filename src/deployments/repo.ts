@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { transaction } from "../database/transactions.ts"
 import { AsGiven, countWhere, findRowBy, IdRow } from "../database/rows.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { queryCondition } from "../queries/query.ts"
@@ -193,14 +194,19 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       execute: ({ at, ids }) =>
         sql`
           WITH changed AS (SELECT id FROM deployment WHERE id = ANY(${ids}::uuid[]) AND status IS DISTINCT FROM 'READY'),
-               polled AS (UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE id = ANY(${ids}::uuid[]))
+               polled AS (UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE id = ANY(${ids}::uuid[])),
+               -- The status events' notes (events/status-changes.ts), with the change: as durable as it.
+               noted AS (
+                 INSERT INTO event_outbox (body)
+                 SELECT jsonb_build_object('type', 'status', 'kind', 'deployment', 'id', id, 'status', 'READY', 'at', ${at.toISOString()}::text)
+                 FROM changed)
           SELECT id FROM changed
         `
     })
 
     /** Marks the deployments polled now and READY, leaving `updated` alone (the scheduler watches it). */
     const markReady = (deploymentIds: ReadonlyArray<string>, at: Date) =>
-      Effect.flatMap(readiedIds({ ids: deploymentIds, at }), (rows) => statusChanges.announce("deployment", "READY", at, ids(rows)))
+      Effect.flatMap(readiedIds({ ids: deploymentIds, at }), (rows) => statusChanges.announceNoted("deployment", "READY", at, ids(rows)))
 
     const staleIds = SqlSchema.findAll({
       Request: AsGiven<{ readonly before: Date }>(),
@@ -221,7 +227,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
      * polled since then.
      */
     const markStale = (before: Date, at: Date = before) =>
-      Effect.flatMap(staleIds({ before }), (rows) => statusChanges.announce("deployment", "NOT_READY", at, ids(rows)))
+      transaction(sql, Effect.flatMap(staleIds({ before }), (rows) => statusChanges.announce("deployment", "NOT_READY", at, ids(rows))))
 
     const schedulesOf = SqlSchema.single({
       Request: Schema.String,

@@ -1,19 +1,17 @@
 /**
- * The event bus (server.events.messaging_broker). Received events are published once each (an id
- * seen recently is dropped: server.events.messaging_cache) and reach
+ * The event bus (server.events.messaging_broker): how the events clients send reach the event
+ * persister, which writes them into the event log (events/log.ts), where every other reader takes
+ * them. Received events are published once each (an id seen recently is dropped:
+ * server.events.messaging_cache); a consumer group (`consume`) takes each once and acknowledges
+ * what it has handled.
  *
- * - every live subscriber (`subscribe`: the websocket streams), each at most SUBSCRIPTION_BACKLOG
- *   events behind, and
- * - each consumer group (`consume`: the persister, the triggers service, the task run recorder)
- *   once, which acknowledges what it has handled.
- *
- * "memory" keeps all of this in the server process. "redis" publishes to a Redis stream
- * (`redis_stream` at `redis_url`, trimmed to about queue_max_size entries): each consumer group is a
- * Redis consumer group shared by every replica, so an event is handled by one replica per group;
- * what a replica read but did not acknowledge is claimed by another after a minute. The cache of
- * seen ids is then a Redis key per event (an hour).
+ * "memory" keeps them in the receiving process until its persister writes them (within its
+ * flush interval). "redis" publishes to a Redis stream (`redis_stream` at `redis_url`, trimmed to
+ * about queue_max_size entries): the persisters of every replica form one Redis consumer group, so
+ * an event is written by one of them, and what a replica read but did not acknowledge (it died) is
+ * claimed by another after a minute. The cache of seen ids is then a Redis key per event (an hour).
  */
-import { Duration, Effect, Fiber, PubSub, Queue, Schema, type Scope } from "effect"
+import { Duration, Effect, PubSub, Queue, Schema, type Scope } from "effect"
 import { hostname } from "node:os"
 import { Settings } from "../settings/settings.ts"
 import { redisConnection } from "./redis.ts"
@@ -24,13 +22,6 @@ const RECENT_IDS = 10_000
 /** How long a message read but not acknowledged stays with its reader before another claims it. */
 const CLAIM_IDLE_MS = 60_000
 const SEEN_TTL_SECONDS = 3600
-/**
- * Events a live subscriber (a websocket) may fall behind by before the oldest are dropped for it,
- * as the reference's subscription backlog: a slow reader costs at most this many, not the server
- * its memory.
- */
-export const SUBSCRIPTION_BACKLOG = 256
-
 /**
  * What a consumer group reads: the events, and how to acknowledge the ones it has handled. With the
  * redis broker nothing is read until `start` (the service's first iteration), so a process that
@@ -56,7 +47,6 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
     // A subscriber that falls further behind than this loses the oldest events, not the server its memory.
     const capacity = settings.server.services.event_persister.queue_max_size
     const hub = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(capacity), PubSub.shutdown)
-    const live = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), PubSub.shutdown)
     const recent = new Set<string>()
     const rememberLocally = (id: string) => {
       if (recent.has(id)) return false
@@ -80,16 +70,19 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         })
         : Effect.sync(() => batch.filter((event) => rememberLocally(event.id)))
 
-    /** Publishes the events not published recently. */
+    /** Publishes the events not published recently; those. */
     const publish = (batch: ReadonlyArray<ReceivedEvent>) =>
       Effect.flatMap(fresh(batch), (unseen) => {
-        if (unseen.length === 0) return Effect.void
-        if (broker === "memory") return Effect.asVoid(Effect.zip(PubSub.publishAll(hub, unseen), PubSub.publishAll(live, unseen)))
-        return Effect.promise(async () => {
-          const pipeline = redis!.pipeline()
-          for (const event of unseen) pipeline.xadd(stream, "MAXLEN", "~", capacity, "*", "event", encodeEvent(event))
-          await pipeline.exec()
-        })
+        if (unseen.length === 0) return Effect.succeed(unseen)
+        if (broker === "memory") return Effect.as(PubSub.publishAll(hub, unseen), unseen)
+        return Effect.as(
+          Effect.promise(async () => {
+            const pipeline = redis!.pipeline()
+            for (const event of unseen) pipeline.xadd(stream, "MAXLEN", "~", capacity, "*", "event", encodeEvent(event))
+            await pipeline.exec()
+          }),
+          unseen
+        )
       })
 
     /** Reads stream entries into `queue` until the scope closes, with `read` giving the next entries. */
@@ -115,26 +108,6 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         Effect.catchAll((error) => Effect.zipRight(Effect.logWarning("Reading the event stream failed", error), Effect.sleep(Duration.seconds(1)))),
         Effect.forever
       )
-
-    /** Every event published from now on, for the scope's life (at most SUBSCRIPTION_BACKLOG behind). */
-    const subscribe: Effect.Effect<Queue.Dequeue<ReceivedEvent>, never, Scope.Scope> = broker === "memory"
-      ? PubSub.subscribe(live)
-      : Effect.gen(function* () {
-        const queue = yield* Effect.acquireRelease(Queue.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), Queue.shutdown)
-        const reader = yield* connect()
-        // From the stream's current end, fixed now: what is published after subscribing is seen.
-        const newest = yield* Effect.promise(() => reader.xrevrange(stream, "+", "-", "COUNT", 1).catch(() => []))
-        let last = newest[0]?.[0] ?? "0-0"
-        const read = async () => {
-          const reply = (await reader.xread("COUNT", 100, "BLOCK", 1000, "STREAMS", stream, last)) as Array<[string, Array<[string, Array<string>]>]> | null
-          const entries = reply?.[0]?.[1] ?? []
-          if (entries.length > 0) last = entries[entries.length - 1]![0]
-          return entries
-        }
-        const fiber = yield* Effect.forkScoped(pump(queue, read, () => undefined))
-        yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
-        return queue
-      })
 
     /**
      * The events for consumer group `group`; each event reaches one consumer of the group. With the
@@ -183,6 +156,6 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
           return { events: queue, ack, start }
         })
 
-    return { publish, subscribe, consume, broker } as const
+    return { publish, consume, broker } as const
   })
 }) {}

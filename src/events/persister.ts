@@ -1,9 +1,11 @@
 /**
- * The event persister: takes the events published on the bus and writes them in batches of
- * `batch_size`, at the latest `flush_interval` after they arrive; a failed write is retried
+ * The event persister: takes the events clients sent (published on the bus) and writes them into
+ * the event log in batches of `batch_size`, at the latest `flush_interval` after they arrive (in
+ * every process that receives events: API-only processes run it too); a failed write is retried
  * `max_flush_retries` times, `flush_interval` apart (as the reference retries at its next flush), so
  * a database away for less than that loses no event. What is queued when the server stops is
- * written before it does (retried 100 ms apart there: shutdown does not wait long).
+ * written before it does (retried 100 ms apart there: shutdown does not wait long). A second loop
+ * relays the event outbox (events/relay.ts), and `drain` does both.
  * Every 15 minutes a second loop, run by the leader alone (database/leadership.ts), deletes the
  * events older than server.events.retention_period,
  * `batch_size_delete` at a time.
@@ -15,6 +17,8 @@ import { safeCause } from "../http/log-safe.ts"
 import { Settings } from "../settings/settings.ts"
 import { defineService, registerServices } from "../services/runner.ts"
 import { EventBus } from "./bus.ts"
+import { EventLog } from "./log.ts"
+import { EventRelay } from "./relay.ts"
 import { EventsRepo } from "./repo.ts"
 import type { ReceivedEvent } from "./schemas.ts"
 
@@ -25,6 +29,8 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const settings = yield* Settings
     const bus = yield* EventBus
     const repo = yield* EventsRepo
+    const log = yield* EventLog
+    const relay = yield* EventRelay
     const options = settings.server.services.event_persister
     // Subscribed from the start, so no event published before the first flush is missed.
     const { events: queue, ack, start } = yield* bus.consume("event-persister", options.read_batch_size)
@@ -35,7 +41,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     }
 
     const store = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries): Effect.Effect<void> =>
-      unavailabilityAsFailure(repo.write(batch)).pipe(
+      unavailabilityAsFailure(log.write(batch)).pipe(
         // Only an unavailable database is a failure here (every other statement error is a
         // defect): worth another try, where a refused value would be refused again.
         Effect.retry({ schedule: retries[retry] }),
@@ -62,7 +68,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
         total += batch.length
       }
     })
-    const drain = drainWith("briefly")
+    const drain = Effect.zipRight(relay.drain, drainWith("briefly"))
 
     const retention = Duration.toMillis(settings.server.events.retention_period)
 
@@ -87,11 +93,14 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       yield* drainWith("spaced")
     })
 
-    yield* Effect.addFinalizer(() => Effect.asVoid(drain))
+    // Notes left in the outbox are relayed by whichever process looks next: a failure here loses nothing.
+    yield* Effect.addFinalizer(() =>
+      Effect.asVoid(Effect.zipRight(relay.drain.pipe(Effect.catchAllCause((cause) => Effect.logWarning("Could not relay the event outbox", cause))), drainWith("briefly")))
+    )
 
-    return { tick, drain, trim } as const
+    return { tick, drain, trim, relay: relay.tick } as const
   }),
-  dependencies: [EventBus.Default, EventsRepo.Default]
+  dependencies: [EventBus.Default, EventsRepo.Default, EventLog.Default, EventRelay.Default]
 }) {}
 
 export const EventPersisterService = registerServices(
@@ -100,6 +109,13 @@ export const EventPersisterService = registerServices(
     // An iteration itself waits (up to flush_interval) for events to write.
     interval: () => Duration.zero,
     tick: Effect.flatMap(EventPersister, (persister) => persister.tick)
+  }),
+  defineService({
+    name: "event_persister",
+    loop: "outbox",
+    // An iteration waits for this process's writes (or a while), then relays what the outbox holds.
+    interval: () => Duration.zero,
+    tick: Effect.flatMap(EventPersister, (persister) => persister.relay)
   }),
   defineService({
     name: "event_persister",

@@ -1,6 +1,8 @@
 /** Events in SQL: written in batches (each once), read and counted by EventFilter. */
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { currentPosition, finalAfter, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
@@ -35,6 +37,18 @@ const toEvent = (row: EventRow): ReceivedEvent => ({
 const otherLabels = (resource: Record<string, string>) => {
   const { "prefect.resource.id": _id, "prefect.resource.role": _role, ...rest } = resource
   return rest
+}
+
+/** A consumer's cursor as a batch finds it. */
+export type ConsumerCursor =
+  | { readonly _tag: "Locked"; readonly position: LogPosition }
+  | { readonly _tag: "Busy" }
+  | { readonly _tag: "Missing" }
+
+/** An event read from the log, with where it stands in it. */
+export interface LoggedEvent {
+  readonly event: ReceivedEvent
+  readonly position: LogPosition
 }
 
 /** Rows per insert statement. */
@@ -198,8 +212,67 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       )
     })
 
+    /** Up to `limit` events after `position` in log order (database/log-order.ts), each with its position. */
+    const readAfter = (position: LogPosition, limit: number) =>
+      Effect.map(
+        sql<EventRow & { readonly txid: string; readonly seq: string }>`
+          SELECT id, occurred, event, resource, related, payload, received, follows, txid::text AS txid, seq::text AS seq
+          FROM events WHERE ${finalAfter(sql, position)}
+          ORDER BY events.txid, events.seq LIMIT ${limit}
+        `,
+        (rows): ReadonlyArray<LoggedEvent> => rows.map((row) => ({ event: toEvent(row), position: positionOf(row) }))
+      )
+
+    /** Whether events after `position` are committed but not final yet (a reader should look again shortly). */
+    const pendingAfterPosition = (position: LogPosition) =>
+      Effect.map(sql<{ pending: boolean }>`SELECT EXISTS (SELECT 1 FROM events WHERE ${pendingAfter(sql, position)}) AS pending`, (rows) => rows[0]!.pending)
+
+    /** The log's position now, for a reader that starts here. */
+    const position = currentPosition(sql)
+
+    /** Makes the consumer's cursor (at the log's position now) unless it has one. */
+    const ensureConsumer = (name: string) =>
+      sql`
+        INSERT INTO event_consumer (name, txid, seq) VALUES (${name}, pg_snapshot_xmin(pg_current_snapshot()), 0)
+        ON CONFLICT (name) DO NOTHING
+      `.pipe(Effect.asVoid)
+
+    /**
+     * The consumer's cursor, locked for the current transaction; Busy when another transaction holds
+     * it (another process consumes now), Missing when the consumer has none.
+     */
+    const lockConsumer = (name: string) =>
+      Effect.flatMap(
+        sql<{ txid: string; seq: string }>`
+          SELECT txid::text AS txid, seq::text AS seq FROM event_consumer WHERE name = ${name} FOR UPDATE SKIP LOCKED
+        `,
+        (rows): Effect.Effect<ConsumerCursor, SqlError> =>
+          rows[0] !== undefined
+            ? Effect.succeed({ _tag: "Locked", position: positionOf(rows[0]) })
+            : Effect.map(
+              sql`SELECT 1 FROM event_consumer WHERE name = ${name}`,
+              (found): ConsumerCursor => (found.length > 0 ? { _tag: "Busy" } : { _tag: "Missing" })
+            )
+      )
+
+    const advanceConsumer = (name: string, to: LogPosition) =>
+      sql`UPDATE event_consumer SET txid = ${to.txid}::xid8, seq = ${to.seq}::bigint, updated = now() WHERE name = ${name}`.pipe(Effect.asVoid)
+
     // A failed write is a defect too: the persister retries the ones that say the database is
     // unavailable (unavailabilityAsFailure), and only those.
-    return sqlErrorsAsDefects({ write, count, read, countBy, existing, deleteOlderThan })
+    return sqlErrorsAsDefects({
+      write,
+      count,
+      read,
+      countBy,
+      existing,
+      deleteOlderThan,
+      readAfter,
+      pendingAfterPosition,
+      position: () => position,
+      ensureConsumer,
+      lockConsumer,
+      advanceConsumer
+    })
   })
 }) {}

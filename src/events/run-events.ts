@@ -1,35 +1,27 @@
 /**
- * The server's own events for run state changes: every committed transition (from the
- * orchestration seam) becomes `prefect.flow-run.<state name>` or `prefect.task-run.<state name>`,
+ * The server's own events for run state changes: every committed transition (its note in the event
+ * outbox) becomes `prefect.flow-run.<state name>` or `prefect.task-run.<state name>`,
  * with the run as its resource, what the run belongs to as related resources, and the states in
  * its payload. The event's id is the new state's id; `follows` is the previous state's when it came
  * within five minutes, so consumers can order close transitions.
  */
-import { Chunk, Effect, Layer, Queue } from "effect"
-import type { State } from "../domain/states.ts"
-import { now } from "../domain/time.ts"
-import { type StateTransition, Transitions } from "../orchestration/transitions.ts"
-import { EventBus } from "./bus.ts"
+import { Effect } from "effect"
+import type { NotedState, TransitionNote } from "../orchestration/transitions.ts"
 import type { RunContext } from "./run-resources-repo.ts"
 import { RunResourcesRepo } from "./run-resources-repo.ts"
 import type { ReceivedEvent } from "./schemas.ts"
 
-/** Longer state messages are cut, so one event cannot grow without bound. */
-const MAX_STATE_MESSAGE = 100_000
-const TIGHT_TIMING_MS = 5 * 60 * 1000
-
-const truncated = (text: string | null | undefined) =>
-  text === null || text === undefined ? text : text.length > MAX_STATE_MESSAGE ? `${text.slice(0, MAX_STATE_MESSAGE)}...` : text
-
 /** The essential strings of a state, for an event's payload. */
-export const statePayload = (state: State | null): Record<string, string> | null => {
+export const statePayload = (state: NotedState | null): Record<string, string> | null => {
   if (state === null) return null
   const payload: Record<string, string> = { type: state.type }
   if (state.name) payload.name = state.name
-  if (state.message) payload.message = truncated(state.message)!
-  if (state.type === "PAUSED") payload.pause_reschedule = String(state.state_details.pause_reschedule)
+  if (state.message) payload.message = state.message
+  if (state.type === "PAUSED") payload.pause_reschedule = String(state.pause_reschedule ?? false)
   return payload
 }
+
+const TIGHT_TIMING_MS = 5 * 60 * 1000
 
 /** Related resources: the run's flow run (for task runs), flow, deployment, queue, pool, parent task run, then tags. */
 export const relatedResources = (context: RunContext): Array<Record<string, string>> => {
@@ -62,21 +54,21 @@ export const relatedResources = (context: RunContext): Array<Record<string, stri
   return related
 }
 
-/** The event of one committed transition. */
-export const stateChangeEvent = (transition: StateTransition, context: RunContext, received: Date): ReceivedEvent => {
-  const kind = transition.kind === "flow_run" ? "flow-run" : "task-run"
-  const { initial_state: initial, validated_state: validated } = transition
-  const occurred = validated.timestamp
-  const tight = initial !== null && Math.abs(occurred.getTime() - initial.timestamp.getTime()) < TIGHT_TIMING_MS
+/** The event of one committed transition, from its outbox note. */
+export const transitionEvent = (note: TransitionNote, context: RunContext, received: Date): ReceivedEvent => {
+  const kind = note.kind === "flow_run" ? "flow-run" : "task-run"
+  const { initial_state: initial, validated_state: validated } = note
+  const occurred = new Date(validated.timestamp)
+  const tight = initial !== null && Math.abs(occurred.getTime() - new Date(initial.timestamp).getTime()) < TIGHT_TIMING_MS
   const resource: Record<string, string> = {
-    "prefect.resource.id": `prefect.${kind}.${transition.run_id}`,
+    "prefect.resource.id": `prefect.${kind}.${note.run_id}`,
     "prefect.resource.name": context.name,
-    "prefect.run-count": String(context.run_count),
+    "prefect.run-count": String(note.run_count),
     "prefect.state-name": validated.name ?? "",
-    "prefect.state-timestamp": validated.timestamp.toISOString(),
+    "prefect.state-timestamp": occurred.toISOString(),
     "prefect.state-type": validated.type
   }
-  if (validated.message) resource["prefect.state-message"] = truncated(validated.message)!
+  if (validated.message) resource["prefect.state-message"] = validated.message
   return {
     id: validated.id,
     occurred,
@@ -93,31 +85,15 @@ export const stateChangeEvent = (transition: StateTransition, context: RunContex
   }
 }
 
-/** Turns the transitions published from now on into events on the bus, a batch at a time. */
-export const RunEventsLive = Layer.scopedDiscard(
+/** The events of committed transitions, in their order (a run deleted since has nothing left to describe it, and no event). */
+export const transitionEvents = (notes: ReadonlyArray<TransitionNote>, received: Date) =>
   Effect.gen(function* () {
-    const transitions = yield* Transitions
-    const bus = yield* EventBus
     const runs = yield* RunResourcesRepo
-    const subscription = yield* transitions.subscribe
-    const emitBatch = Effect.gen(function* () {
-      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(subscription, 1, 500))
-      const ids = (kind: StateTransition["kind"]) => [...new Set(batch.filter((t) => t.kind === kind).map((t) => t.run_id))]
-      const [flowRuns, taskRuns] = yield* Effect.all([runs.flowRuns(ids("flow_run")), runs.taskRuns(ids("task_run"))])
-      const contexts = new Map([...flowRuns, ...taskRuns].map((c) => [c.id, c]))
-      const received = yield* now
-      const events: Array<ReceivedEvent> = []
-      for (const transition of batch) {
-        const context = contexts.get(transition.run_id)
-        // A run deleted since its transition has nothing left to describe it.
-        if (context !== undefined) events.push(stateChangeEvent(transition, context, received))
-      }
-      yield* bus.publish(events)
-    })
-    yield* emitBatch.pipe(
-      Effect.catchAllCause((cause) => Effect.logError("Run state events could not be emitted", cause)),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    const ids = (kind: TransitionNote["kind"]) => [...new Set(notes.filter((n) => n.kind === kind).map((n) => n.run_id))]
+    const [flowRuns, taskRuns] = yield* Effect.all([runs.flowRuns(ids("flow_run")), runs.taskRuns(ids("task_run"))])
+    const contexts = new Map([...flowRuns, ...taskRuns].map((c) => [c.id, c]))
+    return new Map(notes.flatMap((note) => {
+      const context = contexts.get(note.run_id)
+      return context === undefined ? [] : [[note, transitionEvent(note, context, received)] as const]
+    }))
   })
-).pipe(Layer.provide(Layer.mergeAll(Transitions.Default, EventBus.Default, RunResourcesRepo.Default)))

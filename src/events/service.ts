@@ -1,7 +1,9 @@
 /**
  * Receiving events: each checked against the server.events limits (name length, labels per
  * resource, related resources, size); one event out of bounds refuses the whole batch (422, nothing
- * published). Accepted events are stamped `received` and published on the bus.
+ * published). Accepted events are stamped `received` and published on the bus, from which the
+ * persister writes them into the event log. The server's own events go into the log directly, in
+ * the transaction of the write they tell of.
  */
 import { Effect } from "effect"
 import { now } from "../domain/time.ts"
@@ -10,12 +12,14 @@ import { ValidationError } from "../domain/errors.ts"
 import { valueErrorItem } from "../domain/problems.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
+import { EventLog } from "./log.ts"
 import type { Event, ReceivedEvent } from "./schemas.ts"
 
 export class Events extends Effect.Service<Events>()("baton/Events", {
   effect: Effect.gen(function* () {
     const settings = yield* Settings
     const bus = yield* EventBus
+    const log = yield* EventLog
     const limits = settings.server.events
 
     /** The problems of one event, located under `loc`. */
@@ -41,24 +45,27 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
       return found
     }
 
-    /** Publishes events as received now: the server's own (within the limits by construction), and clients' once checked. */
-    const emit = (events: ReadonlyArray<Event>) =>
-      Effect.gen(function* () {
-        const received = yield* now
-        const stamped: Array<ReceivedEvent> = events.map((event) => ({ ...event, received }))
-        yield* bus.publish(stamped)
-        return stamped
-      })
+    const stamp = (events: ReadonlyArray<Event>) =>
+      Effect.map(now, (received): Array<ReceivedEvent> => events.map((event) => ({ ...event, received })))
+
+    /**
+     * Writes the server's own events (within the limits by construction) into the log as received
+     * now, in the current transaction when there is one: they commit with the write they tell of.
+     */
+    const emit = (events: ReadonlyArray<Event>) => Effect.tap(stamp(events), (stamped) => log.write(stamped))
 
     /** Checks every event against the limits, then publishes them all as received now. */
     const receive = Effect.fn("Events.receive")(function* (events: ReadonlyArray<Event>, loc: ReadonlyArray<string | number> = ["body"]) {
       const received = yield* now
       const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
       if (found.length > 0) return yield* new ValidationError({ detail: found })
-      return yield* emit(events)
+      const stamped = yield* stamp(events)
+      // Live subscribers here see them at once; the persister writes them into the log for the rest.
+      yield* log.receivedHere(yield* bus.publish(stamped))
+      return stamped
     })
 
     return { receive, emit } as const
   }),
-  dependencies: [EventBus.Default]
+  dependencies: [EventBus.Default, EventLog.Default]
 }) {}

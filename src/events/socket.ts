@@ -2,14 +2,15 @@
  * The event websockets. /events/in: after the handshake every message is one event, received as a
  * POST /events would receive it. /events/out: after a `{"type": "filter", "filter": …, "backfill":
  * true}` message, the stored events of the last `maximum_websocket_backfill` the filter matches
- * (oldest first, a page at a time), then every new one, each as `{"type": "event", "event": …}`.
+ * (oldest first, a page at a time), then every new one that enters the event log (through any
+ * process on the database), each as `{"type": "event", "event": …}`.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Duration, Effect, Either, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { PROTOCOL_ERROR, POLICY_VIOLATION, servePrefectSocket } from "../http/websocket.ts"
 import { Settings } from "../settings/settings.ts"
-import { EventBus } from "./bus.ts"
+import { EventLog } from "./log.ts"
 import { EventFilter, eventMatches, resolveFilter } from "./filter.ts"
 import { EventsRepo } from "./repo.ts"
 import { Event, ReceivedEvent } from "./schemas.ts"
@@ -26,7 +27,7 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
     const settings = yield* Settings
     const events = yield* Events
-    const bus = yield* EventBus
+    const log = yield* EventLog
     const repo = yield* EventsRepo
     const backfillWindow = Duration.toMillis(settings.server.events.maximum_websocket_backfill)
     const pageSize = settings.server.events.websocket_backfill_page_size
@@ -70,7 +71,7 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
           const earliest = new Date(Math.max(resolved.occurred.since.getTime(), at.getTime() - backfillWindow))
           const filter = { ...resolved, order: "ASC" as const, occurred: { since: earliest, until: resolved.occurred.until } }
           // Subscribe first, so nothing that arrives during the backfill is missed.
-          const live = yield* bus.subscribe
+          const live = yield* log.subscribe
           const sent = new Set<string>()
           if (message.backfill !== false) {
             for (let offset = 0; ; offset += pageSize) {
@@ -92,4 +93,4 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
       )
     )
   })
-).pipe(Layer.provide([EventBus.Default, Events.Default, EventsRepo.Default]))
+).pipe(Layer.provide([EventLog.Default, Events.Default, EventsRepo.Default]))

@@ -1,14 +1,13 @@
 /**
- * The server's events for status changes (from the StatusChanges seam), named as the reference
+ * The server's events for status changes (their notes in the event outbox), named as the reference
  * names them: `prefect.deployment.ready` / `.not-ready`, `prefect.work-queue.ready` / `.not-ready` /
  * `.paused` and `prefect.work-pool.ready` / `.not-ready` / `.paused`, with what the object belongs
  * to as related resources.
  */
-import { Chunk, Effect, Layer, Queue } from "effect"
+import { Effect } from "effect"
 import { newId } from "../domain/ids.ts"
-import type { Event } from "./schemas.ts"
-import { Events } from "./service.ts"
-import { type StatusChange, StatusChanges } from "./status-changes.ts"
+import type { Event, ReceivedEvent } from "./schemas.ts"
+import type { StatusChange } from "./status-changes.ts"
 import { type DeploymentContext, type PoolContext, type QueueContext, StatusResourcesRepo } from "./status-resources-repo.ts"
 
 const kebab = (status: StatusChange["status"]) => status.toLowerCase().replace("_", "-")
@@ -47,48 +46,38 @@ const statusEvent = (change: StatusChange, id: string, resource: Record<string, 
   follows: null
 })
 
-/** Turns the status changes published from now on into events, a batch at a time. */
-export const StatusEventsLive = Layer.scopedDiscard(
+/** The events of status changes, in their order (an object deleted since has none). */
+export const statusEvents = (batch: ReadonlyArray<StatusChange>, received: Date) =>
   Effect.gen(function* () {
-    const changes = yield* StatusChanges
     const repo = yield* StatusResourcesRepo
-    const events = yield* Events
-    const subscription = yield* changes.subscribe
-    const emitBatch = Effect.gen(function* () {
-      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(subscription, 1, 500))
-      const ids = (kind: StatusChange["kind"]) => [...new Set(batch.filter((c) => c.kind === kind).map((c) => c.id))]
-      const [deployments, queues, pools] = yield* Effect.all([repo.deployments(ids("deployment")), repo.queues(ids("work-queue")), repo.pools(ids("work-pool"))])
-      const byId = <A extends { readonly id: string }>(rows: ReadonlyArray<A>) => new Map(rows.map((r) => [r.id, r]))
-      const [deploymentOf, queueOf, poolOf] = [byId(deployments), byId(queues), byId(pools)]
-      const out: Array<Event> = []
-      for (const change of batch) {
-        const id = yield* newId
-        if (change.kind === "deployment") {
-          const d = deploymentOf.get(change.id)
-          if (d) out.push(statusEvent(change, id, { "prefect.resource.id": `prefect.deployment.${d.id}`, "prefect.resource.name": d.name }, deploymentRelated(d)))
-        } else if (change.kind === "work-queue") {
-          const q: QueueContext | undefined = queueOf.get(change.id)
-          if (q) {
-            out.push(
-              statusEvent(
-                change,
-                id,
-                { "prefect.resource.id": `prefect.work-queue.${q.id}`, "prefect.resource.name": q.name, "prefect.resource.role": "work-queue" },
-                q.work_pool_id && q.work_pool_name !== null ? [poolResource(q.work_pool_id, q.work_pool_name, q.work_pool_type, "work-pool")] : []
-              )
+    const ids = (kind: StatusChange["kind"]) => [...new Set(batch.filter((c) => c.kind === kind).map((c) => c.id))]
+    const [deployments, queues, pools] = yield* Effect.all([repo.deployments(ids("deployment")), repo.queues(ids("work-queue")), repo.pools(ids("work-pool"))])
+    const byId = <A extends { readonly id: string }>(rows: ReadonlyArray<A>) => new Map(rows.map((r) => [r.id, r]))
+    const [deploymentOf, queueOf, poolOf] = [byId(deployments), byId(queues), byId(pools)]
+    const out = new Map<StatusChange, ReceivedEvent>()
+    const add = (change: StatusChange, event: Event) => out.set(change, { ...event, received })
+    for (const change of batch) {
+      const id = yield* newId
+      if (change.kind === "deployment") {
+        const d = deploymentOf.get(change.id)
+        if (d) add(change, statusEvent(change, id, { "prefect.resource.id": `prefect.deployment.${d.id}`, "prefect.resource.name": d.name }, deploymentRelated(d)))
+      } else if (change.kind === "work-queue") {
+        const q: QueueContext | undefined = queueOf.get(change.id)
+        if (q) {
+          add(
+            change,
+            statusEvent(
+              change,
+              id,
+              { "prefect.resource.id": `prefect.work-queue.${q.id}`, "prefect.resource.name": q.name, "prefect.resource.role": "work-queue" },
+              q.work_pool_id && q.work_pool_name !== null ? [poolResource(q.work_pool_id, q.work_pool_name, q.work_pool_type, "work-pool")] : []
             )
-          }
-        } else {
-          const p: PoolContext | undefined = poolOf.get(change.id)
-          if (p) out.push(statusEvent(change, id, poolResource(p.id, p.name, p.type), []))
+          )
         }
+      } else {
+        const p: PoolContext | undefined = poolOf.get(change.id)
+        if (p) add(change, statusEvent(change, id, poolResource(p.id, p.name, p.type), []))
       }
-      if (out.length > 0) yield* events.emit(out)
-    })
-    yield* emitBatch.pipe(
-      Effect.catchAllCause((cause) => Effect.logError("Status events could not be emitted", cause)),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    }
+    return out
   })
-).pipe(Layer.provide(Layer.mergeAll(StatusChanges.Default, StatusResourcesRepo.Default, Events.Default)))

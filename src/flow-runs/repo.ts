@@ -9,6 +9,7 @@ import type { StateCreate, StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import type { HistoryWindow } from "../orchestration/history.ts"
 import { RunStatesRepo } from "../orchestration/repo.ts"
+import { transitionNote } from "../orchestration/transitions.ts"
 import { rollupCount, rollupFilter, rollupHistory, withoutJit } from "./history.ts"
 import { flowRunOrder, flowRunPage, type FlowRunQuery } from "./page.ts"
 import { type FlowRunRow, toFlowRun } from "./row.ts"
@@ -104,6 +105,8 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
           RETURNING id
         ), stored AS (
           INSERT INTO flow_run_state (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run
+        ), noted AS (
+          INSERT INTO event_outbox (body) SELECT ${JSON.stringify(transitionNote("flow_run", id, next.run_count, null, plan.state))}::jsonb FROM run
         )
         SELECT id FROM run
       `

@@ -1,7 +1,7 @@
 /**
  * States of flow runs and task runs in SQL: one mechanism for both kinds of run. A transition locks
- * the run's row, runs the policy, stores the resulting state with the global bookkeeping, and
- * publishes the committed transition.
+ * the run's row, runs the policy, stores the resulting state with the global bookkeeping and its
+ * note in the event outbox, and publishes the committed transition.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
@@ -14,7 +14,7 @@ import { afterCommit, transaction } from "../database/transactions.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
 import { historyBuckets, type HistoryWindow } from "./history.ts"
-import { Transitions } from "./transitions.ts"
+import { transitionNote, Transitions } from "./transitions.ts"
 
 export type RunKind = "flow_run" | "task_run"
 
@@ -214,9 +214,12 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           `)[0]?.latest ?? null
       const plan = planState(kind, row, proposed, policy, { at, latest, stateId: yield* newId, policyAfter, resetRunCount })
       const next = plan.next
-      // The state and the run's columns in one statement: one round trip on the hot path.
+      const note = transitionNote(kind, row.id, next.run_count, row.state === null ? null : toState(row.state), plan.state)
+      // The state, its note in the event outbox and the run's columns in one statement: one round
+      // trip on the hot path, and the transition's event is as durable as the state.
       yield* sql`
-        WITH stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) VALUES (${plan.stateValues}))
+        WITH stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) VALUES (${plan.stateValues})),
+          noted AS (INSERT INTO event_outbox (body) VALUES (${JSON.stringify(note)}::jsonb))
         UPDATE ${sql(t.run)} SET
           updated = ${at},
           state_id = ${plan.state.id},

@@ -38,3 +38,13 @@ export const BackgroundServicesLive = Layer.mergeAll(
  */
 export const runBackgroundServices = (only?: (service: BackgroundService) => boolean) =>
   runRegistered(only).pipe(Layer.provide(BackgroundServicesLive), Layer.provide(Leadership.Default))
+
+/**
+ * What a process serving the API runs even without the background services: the event persister's
+ * own loops (the events it receives are written within its flush interval, and the outbox of its
+ * writes relayed). Never the singletons: such a process takes no part in leadership.
+ */
+export const runApiServices = runRegistered((service) => service.name === "event_persister" && service.singleton !== true).pipe(
+  Layer.provide(BackgroundServicesLive),
+  Layer.provide(Leadership.never)
+)

@@ -1,22 +1,18 @@
 /**
  * The task run recorder: task runs orchestrated by the client (their events carry
  * `"prefect.orchestration": "client"`) are recorded from their `prefect.task-run.*` events, so the
- * server shows them as if they had been orchestrated through the API. Events are written in
- * batches of `batch_size`, at the latest `flush_interval` after they arrive; a failed batch is
- * retried (max 5 times, `flush_interval` apart, so a database away for a moment loses nothing; at
- * shutdown 100 ms apart) and then dropped with an error in the log.
+ * server shows them as if they had been orchestrated through the API. It follows the event log
+ * (events/log.ts) as a consumer, a batch of events per transaction.
  */
-import { Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
-import { unavailabilityAsFailure } from "../database/errors.ts"
+import { Duration, Effect, Layer } from "effect"
 import { isObject } from "../domain/schemas.ts"
-import { EventBus } from "../events/bus.ts"
+import { EventLog } from "../events/log.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
-import { safeCause } from "../http/log-safe.ts"
-import { Settings } from "../settings/settings.ts"
 import { defineService, registerServices } from "../services/runner.ts"
 import { type RecordedTaskRun, TaskRunRecorderRepo } from "./recorder-repo.ts"
 
-const MAX_RETRIES = 5
+/** Events read (and recorded) per transaction. */
+const BATCH = 500
 
 const objectIdOf = (resourceId: string | undefined, kind: string) =>
   resourceId !== undefined && resourceId.startsWith(`${kind}.`) ? resourceId.slice(kind.length + 1) : null
@@ -70,59 +66,28 @@ export const taskRunFromEvent = (event: ReceivedEvent): RecordedTaskRun | undefi
 
 export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/TaskRunRecorder", {
   scoped: Effect.gen(function* () {
-    const settings = yield* Settings
-    const bus = yield* EventBus
+    const log = yield* EventLog
     const repo = yield* TaskRunRecorderRepo
-    const options = settings.server.services.task_run_recorder
-    const { events: queue, ack, start } = yield* bus.consume("task-run-recorder", options.read_batch_size)
 
-    const retries: Record<"spaced" | "briefly", Schedule.Schedule<unknown>> = {
-      spaced: Schedule.recurs(MAX_RETRIES).pipe(Schedule.intersect(Schedule.spaced(Duration.seconds(options.flush_interval)))),
-      briefly: Schedule.recurs(MAX_RETRIES).pipe(Schedule.intersect(Schedule.spaced("100 millis")))
-    }
-
-    const record = (events: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) => {
+    /** Records the client-orchestrated task runs a batch of events tells of. */
+    const record = (events: ReadonlyArray<ReceivedEvent>) => {
       const runs = events.filter(isClientTaskRunEvent).flatMap((e) => taskRunFromEvent(e) ?? [])
-      const recorded = runs.length === 0
-        ? Effect.void
-        : unavailabilityAsFailure(repo.record(runs)).pipe(
-          Effect.retry(retries[retry]),
-          Effect.catchAllCause((cause) => Effect.logError(`Dropped ${runs.length} task run events that could not be recorded`, safeCause(cause)))
-        )
-      return Effect.zipRight(recorded, ack(events))
+      return runs.length === 0 ? Effect.void : repo.record(runs)
     }
 
-    /** Records everything queued now, a batch at a time. */
-    const drainWith = (retry: keyof typeof retries) => Effect.gen(function* () {
-      yield* start
-      while (true) {
-        const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(options.batch_size, 100)))
-        if (batch.length === 0) return
-        yield* record(batch, retry)
-      }
-    })
-    const drain = drainWith("briefly")
+    // The log's consumer "task_run_recorder": a batch is recorded in the transaction that moves the
+    // cursor past it, so a failure (the database away) leaves it for the next try, and each event
+    // is recorded once across every process.
+    const consumer = yield* log.consumer("task_run_recorder", BATCH, record)
 
-    /** One iteration: waits up to flush_interval for a first event, then records all that is queued. */
-    const tick = Effect.gen(function* () {
-      yield* start
-      const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
-      if (Option.isNone(first)) return
-      yield* record([first.value], "spaced")
-      yield* drainWith("spaced")
-    })
-
-    yield* Effect.addFinalizer(() => drain)
-
-    return { tick, drain } as const
+    return { tick: consumer.tick, drain: Effect.asVoid(consumer.drain) } as const
   }),
-  dependencies: [EventBus.Default, TaskRunRecorderRepo.Default]
+  dependencies: [EventLog.Default, TaskRunRecorderRepo.Default]
 }) {}
-
 export const TaskRunRecorderService = registerServices(
   defineService({
     name: "task_run_recorder",
-    // An iteration itself waits (up to flush_interval) for task run events to record.
+    // An iteration itself waits for new events in the log, then records what they tell.
     interval: () => Duration.zero,
     tick: Effect.flatMap(TaskRunRecorder, (recorder) => recorder.tick)
   })

@@ -75,14 +75,21 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
                deployments_changed AS (
                  SELECT id FROM deployment WHERE work_queue_id = ANY(${queueIds}::uuid[]) AND status IS DISTINCT FROM 'READY'),
                deployments_polled AS (
-                 UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[]))
-          SELECT 'work-queue' AS kind, id FROM queues_changed
-          UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed
+                 UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[])),
+               changed AS (
+                 SELECT 'work-queue' AS kind, id FROM queues_changed
+                 UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed),
+               -- The status events' notes (events/status-changes.ts), with the change: as durable as it.
+               noted AS (
+                 INSERT INTO event_outbox (body)
+                 SELECT jsonb_build_object('type', 'status', 'kind', kind, 'id', id, 'status', 'READY', 'at', ${at.toISOString()}::text)
+                 FROM changed)
+          SELECT kind, id FROM changed
         `,
         (rows) =>
           Effect.zipRight(
-            statusChanges.announce("work-queue", "READY", at, rows.filter((r) => r.kind === "work-queue").map((r) => r.id)),
-            statusChanges.announce("deployment", "READY", at, rows.filter((r) => r.kind === "deployment").map((r) => r.id))
+            statusChanges.announceNoted("work-queue", "READY", at, rows.filter((r) => r.kind === "work-queue").map((r) => r.id)),
+            statusChanges.announceNoted("deployment", "READY", at, rows.filter((r) => r.kind === "deployment").map((r) => r.id))
           )
       )
 

@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { transaction } from "../database/transactions.ts"
 import { AsGiven, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -246,11 +247,14 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
     const updateColumns = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
-      const updated = yield* updateRow({ id, columns: { ...changes, updated: at } })
-      if (status !== undefined && Option.isSome(updated) && updated.value.previous !== status) {
-        yield* statusChanges.announce("work-queue", status, at, [id])
-      }
-      return Option.isSome(updated)
+      // The change and its status event's note commit together.
+      return yield* transaction(sql, Effect.gen(function* () {
+        const updated = yield* updateRow({ id, columns: { ...changes, updated: at } })
+        if (status !== undefined && Option.isSome(updated) && updated.value.previous !== status) {
+          yield* statusChanges.announce("work-queue", status, at, [id])
+        }
+        return Option.isSome(updated)
+      }))
     })
 
     /** A new name another queue of the pool has is the reference's integrity conflict. */
@@ -275,7 +279,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
         sql`UPDATE work_queue SET status = 'NOT_READY', updated = ${at} WHERE status = 'READY' AND last_polled < ${before} RETURNING id`
     })
     const markStale = (before: Date, at: Date) =>
-      Effect.flatMap(staleQueues({ before, at }), (rows) => statusChanges.announce("work-queue", "NOT_READY", at, rows.map((r) => r.id)))
+      transaction(sql, Effect.flatMap(staleQueues({ before, at }), (rows) => statusChanges.announce("work-queue", "NOT_READY", at, rows.map((r) => r.id))))
 
     /**
      * Queues whose (legacy) filter takes the deployment: no filter, or its tags all among the

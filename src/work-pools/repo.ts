@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { transaction } from "../database/transactions.ts"
 import { AsGiven, countWhere, findRowBy, IdRow } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { JsonObject } from "../domain/schemas.ts"
@@ -136,11 +137,14 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
       const transitioned = status === undefined ? {} : { last_transitioned_status_at: at }
-      const updated = yield* updateRow({ id, columns: { ...changes, ...transitioned, updated: at } })
-      if (status !== undefined && Option.isSome(updated) && updated.value.previous !== status) {
-        yield* statusChanges.announce("work-pool", status, at, [id])
-      }
-      return Option.isSome(updated)
+      // The change and its status event's note commit together.
+      return yield* transaction(sql, Effect.gen(function* () {
+        const updated = yield* updateRow({ id, columns: { ...changes, ...transitioned, updated: at } })
+        if (status !== undefined && Option.isSome(updated) && updated.value.previous !== status) {
+          yield* statusChanges.announce("work-pool", status, at, [id])
+        }
+        return Option.isSome(updated)
+      }))
     })
 
     /** Deletes the pool with its queues (the default one included) and workers. */
@@ -217,7 +221,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
      * by `at` go OFFLINE; then READY pools without an ONLINE worker go NOT_READY.
      */
     const markSilentWorkers = (at: Date, options: { readonly multiple: number; readonly fallbackSeconds: number }) =>
-      Effect.gen(function* () {
+      transaction(sql, Effect.gen(function* () {
         yield* sql`
           UPDATE worker SET status = 'OFFLINE', updated = ${at}
           WHERE status = 'ONLINE' AND last_heartbeat_time IS NOT NULL
@@ -226,7 +230,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
         `
         const silent = yield* silentPools(at)
         yield* statusChanges.announce("work-pool", "NOT_READY", at, silent.map((r) => r.id))
-      })
+      }))
 
     return sqlErrorsAsDefects({
       findByName,

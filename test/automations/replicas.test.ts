@@ -37,6 +37,7 @@ describe("automation changes made by another replica", () => {
             ok(yield* request("POST", "/events", {
               body: [{ id: crypto.randomUUID(), occurred: new Date(Date.UTC(2026, 10, 24, 11, 0, 0)).toISOString(), event: "far.away", resource: { "prefect.resource.id": "far" } }]
             }), 204)
+            yield* Effect.flatMap(EventPersister, (p) => p.drain)
             yield* engine.drain
             yield* Effect.flatMap(AutomationActions, (a) => a.drain)
             yield* Effect.flatMap(EventPersister, (p) => p.drain)

@@ -24,8 +24,9 @@ const event = (name: string, resource: string, secondsAgo = 0, extra: Record<str
 
 const send = (...events: Array<unknown>) => Effect.map(request("POST", "/events", { body: events }), (res) => expect(res.status).toBe(204))
 
-/** Lets the triggers service evaluate what is on the bus, then performs the queued actions. */
+/** Writes what was sent into the event log, lets the triggers service evaluate it, then performs the queued actions. */
 const evaluate = Effect.gen(function* () {
+  yield* Effect.flatMap(EventPersister, (p) => p.drain)
   yield* Effect.flatMap(TriggersEngine, (engine) => engine.drain)
   yield* Effect.flatMap(AutomationActions, (actions) => actions.drain)
 })

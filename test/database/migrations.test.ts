@@ -85,7 +85,7 @@ describe("migrations", () => {
       yield* run(3, "2026-01-01T00:00:03Z")
       yield* run(4, "2026-01-01T00:00:00Z", "1")
 
-      expect(yield* Effect.provide(migrate, context)).toEqual([[19, "task_run_without_flow_run_key"]])
+      expect((yield* Effect.provide(migrate, context))[0]).toEqual([19, "task_run_without_flow_run_key"])
       const rows = yield* sql<{ name: string; dynamic_key: string }>`SELECT name, dynamic_key FROM task_run ORDER BY name`
       expect(rows).toEqual([
         { name: "run-1", dynamic_key: "0:00000000-0000-4000-8000-000000000001" },

@@ -170,9 +170,10 @@ describe("the registered background services", () => {
         expect([...new Set(registered.filter((s) => s.singleton).map((s) => s.name))].sort()).toEqual(
           ["cancellation_cleanup", "db_vacuum", "event_persister", "foreman", "late_runs", "pause_expirations", "repossessor", "scheduler"]
         )
-        // The persister writes in every process (each writes what it received); deleting is the leader's.
+        // The persister writes and relays in every process (each what it received and wrote); deleting is the leader's.
         expect(registered.filter((s) => s.name === "event_persister").map((s) => [s.loop, s.singleton === true])).toEqual([
           [undefined, false],
+          ["outbox", false],
           ["retention", true]
         ])
         expect(registered.filter((s) => s.name === "scheduler").every((s) => s.singleton)).toBe(true)

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { FlowRun } from "../../src/flow-runs/schemas.ts"
+import { EventPersister } from "../../src/events/persister.ts"
 import { TaskRunRecorder } from "../../src/task-runs/recorder.ts"
 import { makeFlow, ok, okAs } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
@@ -32,6 +33,8 @@ const clientEvent = (taskRunId: string, flowRunId: string | null, state: { type:
 const record = (...events: Array<unknown>) =>
   Effect.gen(function* () {
     expect((yield* request("POST", "/events", { body: events })).status).toBe(204)
+    // Into the event log, then the recorder follows it.
+    yield* Effect.flatMap(EventPersister, (persister) => persister.drain)
     yield* Effect.flatMap(TaskRunRecorder, (recorder) => recorder.drain)
   })
 

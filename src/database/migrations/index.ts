@@ -21,6 +21,7 @@ import m0016 from "./0016_flow_run_queries.ts"
 import m0017 from "./0017_flow_run_rollup_deltas.ts"
 import m0018 from "./0018_flow_run_rollup_quarters.ts"
 import m0019 from "./0019_task_run_without_flow_run_key.ts"
+import m0020 from "./0020_event_log.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -41,5 +42,6 @@ export const migrations = {
   "0016_flow_run_queries": m0016,
   "0017_flow_run_rollup_deltas": m0017,
   "0018_flow_run_rollup_quarters": m0018,
-  "0019_task_run_without_flow_run_key": m0019
+  "0019_task_run_without_flow_run_key": m0019,
+  "0020_event_log": m0020
 }

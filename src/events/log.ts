@@ -1,0 +1,219 @@
+/**
+ * The event log: the `events` table read in the order its rows became final (database/log-order.ts).
+ * Every event is written here, in the transaction of the write it tells of when there is one (a
+ * state transition, a status change, an automation's change, a firing) and by the persister for the
+ * events clients send. Readers follow the log:
+ *
+ * - consumers (the triggers service, the task run recorder) keep a cursor each in the database,
+ *   locked while a batch is handled, in the same transaction that moves it: whichever process takes
+ *   the lock handles the batch, and each event is handled once across every process;
+ * - the live tail, one per process, hands every new event to the process's /events/out sockets.
+ *
+ * Writers wake the readers: in this process once the write commits, in the other processes sharing a
+ * PostgreSQL server through NOTIFY on `baton_events` (sent by the writing transaction, so heard after
+ * its commit). A reader also looks again now and then, in case a notification was lost.
+ */
+import { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, PubSub, Queue, Scope } from "effect"
+import type { LogPosition } from "../database/log-order.ts"
+import * as Notifications from "../database/notifications.ts"
+import { afterCommit, transaction } from "../database/transactions.ts"
+import { realClock } from "../domain/time.ts"
+import { loop } from "../services/runner.ts"
+import { Settings } from "../settings/settings.ts"
+import { EventsRepo } from "./repo.ts"
+import type { ReceivedEvent } from "./schemas.ts"
+
+/** The PostgreSQL channel writers announce new events on. */
+export const EVENTS_CHANNEL = "baton_events"
+
+/**
+ * Events a live subscriber (a websocket) may fall behind by before the oldest are dropped for it,
+ * as the reference's subscription backlog: a slow reader costs at most this many, not the server
+ * its memory.
+ */
+export const SUBSCRIPTION_BACKLOG = 256
+
+/** Ids of events delivered live as received, remembered so the tail does not deliver them again. */
+const DELIVERED_HERE = 10_000
+
+/** Events read from the log at a time. */
+const READ_BATCH = 500
+
+/** How soon a reader looks again when committed events wait for an older transaction to end. */
+const PENDING_RETRY = Duration.millis(20)
+
+/** How long a reader waits for a wake before looking anyway (a notification lost with its connection). */
+const LOOK_ANYWAY = Duration.seconds(5)
+
+const sleepReal = (duration: Duration.DurationInput) => Effect.withClock(Effect.sleep(duration), realClock)
+
+export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
+  scoped: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const settings = yield* Settings
+    const repo = yield* EventsRepo
+    const database = yield* Effect.context<SqlClient.SqlClient | PgClient.PgClient>()
+    const shared = yield* Notifications.sharedServer.pipe(
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning("Could not tell whether the database is shared: events are announced in this process only", error), false)
+      )
+    )
+
+    const waiters = new Set<Queue.Queue<void>>()
+    const wakeLocal = Effect.sync(() => {
+      for (const waiter of waiters) waiter.unsafeOffer(undefined)
+    })
+
+    /** A wake-up for the scope's life: `next` returns once events were written since the last call (or after LOOK_ANYWAY). */
+    const watch: Effect.Effect<Effect.Effect<void>, never, Scope.Scope> = Effect.map(
+      Effect.acquireRelease(
+        Effect.tap(Queue.dropping<void>(1), (waiter) => Effect.sync(() => waiters.add(waiter))),
+        (waiter) => Effect.zipRight(Effect.sync(() => waiters.delete(waiter)), Queue.shutdown(waiter))
+      ),
+      (waiter) => Effect.asVoid(Effect.raceFirst(Queue.take(waiter), sleepReal(LOOK_ANYWAY)))
+    )
+
+    /**
+     * Says, inside the writing transaction, that it wrote events: the readers of this process wake
+     * once it commits, those of other processes when its NOTIFY arrives (at its commit).
+     */
+    const announce = Effect.zipRight(
+      shared ? Effect.provide(Notifications.notify(EVENTS_CHANNEL, ""), database) : Effect.void,
+      afterCommit(wakeLocal)
+    )
+
+    /** Writes events (those not stored yet, by id) into the log, in the current transaction if there is one; how many were new. */
+    const write = (events: ReadonlyArray<ReceivedEvent>) =>
+      events.length === 0
+        ? Effect.succeed(0)
+        : transaction(sql, Effect.tap(repo.write(events), (written) => (written > 0 ? announce : Effect.void)))
+
+    /**
+     * Reads the log from `from` on, handing each batch to `handle`, until nothing final is left;
+     * where it got to. Committed events that wait for an older transaction are waited for, briefly.
+     */
+    const follow = <E, R>(
+      from: LogPosition,
+      handle: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void, E, R>,
+      limit = READ_BATCH
+    ) =>
+      Effect.gen(function* () {
+        let position = from
+        while (true) {
+          const batch = yield* repo.readAfter(position, limit)
+          if (batch.length > 0) {
+            yield* handle(batch.map((logged) => logged.event))
+            position = batch[batch.length - 1]!.position
+          }
+          if (batch.length === limit) continue
+          if (!(yield* repo.pendingAfterPosition(position))) return position
+          yield* sleepReal(PENDING_RETRY)
+        }
+      })
+
+    /**
+     * One batch for consumer `name`: under its cursor's lock, reads up to `limit` final events after
+     * it, hands them to `handle` and moves the cursor past them, in one transaction (what `handle`
+     * writes commits with the cursor, or neither does). How many were handled (none when another
+     * process holds the cursor), whether the cursor is missing, and whether committed events wait
+     * for an older transaction.
+     */
+    const consumeBatch = <E, R>(name: string, limit: number, handle: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void, E, R>) =>
+      transaction(
+        sql,
+        Effect.gen(function* () {
+          const cursor = yield* repo.lockConsumer(name)
+          if (cursor._tag === "Busy") return { handled: 0, missing: false, pending: false }
+          if (cursor._tag === "Missing") return { handled: 0, missing: true, pending: false }
+          const batch = yield* repo.readAfter(cursor.position, limit)
+          if (batch.length === 0) return { handled: 0, missing: false, pending: yield* repo.pendingAfterPosition(cursor.position) }
+          yield* handle(batch.map((logged) => logged.event))
+          yield* repo.advanceConsumer(name, batch[batch.length - 1]!.position)
+          return { handled: batch.length, missing: false, pending: false }
+        })
+      )
+
+    /**
+     * A consumer of the log: `drain` handles what is final now (waiting briefly for events committed
+     * behind a running transaction), `tick` waits for news first. The cursor starts where the log is
+     * when the consumer first runs on this database. `around` wraps each batch's transaction (a lock
+     * the handler needs is taken before the connection, never while holding it: the embedded
+     * database has one).
+     */
+    const consumer = <E, R>(
+      name: string,
+      limit: number,
+      handle: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void, E, R>,
+      around: <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2> = (effect) => effect
+    ) =>
+      Effect.gen(function* () {
+        const next = yield* watch
+        // From when the consumer first exists: what is written after that is its to handle. A
+        // database that does not answer yet is no reason not to start: the first batch makes it.
+        yield* repo.ensureConsumer(name).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning(`Could not make the event log cursor of ${name} yet`, cause))
+        )
+        const drain = Effect.gen(function* () {
+          let total = 0
+          while (true) {
+            const { handled, missing, pending } = yield* around(consumeBatch(name, limit, handle))
+            if (missing) {
+              yield* repo.ensureConsumer(name)
+              continue
+            }
+            total += handled
+            if (handled > 0) continue
+            if (!pending) return total
+            yield* sleepReal(PENDING_RETRY)
+          }
+        })
+        return { drain, tick: Effect.zipRight(next, drain) } as const
+      })
+
+    // The live tail: one reader per process, started by the first subscriber. Events this process
+    // received reach its subscribers at once (`receivedHere`); the tail skips them when it reads them.
+    const live = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), PubSub.shutdown)
+    const deliveredHere = new Set<string>()
+    const receivedHere = (events: ReadonlyArray<ReceivedEvent>) =>
+      Effect.suspend(() => {
+        for (const event of events) {
+          deliveredHere.add(event.id)
+          if (deliveredHere.size > DELIVERED_HERE) deliveredHere.delete(deliveredHere.values().next().value!)
+        }
+        return Effect.asVoid(PubSub.publishAll(live, events))
+      })
+    const scope = yield* Effect.scope
+    const startTail = yield* Effect.cached(
+      Effect.gen(function* () {
+        const next = yield* Scope.extend(watch, scope)
+        let position = yield* repo.position()
+        const publish = (events: ReadonlyArray<ReceivedEvent>) =>
+          Effect.asVoid(PubSub.publishAll(live, events.filter((event) => !deliveredHere.delete(event.id))))
+        const tick = Effect.zipRight(
+          next,
+          Effect.suspend(() => Effect.map(follow(position, publish, SUBSCRIPTION_BACKLOG), (reached) => void (position = reached)))
+        )
+        yield* Effect.forkIn(loop({ name: "events", loop: "live tail", tick }, Duration.zero), scope)
+      })
+    )
+
+    /** Every event that enters the log from now on, for the scope's life (at most SUBSCRIPTION_BACKLOG behind). */
+    const subscribe = Effect.zipRight(startTail, PubSub.subscribe(live))
+
+    if (shared) {
+      const listen = Notifications.listen({
+        channel: EVENTS_CHANNEL,
+        heartbeatSeconds: settings.server.services.triggers.pg_notify_heartbeat_interval_seconds,
+        // Its own heartbeats say nothing about events.
+        onPayload: (payload) => (payload === Notifications.HEARTBEAT_PAYLOAD ? Effect.void : wakeLocal)
+      }).pipe(Effect.provide(database))
+      const reconnect = Duration.seconds(settings.server.services.triggers.pg_notify_reconnect_interval_seconds)
+      yield* Effect.forkScoped(loop({ name: "events", loop: "listen", tick: listen }, reconnect))
+    }
+
+    return { write, announce, consumer, subscribe, receivedHere, follow } as const
+  }),
+  dependencies: [EventsRepo.Default]
+}) {}
