@@ -25,8 +25,9 @@ import { Settings } from "../settings/settings.ts"
 import { EventsRepo } from "./repo.ts"
 import type { ReceivedEvent } from "./schemas.ts"
 
-/** The PostgreSQL channel writers announce new events on. */
+/** The PostgreSQL channel writers announce new events on, and what they say. */
 export const EVENTS_CHANNEL = "baton_events"
+const WRITTEN = "written"
 
 /**
  * Events a live subscriber (a websocket) may fall behind by before the oldest are dropped for it,
@@ -80,7 +81,8 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      * once it commits, those of other processes when its NOTIFY arrives (at its commit).
      */
     const announce = Effect.zipRight(
-      shared ? Effect.provide(Notifications.notify(EVENTS_CHANNEL, ""), database) : Effect.void,
+      // A payload of its own: the client drops empty ones. Identical ones in one transaction are sent once.
+      shared ? Effect.provide(Notifications.notify(EVENTS_CHANNEL, WRITTEN), database) : Effect.void,
       afterCommit(wakeLocal)
     )
 

@@ -10,9 +10,7 @@ export const LogsLive = HttpApiBuilder.group(BatonApi, "logs", (handlers) =>
     const logs = yield* LogsRepo
     const stream = yield* LogStream
     return handlers
-      .handle("create", ({ payload }) =>
-        Effect.flatMap(logs.create(payload), (stored) => Effect.as(stream.publish(stored), null))
-      )
+      .handle("create", ({ payload }) => Effect.as(stream.store(payload), null))
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
           logs.filter({ filter: payload.logs, sort: payload.sort ?? "TIMESTAMP_ASC", offset: payload.offset ?? 0, limit })

@@ -1,5 +1,5 @@
 /** Logs in SQL. */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { pageOf } from "../database/rows.ts"
 import { Effect, Schema } from "effect"
@@ -62,6 +62,12 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
       readonly limit: number
     }) => page(LogFilter.compile(sql, options.filter), orderBy[options.sort], options)
 
-    return sqlErrorsAsDefects({ create, filter })
+    /** The logs with these ids, by time. */
+    const byIds = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([] as ReadonlyArray<Log>)
+        : SqlSchema.findAll({ Request: Schema.Array(Schema.String), Result: LogRow, execute: (wanted) => sql`SELECT * FROM log WHERE id = ANY(${wanted}::uuid[]) ORDER BY timestamp, id` })(ids)
+
+    return sqlErrorsAsDefects({ create, filter, byIds })
   })
 }) {}

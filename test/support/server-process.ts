@@ -117,7 +117,14 @@ export interface ServerProcessOptions {
   readonly env?: Readonly<Record<string, string>>
   /** Give up waiting for /ready after this many milliseconds. */
   readonly readyWithinMs?: number
+  /**
+   * The command (default `server start`). `server services start` serves no HTTP: it counts as
+   * ready once it says its services run.
+   */
+  readonly command?: ReadonlyArray<string>
 }
+
+const SERVICES_RUNNING = "background services running"
 
 const answers = async (url: string): Promise<number | undefined> => {
   try {
@@ -142,7 +149,9 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
   }
   // Nothing of the test run's own settings leaks in unless given.
   if (options.databaseUrl === undefined) delete env.BATON_SERVER_DATABASE_CONNECTION_URL
-  const child: ChildProcess = spawn(process.execPath, [BUNDLE, "server", "start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  const command = options.command ?? ["server", "start"]
+  const servicesOnly = command.join(" ") === "server services start"
+  const child: ChildProcess = spawn(process.execPath, [BUNDLE, ...command], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
@@ -170,7 +179,7 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
     if (exitCode !== undefined) {
       throw new Error(`the server exited (code ${exitCode}, signal ${exitSignal}) before it was ready:\n${output}`)
     }
-    if ((await answers(`${server.api}/ready`)) === 200) return server
+    if (servicesOnly ? output.includes(SERVICES_RUNNING) : (await answers(`${server.api}/ready`)) === 200) return server
     if (Date.now() > deadline) {
       await server.kill("SIGKILL")
       throw new Error(`the server was not ready in time:\n${output}`)
