@@ -19,8 +19,23 @@ import { ReceivedEvent } from "./schemas.ts"
 
 /** How many recent event ids are remembered to drop repeats (memory cache). */
 const RECENT_IDS = 10_000
-/** How long a message read but not acknowledged stays with its reader before another claims it. */
-const CLAIM_IDLE_MS = 60_000
+/**
+ * How a consumer of the redis broker takes over what a dead one read: every `everyMs` it claims the
+ * entries read more than `idleMs` ago and never acknowledged (in rounds of CLAIM_COUNT, up to
+ * CLAIM_MOST), and removes the consumers idle for `deadAfterMs` that hold none. An entry claimed
+ * from a reader that was only slow is written twice, which stores it once (events are kept by id).
+ */
+export interface ClaimTimings {
+  readonly everyMs: number
+  readonly idleMs: number
+  readonly deadAfterMs: number
+}
+
+const CLAIM_TIMINGS: ClaimTimings = { everyMs: 5_000, idleMs: 15_000, deadAfterMs: 3_600_000 }
+const CLAIM_COUNT = 100
+/** Entries a consumer reads ahead of what it has handled. */
+const READ_AHEAD = 1_000
+const CLAIM_MOST = 1_000
 const SEEN_TTL_SECONDS = 3600
 /**
  * What a consumer group reads: the events, and how to acknowledge the ones it has handled. With the
@@ -111,13 +126,14 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
 
     /**
      * The events for consumer group `group`; each event reaches one consumer of the group. With the
-     * redis broker, `readBatchSize` entries are read from the stream at a time.
+     * redis broker, `readBatchSize` entries are read from the stream at a time, at most READ_AHEAD
+     * ahead of what is handled.
      */
-    const consume = (group: string, readBatchSize = 100): Effect.Effect<Consumption, never, Scope.Scope> =>
+    const consume = (group: string, readBatchSize = 100, claim: ClaimTimings = CLAIM_TIMINGS): Effect.Effect<Consumption, never, Scope.Scope> =>
       broker === "memory"
         ? Effect.map(PubSub.subscribe(hub), (events) => ({ events, ack: () => Effect.void, start: Effect.void }))
         : Effect.gen(function* () {
-          const queue = yield* Effect.acquireRelease(Queue.bounded<ReceivedEvent>(1000), Queue.shutdown)
+          const queue = yield* Effect.acquireRelease(Queue.bounded<ReceivedEvent>(READ_AHEAD), Queue.shutdown)
           const reader = yield* connect()
           const consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
           yield* Effect.promise(() =>
@@ -127,12 +143,32 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
           )
           const entryIds = new Map<string, string>()
           let claimed = 0
+          /** Takes over what dead consumers read and never acknowledged, and forgets the dead. */
+          const claimFromTheDead = async () => {
+            const taken: Array<[string, Array<string>]> = []
+            let cursor = "0-0"
+            do {
+              const reply = (await reader.xautoclaim(stream, group, consumer, claim.idleMs, cursor, "COUNT", CLAIM_COUNT)) as [
+                string,
+                Array<[string, Array<string>] | null>
+              ]
+              cursor = reply?.[0] ?? "0-0"
+              for (const entry of reply?.[1] ?? []) if (entry !== null) taken.push(entry)
+            } while (cursor !== "0-0" && taken.length < CLAIM_MOST)
+            const consumers = (await reader.xinfo("CONSUMERS", stream, group)) as Array<Array<string | number>>
+            for (const info of consumers) {
+              const field = (name: string) => info[info.indexOf(name) + 1]
+              if (field("name") !== consumer && Number(field("pending")) === 0 && Number(field("idle")) > claim.deadAfterMs) {
+                await reader.xgroup("DELCONSUMER", stream, group, String(field("name")))
+              }
+            }
+            return taken
+          }
           const read = async (): Promise<ReadonlyArray<[string, ReadonlyArray<string>]>> => {
-            // Now and then, take over what another consumer read and never acknowledged.
-            if (Date.now() - claimed > CLAIM_IDLE_MS) {
+            if (Date.now() - claimed > claim.everyMs) {
               claimed = Date.now()
-              const reply = (await reader.xautoclaim(stream, group, consumer, CLAIM_IDLE_MS, "0-0", "COUNT", readBatchSize)) as [string, Array<[string, Array<string>]>]
-              if ((reply?.[1] ?? []).length > 0) return reply[1]
+              const taken = await claimFromTheDead()
+              if (taken.length > 0) return taken
             }
             const reply = (await reader.xreadgroup("GROUP", group, consumer, "COUNT", readBatchSize, "BLOCK", 1000, "STREAMS", stream, ">")) as Array<
               [string, Array<[string, Array<string>]>]

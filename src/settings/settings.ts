@@ -107,11 +107,15 @@ export const loadSettings = (overrides: SettingsOverrides = {}): Effect.Effect<S
 export const usesDatabaseServer = (db: SettingsValue["server"]["database"]) => db.connection_url !== null || db.host !== null
 
 /**
- * Defaults derived from other settings: paths under home (as the reference derives them), and the
- * lease storage, which replicas on one PostgreSQL must share.
+ * Defaults derived from other settings: paths under home (as the reference derives them), the
+ * lease storage, which replicas on one PostgreSQL must share, and the event cache and ordering,
+ * which follow the broker.
  */
 const derive = (settings: Record<string, any>): Record<string, any> => {
   settings.server.concurrency.lease_storage ??= usesDatabaseServer(settings.server.database) ? "database" : "memory"
+  // The cache and the ordering are shared when the broker is.
+  settings.server.events.messaging_cache ??= settings.server.events.messaging_broker
+  settings.server.events.causal_ordering ??= settings.server.events.messaging_broker
   const home: string = settings.home
   for (const [at, fallback] of derivedPaths) {
     let node = settings

@@ -148,15 +148,13 @@ export const server = {
       "memory",
       "Implementation of the event messaging broker: memory keeps messages in the server process; redis shares them between replicas through a Redis stream."
     ),
-    messaging_cache: S.string(
-      "memory",
-      "Implementation of the message deduplication cache: memory keeps it in the server process; redis shares it between replicas."
+    messaging_cache: S.optionalString(
+      "Implementation of the message deduplication cache: memory keeps it in the server process; redis shares it between replicas. Unset: as messaging_broker."
     ),
     redis_url: S.string("redis://127.0.0.1:6379/0", "The Redis server of the redis broker and cache."),
     redis_stream: S.string("baton:events", "The Redis stream the redis broker publishes events to (its keys share this prefix)."),
-    causal_ordering: S.string(
-      "memory",
-      "Implementation of the causal ordering of events: memory keeps it in the server process; redis shares it between replicas."
+    causal_ordering: S.optionalString(
+      "Implementation of the causal ordering of events: memory keeps it in the server process; redis shares it between replicas. Unset: as messaging_broker."
     ),
     maximum_event_name_length: S.integer(1024, "Longest event name, in characters.", { min: 1 }),
     action_connect_timeout_seconds: S.number(

@@ -9,8 +9,8 @@ import { layer as settingsLayer } from "../../src/settings/settings.ts"
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0"
 const stream = `baton:test:${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
-/** One replica's event bus on the shared Redis stream. */
-const replica = Effect.map(
+/** One replica's event bus on the shared Redis stream (trimmed to about `capacity` entries). */
+const replicaOf = (capacity: number) => Effect.map(
   Layer.build(
     EventBus.Default.pipe(
       Layer.provide(
@@ -19,13 +19,14 @@ const replica = Effect.map(
           "server.events.messaging_cache": "redis",
           "server.events.redis_url": REDIS_URL,
           "server.events.redis_stream": stream,
-          "server.services.event_persister.queue_max_size": 100
+          "server.services.event_persister.queue_max_size": capacity
         })
       )
     )
   ),
   (context) => context.unsafeMap.get(EventBus.key) as EventBus
 )
+const replica = replicaOf(100)
 
 let counter = 0
 const event = (name: string): ReceivedEvent => ({
@@ -99,6 +100,45 @@ describe("the redis broker (against the machine's Redis)", () => {
       ),
     30_000
   )
+})
+
+describe("a dead consumer of the redis broker (against the machine's Redis)", () => {
+  it.live("has what it read and never acknowledged taken over by a live one in rounds, and is then forgotten", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const redis = new Redis(REDIS_URL)
+        yield* Effect.addFinalizer(() => Effect.promise(async () => {
+          await redis.del(stream)
+          await redis.quit()
+        }))
+        const timings = { everyMs: 100, idleMs: 1000, deadAfterMs: 1500 }
+        // The one that dies reads 250 entries (more than one claim round) and acknowledges none.
+        const dying = yield* Effect.scoped(Effect.gen(function* () {
+          const bus = yield* replicaOf(10_000)
+          const reader = yield* bus.consume("taken-over", 100, timings)
+          yield* reader.start
+          const batch = Array.from({ length: 250 }, (_, i) => event(`unacked${i}`))
+          for (let i = 0; i < batch.length; i += 50) yield* bus.publish(batch.slice(i, i + 50))
+          const [read] = yield* collect([reader.events], 250)
+          expect(read).toHaveLength(250)
+          return batch
+        }))
+        const consumersNow = async () =>
+          ((await redis.xinfo("CONSUMERS", stream, "taken-over")) as Array<Array<string | number>>).map((info) => info[info.indexOf("name") + 1])
+        expect(yield* Effect.promise(consumersNow)).toHaveLength(1)
+
+        const survivor = yield* (yield* replicaOf(10_000)).consume("taken-over", 100, timings)
+        yield* survivor.start
+        const [taken] = yield* collect([survivor.events], 250)
+        expect(taken!.map((e) => e.id).sort()).toEqual(dying.map((e) => e.id).sort())
+        yield* survivor.ack(taken!)
+        // Holding nothing and idle past deadAfterMs, the dead one is removed at a later round.
+        yield* Effect.promise(async () => {
+          for (let attempt = 0; attempt < 50 && (await consumersNow()).length > 1; attempt++) await new Promise((r) => setTimeout(r, 100))
+        })
+        expect(yield* Effect.promise(consumersNow)).toHaveLength(1)
+      })
+    ), 30_000)
 })
 
 describe("causal ordering in Redis (against the machine's Redis)", () => {

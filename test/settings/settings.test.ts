@@ -449,6 +449,20 @@ describe("the lease storage", () => {
   )
 })
 
+describe("the event cache and causal ordering", () => {
+  it.effect("follow the broker when unset; a set value wins", () =>
+    Effect.gen(function* () {
+      const events = (env: Record<string, string>) => Effect.map(load(env), (settings) => settings.server.events)
+      expect(yield* events({})).toMatchObject({ messaging_broker: "memory", messaging_cache: "memory", causal_ordering: "memory" })
+      expect(yield* events({ BATON_SERVER_EVENTS_MESSAGING_BROKER: "redis" })).toMatchObject({ messaging_cache: "redis", causal_ordering: "redis" })
+      expect(yield* events({ BATON_SERVER_EVENTS_MESSAGING_BROKER: "redis", BATON_SERVER_EVENTS_CAUSAL_ORDERING: "memory" })).toMatchObject({
+        messaging_cache: "redis",
+        causal_ordering: "memory"
+      })
+    })
+  )
+})
+
 describe("docs/configuration.md", () => {
   it("is in step with the settings tree (npm run docs:config regenerates it)", () => {
     expect(fs.readFileSync(DOCS_PATH, "utf8")).toBe(renderConfigDocs())
