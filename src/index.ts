@@ -30,6 +30,8 @@ export {
 } from "./settings/settings.ts"
 export * as Database from "./database/client.ts"
 export * as Migrator from "./database/migrator.ts"
+/** Which process leads the singleton services (`Leadership.Default`), or none (`Leadership.never`). */
+export { Leadership } from "./database/leadership.ts"
 export { defineService, runServices, type BackgroundService } from "./services/runner.ts"
 export { Transitions, type StateTransition } from "./orchestration/transitions.ts"
 export { API_VERSION, BATON_VERSION, COMPATIBLE_SERVER_VERSION } from "./version.ts"

@@ -102,7 +102,8 @@ import { TaskRunRecorderRepo } from "./task-runs/recorder-repo.ts"
 import { UiFlowRunsLive, UiFlowsLive, UiSchemasLive, UiTaskRunsLive } from "./ui/http.ts"
 import { UiRepo } from "./ui/repo.ts"
 import { uiOutside } from "./ui/serve.ts"
-import { runApiServices, runBackgroundServices } from "./services/registry.ts"
+import { Leadership } from "./database/leadership.ts"
+import { runApiServices, runProcessServices } from "./services/registry.ts"
 import { VacuumRepo } from "./services/vacuum-repo.ts"
 import * as SettingsModule from "./settings/settings.ts"
 import { Settings } from "./settings/settings.ts"
@@ -187,12 +188,13 @@ const areas = Layer.mergeAll(
   WorkQueuesRepo.Default
 )
 
-// Typed so that a service needing more than the settings and the database fails here.
+// Typed so that a service needing more than the settings and the database fails here. It leads
+// as a full server does (the same instance as the server's, built in one build).
 export const AreasLive: Layer.Layer<
   Layer.Layer.Success<typeof areas>,
   Layer.Layer.Error<typeof areas>,
   DatabaseServices | Settings
-> = areas
+> = areas.pipe(Layer.provide(Leadership.Default))
 
 /**
  * What writes the events this process receives and relays the outbox of its writes, and what reads
@@ -241,12 +243,12 @@ const groups = Layer.mergeAll(
 
 /**
  * The handlers of every area's group, each group providing the services it uses. Typed so that a
- * group needing more than the settings and the database fails here.
+ * group needing more than the settings, the database and the process's Leadership fails here.
  */
 export const GroupsLive: Layer.Layer<
   Layer.Layer.Success<typeof groups>,
   Layer.Layer.Error<typeof groups>,
-  DatabaseServices | Settings
+  DatabaseServices | Settings | Leadership
 > = groups
 
 /** The Api with every group's handlers, and the websocket routes beside them. */
@@ -292,14 +294,18 @@ export const BlocksOnStartLive = Layer.effectDiscard(
   Effect.flatMap(BlockRegistration, (registration) => registration.registerOnStart())
 ).pipe(Layer.provide(BlockRegistration.Default))
 
-const services = runBackgroundServices().pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive))
-const apiServices = runApiServices.pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive))
+const processServices = (servesApi: boolean) =>
+  runProcessServices({ servesApi }).pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive), Layer.provide(Leadership.Default))
+const services = processServices(true)
+const apiServices = runApiServices.pipe(Layer.provide(EventFlowLive), Layer.provide(StatementsLive), Layer.provide(Leadership.never))
 
 /**
  * Every background service registered (src/services/registry.ts), each started when its settings
  * enable it. Typed so that a registration needing more than the settings and the database fails here.
  */
-export const ServicesLive: Layer.Layer<never, Layer.Layer.Error<typeof services>, DatabaseServices | Settings> = services
+export const ServicesLive: Layer.Layer<never, Layer.Layer.Error<typeof services>, DatabaseServices | Settings> = services.pipe(
+  Layer.provide(Leadership.Default)
+)
 
 /**
  * The API server without its Settings and Database, for programs (and tests) that bring their own;
@@ -314,8 +320,11 @@ export const apiServerWith = (options: { readonly services?: boolean } = {}) => 
   )
   // Nothing exports spans: without a tracer, every span (each SQL statement, each Effect.fn call)
   // would still be made, timed and attributed on every request.
-  // Without the services, the process still writes the events it receives (runApiServices).
-  const server = Layer.merge(http, options.services === false ? apiServices : ServicesLive)
+  // Without the services, the process still writes the events it receives (runApiServices), and
+  // takes no part in leadership: what it builds that asks whether it leads hears no.
+  const server = options.services === false
+    ? Layer.merge(http, apiServices).pipe(Layer.provide(Leadership.never))
+    : Layer.merge(http, ServicesLive).pipe(Layer.provide(Leadership.Default))
   return server.pipe(Layer.provide(Layer.setTracerEnabled(false)))
 }
 
@@ -330,4 +339,4 @@ export const apiServer = (
 
 /** The background services alone (no HTTP), for running them in their own process. */
 export const servicesServer = (options: { readonly overrides?: SettingsModule.SettingsOverrides } = {}) =>
-  ServicesLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(SettingsModule.layer(options.overrides)))
+  processServices(false).pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(SettingsModule.layer(options.overrides)))

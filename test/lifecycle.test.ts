@@ -1,5 +1,6 @@
 import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
+import { Leadership } from "../src/database/leadership.ts"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"
@@ -62,6 +63,7 @@ describe("embedding and shutdown", () => {
     Effect.gen(function* () {
       const server = serveApi(ProbedApi, ProbedHandlers).pipe(
         Layer.provideMerge(HttpServerLive),
+        Layer.provide(Leadership.Default),
         Layer.provideMerge(TestDatabase),
         Layer.provideMerge(SettingsLayer({ "server.api.port": 0 }))
       )

@@ -8,6 +8,21 @@ export const SettingsReport = Schema.Record({ key: Schema.String, value: Schema.
   identifier: "Settings"
 })
 
+/** A process using the database (a Baton extension): what it serves and runs, and what it leads. */
+export const Instance = Schema.Struct({
+  id: Schema.String,
+  hostname: Schema.String,
+  pid: Schema.Number,
+  version: Schema.String,
+  started: Schema.Date,
+  last_heartbeat: Schema.Date,
+  api: Schema.Boolean,
+  services: Schema.Array(Schema.String),
+  leads: Schema.Array(Schema.String),
+  lease_storage: Schema.String,
+  messaging_broker: Schema.String
+}).annotations({ identifier: "Instance" })
+
 export class AdminApi extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.get("readSettings", "/settings").addSuccess(SettingsReport))
   .add(HttpApiEndpoint.get("readVersion", "/version").addSuccess(Schema.String))
@@ -19,5 +34,6 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .addError(StorageBlockDocumentNotFoundResponse)
   )
   .add(HttpApiEndpoint.del("clearStorage", "/storage").addSuccess(Schema.Void))
+  .add(HttpApiEndpoint.get("readInstances", "/instances").addSuccess(Schema.Array(Instance)))
   .prefix("/admin")
 {}

@@ -110,7 +110,6 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
     BucketsRepo.Default,
     EventLog.Default,
     Events.Default,
-    EventsRepo.Default,
-    Leadership.Default
+    EventsRepo.Default
   ]
 }) {}

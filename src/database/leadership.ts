@@ -13,7 +13,7 @@
  *
  * On the embedded database one process serves it: that process always leads.
  */
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Queue } from "effect"
 import pg from "pg"
 import { serverConnectionUrl, usesServer } from "./client.ts"
 import { Settings } from "../settings/settings.ts"
@@ -36,7 +36,7 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
     const settings = yield* Settings
     const db = settings.server.database
     if (!usesServer(db)) {
-      return { leads: Effect.succeed(true), isLeader: Effect.succeed(true) } as const
+      return { leads: Effect.succeed(true), isLeader: Effect.succeed(true), changed: Effect.never } as const
     }
     const url = serverConnectionUrl(db)
     const retry = Duration.seconds(Math.max(1, db.connection_timeout))
@@ -44,6 +44,8 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
     /** The session that holds (or waits for) the lock; undefined between two attempts. */
     let session: pg.Client | undefined
     let leading = false
+    // Told when this process starts or stops leading (for those who show it, not for the fence).
+    const changes = yield* Queue.sliding<void>(1)
 
     const lose = (reason: string) =>
       Effect.suspend(() => {
@@ -51,6 +53,7 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
         session = undefined
         const wasLeading = leading
         leading = false
+        if (wasLeading) changes.unsafeOffer(undefined)
         if (held !== undefined) held.end().catch(() => undefined)
         return wasLeading
           ? Effect.logWarning(`This process no longer leads the singleton services: ${reason}`)
@@ -93,6 +96,7 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
         ended
       )
       leading = true
+      changes.unsafeOffer(undefined)
       yield* Effect.logInfo("This process leads the singleton services")
       return yield* ended
     })
@@ -126,9 +130,12 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
     /** Whether this process leads, as it last knew (no statement). */
     const isLeader = Effect.sync(() => leading)
 
-    return { leads, isLeader } as const
+    /** Returns once this process has started or stopped leading since the last call. */
+    const changed = Queue.take(changes)
+
+    return { leads, isLeader, changed } as const
   })
 }) {
   /** For a process that never leads (an API-only replica): it does not even ask for the lock. */
-  static readonly never = Layer.succeed(this, this.make({ leads: Effect.succeed(false), isLeader: Effect.succeed(false) }))
+  static readonly never = Layer.succeed(this, this.make({ leads: Effect.succeed(false), isLeader: Effect.succeed(false), changed: Effect.never }))
 }

@@ -16,6 +16,7 @@ import { PauseExpirationsService } from "./pause-expirations.ts"
 import { RepossessorService } from "./repossessor.ts"
 import { Leadership } from "../database/leadership.ts"
 import { BackgroundServices, type BackgroundService, runRegistered } from "./runner.ts"
+import { registerInstance } from "./instances.ts"
 import { SchedulerService } from "./scheduler.ts"
 
 /** The registrations, with the BackgroundServices they add themselves to. */
@@ -44,7 +45,18 @@ export const runBackgroundServices = (only?: (service: BackgroundService) => boo
  * own loops (the events it receives are written within its flush interval, and the outbox of its
  * writes relayed). Never the singletons: such a process takes no part in leadership.
  */
-export const runApiServices = runRegistered((service) => service.name === "event_persister" && service.singleton !== true).pipe(
+const apiOnly = (service: BackgroundService) => service.name === "event_persister" && service.singleton !== true
+export const runApiServices = Layer.merge(runRegistered(apiOnly), registerInstance({ servesApi: true, only: apiOnly })).pipe(
   Layer.provide(BackgroundServicesLive),
   Layer.provide(Leadership.never)
 )
+
+/**
+ * Every registered service, as a process runs them (runBackgroundServices), with the process
+ * registered in the database (services/instances.ts) as one that serves the API or not.
+ */
+export const runProcessServices = (options: { readonly servesApi: boolean }) =>
+  Layer.merge(runRegistered(), registerInstance({ servesApi: options.servesApi, only: () => true })).pipe(
+    Layer.provide(BackgroundServicesLive),
+    Layer.provide(Leadership.Default)
+  )

@@ -13,6 +13,10 @@ import { call, ensureBundle, ok, type ServerProcess, scopedEmptyHome, scopedServ
 import { connectTo, opened, type TestSocket } from "../support/websocket.ts"
 import { until } from "./kill-invariants.ts"
 
+/** `until`, saying what did not come. */
+const waitFor = (what: string, check: () => Promise<boolean>, withinMs: number, everyMs = 100) =>
+  Effect.promise(() => until(check, withinMs, everyMs).catch((error: Error) => Promise.reject(new Error(`${what}: ${error.message}`))))
+
 const env = { BATON_SERVER_LOGS_STREAM_OUT_ENABLED: "true" }
 
 const subscribed = (server: ServerProcess, path: "/events/out" | "/logs/out", filter: unknown) =>
@@ -65,6 +69,17 @@ const triggeredCount = async (server: ServerProcess, automationId: unknown) => {
   return res.total as number
 }
 
+interface Instance {
+  readonly pid: number
+  readonly api: boolean
+  readonly services: ReadonlyArray<string>
+  readonly leads: ReadonlyArray<string>
+  readonly lease_storage: string
+}
+
+const leaders = async (server: ServerProcess) =>
+  ((await ok(server, "GET", "/admin/instances")) as unknown as Array<Instance>).filter((instance) => instance.leads.length > 0)
+
 const reactiveAutomation = (server: ServerProcess, expect: string) =>
   ok(server, "POST", "/automations/", {
     name: `once-${expect}`,
@@ -81,6 +96,15 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", () 
         scopedServerProcess({ home: yield* scopedEmptyHome, databaseUrl: database.url!, env }),
         scopedServerProcess({ home: yield* scopedEmptyHome, databaseUrl: database.url!, env })
       ], { concurrency: 2 })
+
+      // Both are listed, each serving the API and running the services; one leads the singletons.
+      yield* waitFor("one leader listed", async () => (await leaders(b)).length === 1, 10_000)
+      const listed = (yield* Effect.promise(() => ok(b, "GET", "/admin/instances"))) as unknown as Array<Instance>
+      expect(listed.map((instance) => instance.pid).sort()).toEqual([a.pid, b.pid].sort())
+      expect(listed.every((instance) => instance.api && instance.services.includes("scheduler") && instance.lease_storage === "database")).toBe(true)
+      const leads = (yield* Effect.promise(() => leaders(a)))[0]!.leads
+      expect(leads).toEqual(expect.arrayContaining(["cancellation_cleanup", "foreman", "late_runs", "pause_expirations", "repossessor", "scheduler"]))
+      expect(leads).not.toContain("triggers")
 
       // An event sent to A reaches a subscriber of B within a second.
       const eventsOnB = yield* subscribed(b, "/events/out", { event: { prefix: ["replica.", "prefect.flow-run."] } })
@@ -112,7 +136,7 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", () 
       yield* Effect.sleep("1 second")
       const pings = Array.from({ length: 20 }, () => event("replica.ping"))
       yield* Effect.promise(() => Promise.all(pings.map((ping, i) => ok(i % 2 === 0 ? a : b, "POST", "/events", [ping], 204))))
-      yield* Effect.promise(() => until(async () => (await triggeredCount(a, automation.id)) >= 20, 20_000, 100))
+      yield* waitFor("20 firings", async () => (await triggeredCount(a, automation.id)) >= 20, 20_000)
       yield* Effect.sleep("2 seconds")
       expect(yield* Effect.promise(() => triggeredCount(b, automation.id))).toBe(20)
 
@@ -136,6 +160,25 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", () 
         scopedServerProcess({ home: yield* scopedEmptyHome, databaseUrl: database.url!, env, command: ["server", "services", "start"] })
       ], { concurrency: 3 })
       expect(services.exited()).toBe(false)
+      // The services process leads; the API processes run only their persisters and lead nothing.
+      yield* waitFor("the services process listed as leader", async () => (await leaders(one)).length === 1, 10_000)
+      const listed = (yield* Effect.promise(() => ok(one, "GET", "/admin/instances"))) as unknown as Array<Instance>
+      expect(listed).toHaveLength(3)
+      expect(listed.find((instance) => !instance.api)).toMatchObject({ pid: services.pid, leads: expect.arrayContaining(["scheduler"]) })
+      expect(listed.filter((instance) => instance.api).map((instance) => [instance.services, instance.leads])).toEqual([
+        [["event_persister"], []],
+        [["event_persister"], []]
+      ])
+      // A process keeping leases in memory, started beside them, says so.
+      const stray = yield* scopedServerProcess({
+        home: yield* scopedEmptyHome,
+        databaseUrl: database.url!,
+        env: { BATON_SERVER_CONCURRENCY_LEASE_STORAGE: "memory" },
+        command: ["server", "start", "--no-services"]
+      })
+      const warning = "Concurrency leases are kept in process memory (server.concurrency.lease_storage=memory) by this process"
+      yield* waitFor("the in-memory leases warning", async () => stray.output().includes(warning), 10_000, 50)
+      yield* Effect.promise(() => stray.kill("SIGTERM"))
 
       // Received by an API-only process: stored within its flush interval, and the services
       // process's triggers act on it.
@@ -143,8 +186,8 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", () 
       yield* Effect.sleep("1 second")
       const sent = event("replica.api-only")
       yield* Effect.promise(() => ok(two, "POST", "/events", [sent], 204))
-      yield* Effect.promise(() => until(async () => (await storedIds(one, [sent.id])).length === 1, 10_000, 100))
-      yield* Effect.promise(() => until(async () => (await triggeredCount(one, automation.id)) === 1, 10_000, 100))
+      yield* waitFor("the event stored", async () => (await storedIds(one, [sent.id])).length === 1, 10_000)
+      yield* waitFor("the automation fired", async () => (await triggeredCount(one, automation.id)) === 1, 10_000)
 
       // A burst of runs created through `one`, killed with SIGKILL in the middle of it: every run
       // whose creation was answered has its Pending event (the event's id is the state's).
@@ -165,7 +208,7 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", () 
       yield* Effect.all([burst, Effect.delay(Effect.promise(() => one.kill("SIGKILL")), "700 millis")], { concurrency: 2 })
       expect(accepted.length).toBeGreaterThan(0)
       // Notes the killed process left in the outbox are relayed by another process's next look.
-      yield* Effect.promise(() => until(async () => (await storedIds(two, accepted)).length === accepted.length, 20_000, 250))
+      yield* waitFor("every accepted transition's event", async () => (await storedIds(two, accepted)).length === accepted.length, 20_000, 250)
       const stored = yield* Effect.promise(() => storedIds(two, accepted))
       expect(new Set(stored).size).toBe(accepted.length)
     }).pipe(Effect.scoped), 120_000)

@@ -1,4 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
+import { Leadership } from "../../src/database/leadership.ts"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as fs from "node:fs"
@@ -81,6 +82,7 @@ describe("GET /ready when the database goes away", () => {
       yield* serveEmbedded({ socketDir }).pipe(Scope.extend(databaseScope))
       const server = ApiLive.pipe(
         Layer.provideMerge(HttpServerLive),
+        Layer.provide(Leadership.Default),
         Layer.provideMerge(PgClient.layer({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 })),
         Layer.provideMerge(
           settingsLayer({ "server.api.port": 0, "server.database.connection_timeout": 1 })

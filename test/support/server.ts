@@ -10,6 +10,7 @@ import { BatonApi } from "../../src/api.ts"
 import { ApiLive, AreasLive, HttpServerLive, serveApi } from "../../src/server.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
 import { Transitions } from "../../src/orchestration/transitions.ts"
+import { Leadership } from "../../src/database/leadership.ts"
 import { UiStatic } from "../../src/ui/bundle.ts"
 import { TestDatabase } from "./database.ts"
 
@@ -18,7 +19,7 @@ export interface TestServerOptions {
   /** Serve another Api (e.g. BatonApi plus a probe group) with these handlers. */
   readonly api?: {
     readonly api: HttpApi.HttpApi.Any
-    readonly handlers: Layer.Layer<HttpApi.Api, unknown, SqlClient.SqlClient | Settings>
+    readonly handlers: Layer.Layer<HttpApi.Api, unknown, SqlClient.SqlClient | Settings | Leadership>
   }
 }
 
@@ -47,6 +48,8 @@ export const testServer = (options: TestServerOptions = {}) =>
     Layer.provideMerge(UiStatic.Default),
     // The area services the handlers use (the same instances), for tests that call them directly.
     Layer.provideMerge(AreasLive),
+    // The test server leads, as a full server does (on PostgreSQL once it holds the lock).
+    Layer.provideMerge(Leadership.Default),
     // The same instance the handlers publish to (Layers are memoised within one build).
     Layer.provideMerge(Transitions.Default),
     Layer.provideMerge(Layer.effect(ServerMemoMap, Layer.CurrentMemoMap)),

@@ -22,6 +22,7 @@ import m0017 from "./0017_flow_run_rollup_deltas.ts"
 import m0018 from "./0018_flow_run_rollup_quarters.ts"
 import m0019 from "./0019_task_run_without_flow_run_key.ts"
 import m0020 from "./0020_event_log.ts"
+import m0021 from "./0021_instances.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -43,5 +44,6 @@ export const migrations = {
   "0017_flow_run_rollup_deltas": m0017,
   "0018_flow_run_rollup_quarters": m0018,
   "0019_task_run_without_flow_run_key": m0019,
-  "0020_event_log": m0020
+  "0020_event_log": m0020,
+  "0021_instances": m0021
 }
