@@ -4,6 +4,7 @@
  *
  *   npm run bench [-- --pg postgresql://postgres@127.0.0.1:5432] [--embedded] [--seconds 10]
  *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--quick]
+ *     [--only health,create,lifecycle,events,workers,scheduler,soak,queries,startup]
  *
  * The server runs as `baton server start` does (bin/baton.mjs: the bundle in dist/, which
  * `npm run bench` builds first) against a fresh database `baton_bench` on the PostgreSQL at --pg, or
@@ -32,6 +33,9 @@ const argument = (name: string, fallback: string): string => {
 const flag = (name: string) => process.argv.includes(`--${name}`)
 
 const quick = flag("quick")
+const only = argument("only", "")
+/** Whether the run includes `scenario` (all of them without --only). */
+const runs = (scenario: string) => only === "" || only.split(",").includes(scenario)
 const options = {
   pg: argument("pg", process.env.BENCH_PG_URL ?? "postgresql://postgres@127.0.0.1:5432"),
   embedded: flag("embedded"),
@@ -176,6 +180,36 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     ...target(ratio >= 0.5 && baton.throughput > bossResult.throughput, ">= 50% of SQL, > pg-boss"),
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
   })
+  if (!options.embedded) await twoReplicas(baton.throughput, setup)
+}
+
+/** The same lifecycle through two full servers on the same PostgreSQL, the workers split between them. */
+const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof setUpLifecycle>>) => {
+  const port = options.port + 2
+  const second = await startServer({
+    home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-replica-")),
+    port,
+    databaseUrl,
+    env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+    stdio: "inherit",
+    timeoutMs: 120_000
+  })
+  try {
+    const clients = [jsonClient(`http://127.0.0.1:${options.port}/v2/api`), jsonClient(`http://127.0.0.1:${port}/v2/api`)]
+    const both = await closedLoop(options.workers, options.seconds * 1.5, (worker) => apiLifecycle(clients[worker % 2]!, setup)(worker))
+    record({
+      scenario: `run lifecycle via API, 2 replicas (${options.workers} workers)`,
+      throughput: both.throughput,
+      unit: "runs/s",
+      p50: both.p50,
+      p99: both.p99,
+      versus: "1 replica",
+      ratio: both.throughput / oneReplica,
+      note: "two full servers on one PostgreSQL, each worker through one of them"
+    })
+  } finally {
+    await second.stop()
+  }
 }
 
 /** POST /events in batches of 50. */
@@ -393,13 +427,13 @@ const main = async () => {
     await sleep(3000)
     const idle = rssOf(server)
     record({ scenario: "server idle after start", rssMiB: idle, ...target(idle < 150, "RSS < 150 MiB"), note: options.embedded ? "embedded database" : "PostgreSQL" })
-    await health(server, apiUrl)
-    await create(server, api, apiUrl)
-    await lifecycle(server, api)
-    await events(server, apiUrl)
-    await workerLatency(server, api)
-    if (!options.embedded) await scheduler(api)
-    if (options.soakMinutes > 0) {
+    if (runs("health")) await health(server, apiUrl)
+    if (runs("create")) await create(server, api, apiUrl)
+    if (runs("lifecycle")) await lifecycle(server, api)
+    if (runs("events")) await events(server, apiUrl)
+    if (runs("workers")) await workerLatency(server, api)
+    if (!options.embedded && runs("scheduler")) await scheduler(api)
+    if (options.soakMinutes > 0 && runs("soak")) {
       const soaked = await soak(server, api, options.soakMinutes, options.workers)
       record({
         scenario: `lifecycle soak, ${options.soakMinutes} min`,
@@ -412,11 +446,12 @@ const main = async () => {
         note: `RSS ${soaked.early.toFixed(0)} → ${soaked.late.toFixed(0)} MiB (2nd vs last quarter); npm run bench:soak runs 10 min`
       })
     }
-    if (!options.embedded) await queries(server, apiUrl)
-    else record({ scenario: "flow-run queries over 1M runs", note: "PostgreSQL only (run without --embedded)" })
+    if (!options.embedded && runs("queries")) await queries(server, apiUrl)
+    else if (runs("queries")) record({ scenario: "flow-run queries over 1M runs", note: "PostgreSQL only (run without --embedded)" })
   } finally {
     await server.stop()
   }
+  if (!runs("startup")) return finish(started)
   const startupHome = fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-startup-"))
   const startup = await startupReport({ home: startupHome, port: options.port + 1, runs: 3, idleSeconds: 3 })
   const startupMs = percentile(startup.starts.map((s) => s.startupMs), 50)
@@ -428,6 +463,10 @@ const main = async () => {
     ...target(startupMs < 2000, "< 2000 ms"),
     note: `spawn to first 200 from /health; median of 3 (first start, migrating: ${startup.firstStartMs.toFixed(0)} ms); RSS idle, embedded`
   })
+  finish(started)
+}
+
+const finish = (started: number) => {
   const seconds = (performance.now() - started) / 1000
   console.log(`\n${table(rows)}\n\nbench took ${(seconds / 60).toFixed(1)} min`)
   const file = save({ machine: machine(), options, seconds, rows })

@@ -87,7 +87,7 @@ const reactiveAutomation = (server: ServerProcess, expect: string) =>
     actions: [{ type: "do-nothing" }]
   }, 201)
 
-describe.skipIf(!onServer())("several processes on one PostgreSQL database", () => {
+describe.skipIf(!onServer())("several processes on one PostgreSQL database", { concurrent: true }, () => {
   it.live("two full servers: events, logs and run events cross processes live, automations fire once per event, leases end anywhere", () =>
     Effect.gen(function* () {
       yield* Effect.promise(ensureBundle)
