@@ -15,20 +15,21 @@ export interface LogPosition {
   readonly seq: string
 }
 
+/** The oldest transaction still running (or the next one): rows of older transactions are final. */
+export const horizon = (sql: SqlClient.SqlClient) => sql`pg_snapshot_xmin(pg_current_snapshot())`
+
 /** Rows after `position` that no running transaction can precede any more, in log order by `ORDER BY txid, seq`. */
 export const finalAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>
-  sql`txid IS NOT NULL AND (txid, seq) > (${position.txid}::xid8, ${position.seq}::bigint)
-    AND txid < pg_snapshot_xmin(pg_current_snapshot())`
+  sql`txid IS NOT NULL AND (txid, seq) > (${position.txid}::xid8, ${position.seq}::bigint) AND txid < ${horizon(sql)}`
 
 /** Committed rows after `position` that are not final yet: a transaction older than them still runs. */
 export const pendingAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>
-  sql`txid IS NOT NULL AND (txid, seq) > (${position.txid}::xid8, ${position.seq}::bigint)
-    AND txid >= pg_snapshot_xmin(pg_current_snapshot())`
+  sql`txid IS NOT NULL AND (txid, seq) > (${position.txid}::xid8, ${position.seq}::bigint) AND txid >= ${horizon(sql)}`
 
 /** The position of a reader that starts now: what is final now is behind it, everything else ahead. */
 export const currentPosition = (sql: SqlClient.SqlClient) =>
   Effect.map(
-    sql<{ txid: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS txid`,
+    sql<{ txid: string }>`SELECT ${horizon(sql)}::text AS txid`,
     (rows): LogPosition => ({ txid: rows[0]!.txid, seq: "0" })
   )
 

@@ -42,8 +42,13 @@ const DELIVERED_HERE = 10_000
 /** Events read from the log at a time. */
 const READ_BATCH = 500
 
-/** How soon a reader looks again when committed events wait for an older transaction to end. */
-const PENDING_RETRY = Duration.millis(20)
+/**
+ * How soon a reader looks again when committed events wait for an older transaction to end: soon,
+ * then less and less often while that transaction runs on.
+ */
+const PENDING_RETRY_FIRST = 20
+const PENDING_RETRY_MOST = 1000
+const nextRetry = (ms: number) => Math.min(ms * 2, PENDING_RETRY_MOST)
 
 /** How long a reader waits for a wake before looking anyway (a notification lost with its connection). */
 const LOOK_ANYWAY = Duration.seconds(5)
@@ -103,15 +108,18 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     ) =>
       Effect.gen(function* () {
         let position = from
+        let retry = PENDING_RETRY_FIRST
         while (true) {
           const batch = yield* repo.readAfter(position, limit)
           if (batch.length > 0) {
             yield* handle(batch.map((logged) => logged.event))
             position = batch[batch.length - 1]!.position
+            retry = PENDING_RETRY_FIRST
           }
           if (batch.length === limit) continue
           if (!(yield* repo.pendingAfterPosition(position))) return position
-          yield* sleepReal(PENDING_RETRY)
+          yield* sleepReal(Duration.millis(retry))
+          retry = nextRetry(retry)
         }
       })
 
@@ -119,21 +127,20 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      * One batch for consumer `name`: under its cursor's lock, reads up to `limit` final events after
      * it, hands them to `handle` and moves the cursor past them, in one transaction (what `handle`
      * writes commits with the cursor, or neither does). How many were handled (none when another
-     * process holds the cursor), whether the cursor is missing, and whether committed events wait
-     * for an older transaction.
+     * process holds the cursor, or nothing is final after it), and whether the cursor is missing.
      */
     const consumeBatch = <E, R>(name: string, limit: number, handle: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void, E, R>) =>
       transaction(
         sql,
         Effect.gen(function* () {
           const cursor = yield* repo.lockConsumer(name)
-          if (cursor._tag === "Busy") return { handled: 0, missing: false, pending: false }
-          if (cursor._tag === "Missing") return { handled: 0, missing: true, pending: false }
+          if (cursor._tag === "Busy") return { handled: 0, missing: false }
+          if (cursor._tag === "Missing") return { handled: 0, missing: true }
           const batch = yield* repo.readAfter(cursor.position, limit)
-          if (batch.length === 0) return { handled: 0, missing: false, pending: yield* repo.pendingAfterPosition(cursor.position) }
+          if (batch.length === 0) return { handled: 0, missing: false }
           yield* handle(batch.map((logged) => logged.event))
           yield* repo.advanceConsumer(name, batch[batch.length - 1]!.position)
-          return { handled: batch.length, missing: false, pending: false }
+          return { handled: batch.length, missing: false }
         })
       )
 
@@ -159,16 +166,26 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
         )
         const drain = Effect.gen(function* () {
           let total = 0
+          let retry = PENDING_RETRY_FIRST
           while (true) {
-            const { handled, missing, pending } = yield* around(consumeBatch(name, limit, handle))
-            if (missing) {
+            // A look without the lock first: an idle consumer costs one statement.
+            const state = yield* repo.consumerState(name)
+            if (!state.known) {
               yield* repo.ensureConsumer(name)
               continue
             }
-            total += handled
-            if (handled > 0) continue
-            if (!pending) return total
-            yield* sleepReal(PENDING_RETRY)
+            if (state.ready) {
+              const { handled, missing } = yield* around(consumeBatch(name, limit, handle))
+              if (missing) continue
+              // Another process holds the cursor: it handles them (and if it dies, a later look does).
+              if (handled === 0) return total
+              total += handled
+              retry = PENDING_RETRY_FIRST
+              continue
+            }
+            if (!state.pending) return total
+            yield* sleepReal(Duration.millis(retry))
+            retry = nextRetry(retry)
           }
         })
         return { drain, tick: Effect.zipRight(next, drain) } as const

@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { currentPosition, finalAfter, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
+import { currentPosition, finalAfter, horizon, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
@@ -233,7 +233,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     /** Makes the consumer's cursor (at the log's position now) unless it has one. */
     const ensureConsumer = (name: string) =>
       sql`
-        INSERT INTO event_consumer (name, txid, seq) VALUES (${name}, pg_snapshot_xmin(pg_current_snapshot()), 0)
+        INSERT INTO event_consumer (name, txid, seq) VALUES (${name}, ${horizon(sql)}, 0)
         ON CONFLICT (name) DO NOTHING
       `.pipe(Effect.asVoid)
 
@@ -255,6 +255,23 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
             )
       )
 
+    /**
+     * Where consumer `name` stands, without locking its cursor: whether it has one, whether final
+     * events wait after it, and whether committed ones wait for an older transaction. One statement,
+     * so an idle consumer looks cheaply.
+     */
+    const consumerState = (name: string) =>
+      Effect.map(
+        sql<{ known: boolean; ready: boolean; pending: boolean }>`
+          SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = ${name}) AS known,
+            EXISTS (SELECT 1 FROM event_consumer c JOIN events e ON e.txid IS NOT NULL AND (e.txid, e.seq) > (c.txid, c.seq)
+              WHERE c.name = ${name} AND e.txid < ${horizon(sql)}) AS ready,
+            EXISTS (SELECT 1 FROM event_consumer c JOIN events e ON e.txid IS NOT NULL AND (e.txid, e.seq) > (c.txid, c.seq)
+              WHERE c.name = ${name} AND e.txid >= ${horizon(sql)}) AS pending
+        `,
+        (rows) => rows[0]!
+      )
+
     const advanceConsumer = (name: string, to: LogPosition) =>
       sql`UPDATE event_consumer SET txid = ${to.txid}::xid8, seq = ${to.seq}::bigint, updated = now() WHERE name = ${name}`.pipe(Effect.asVoid)
 
@@ -271,6 +288,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       pendingAfterPosition,
       position: () => position,
       ensureConsumer,
+      consumerState,
       lockConsumer,
       advanceConsumer
     })
