@@ -14,6 +14,25 @@ export const sharedServer = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(sql<{ shared: boolean }>`SELECT position('PGlite' in version()) = 0 AS shared`, (rows) => rows[0]!.shared)
 )
 
+/**
+ * `sharedServer`, answering false (with a warning that says `consequence`) when it cannot tell: a
+ * process that cannot tell keeps its announcements to itself.
+ */
+export const sharedOrWarn = (consequence: string) =>
+  sharedServer.pipe(
+    Effect.catchAll((error) => Effect.as(Effect.logWarning(`Could not tell whether the database is shared: ${consequence}`, error), false))
+  )
+
+/** The JSON object another process announced (its `from` is not `self`); undefined for this process's own or what is not JSON. */
+export const fromOthers = (payload: string, self: string): Record<string, unknown> | undefined => {
+  try {
+    const data: unknown = JSON.parse(payload)
+    return typeof data === "object" && data !== null && (data as { from?: unknown }).from !== self ? (data as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** Announces `payload` on `channel` (NOTIFY takes no parameters; pg_notify does). */
 export const notify = (channel: string, payload: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.asVoid(sql`SELECT pg_notify(${channel}, ${payload})`))

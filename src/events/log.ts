@@ -61,11 +61,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     const settings = yield* Settings
     const repo = yield* EventsRepo
     const database = yield* Effect.context<SqlClient.SqlClient | PgClient.PgClient>()
-    const shared = yield* Notifications.sharedServer.pipe(
-      Effect.catchAll((error) =>
-        Effect.as(Effect.logWarning("Could not tell whether the database is shared: events are announced in this process only", error), false)
-      )
-    )
+    const shared = yield* Notifications.sharedOrWarn("events are announced in this process only")
 
     const waiters = new Set<Queue.Queue<void>>()
     const wakeLocal = Effect.sync(() => {

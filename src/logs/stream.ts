@@ -63,7 +63,7 @@ export class LogStream extends Effect.Service<LogStream>()("baton/LogStream", {
     const pubsub = yield* Effect.acquireRelease(PubSub.sliding<Log>(BACKLOG), PubSub.shutdown)
     const enabled = settings.server.logs.stream_out_enabled
     // Other processes on the same PostgreSQL server stream what this one stores, and the reverse.
-    const shared = enabled && (yield* Notifications.sharedServer.pipe(Effect.orElseSucceed(() => false)))
+    const shared = enabled && (yield* Notifications.sharedOrWarn("logs stream to this process's sockets only"))
     const instance = crypto.randomUUID()
 
     const publish = (logs: ReadonlyArray<Log>) => (logs.length > 0 ? Effect.asVoid(PubSub.publishAll(pubsub, logs)) : Effect.void)
@@ -93,13 +93,8 @@ export class LogStream extends Effect.Service<LogStream>()("baton/LogStream", {
 
     /** Logs another process stored: read and handed to this process's subscribers. */
     const onPayload = (payload: string) => {
-      let data: { from?: unknown; ids?: unknown }
-      try {
-        data = JSON.parse(payload)
-      } catch {
-        return Effect.void
-      }
-      if (data.from === instance || !Array.isArray(data.ids)) return Effect.void
+      const data = Notifications.fromOthers(payload, instance)
+      if (data === undefined || !Array.isArray(data.ids)) return Effect.void
       const ids = data.ids.filter((id): id is string => typeof id === "string")
       return Effect.flatMap(repo.byIds(ids), publish)
     }

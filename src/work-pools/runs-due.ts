@@ -68,11 +68,7 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
     const transitions = yield* Transitions
     const database = yield* Effect.context<SqlClient.SqlClient | PgClient.PgClient>()
     // The embedded database serves one process: the in-process signal is all there is.
-    const shared = yield* Notifications.sharedServer.pipe(
-      Effect.catchAll((error) =>
-        Effect.as(Effect.logWarning("Could not tell whether the database is shared: runs due are announced in this process only", error), false)
-      )
-    )
+    const shared = yield* Notifications.sharedOrWarn("runs due are announced in this process only")
     const instance = crypto.randomUUID()
     const watchers = new Map<string, Set<Watcher>>()
     const stopped = yield* Deferred.make<void>()
@@ -112,13 +108,8 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
 
     /** What another process announced: its queues' held polls here wake. */
     const onPayload = (payload: string) => {
-      let data: { from?: unknown; due?: unknown }
-      try {
-        data = JSON.parse(payload)
-      } catch {
-        return Effect.void
-      }
-      if (data.from === instance || typeof data.due !== "object" || data.due === null) return Effect.void
+      const data = Notifications.fromOthers(payload, instance)
+      if (data === undefined || typeof data.due !== "object" || data.due === null) return Effect.void
       const due = new Map<string, number>()
       for (const [queueId, at] of Object.entries(data.due)) due.set(queueId, typeof at === "number" ? at : -Infinity)
       return wakeLocal(due)
