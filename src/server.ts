@@ -47,6 +47,7 @@ import { TemplatesLive } from "./templates/http.ts"
 import { AutomationChanges } from "./automations/changes.ts"
 import { AutomationsLive } from "./automations/http.ts"
 import { AutomationActions } from "./automations/actions.ts"
+import { TriggeredActionsRepo } from "./automations/actions-repo.ts"
 import { BucketsRepo } from "./automations/buckets-repo.ts"
 import { AutomationsRepo } from "./automations/repo.ts"
 import { Automations } from "./automations/service.ts"
@@ -178,6 +179,7 @@ const areas = Layer.mergeAll(
   TaskRunRecorderRepo.Default,
   TaskRunsRepo.Default,
   Transitions.Default,
+  TriggeredActionsRepo.Default,
   TriggersEngine.Default,
   UiRepo.Default,
   VacuumRepo.Default,

@@ -32,6 +32,16 @@ export interface TriggeredAction {
   readonly automation_triggered_event_id: string | null
 }
 
+/** A child firing read back from its JSON: its dates as Dates again. */
+export const reviveFiring = (json: any): Firing => ({
+  ...json,
+  triggered: new Date(json.triggered),
+  triggering_event: json.triggering_event
+    ? { ...json.triggering_event, occurred: new Date(json.triggering_event.occurred), received: new Date(json.triggering_event.received) }
+    : null,
+  triggering_firings: (json.triggering_firings ?? []).map(reviveFiring)
+})
+
 /** Every firing behind this one, itself first. */
 export const allFirings = (firing: Firing): Array<Firing> => [firing, ...firing.triggering_firings.flatMap(allFirings)]
 

@@ -4,7 +4,6 @@
  * trigger is kept as a child firing until enough children (in order, for a sequence) have fired
  * within the parent's window, and then the parent fires.
  */
-import { afterCommit } from "../database/transactions.ts"
 import { Effect } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -12,19 +11,9 @@ import type { ReceivedEvent } from "../events/schemas.ts"
 import { Events } from "../events/service.ts"
 import { AutomationActions } from "./actions.ts"
 import { BucketsRepo } from "./buckets-repo.ts"
-import { expectedFirings, type Firing, readyToFire, stateChangeEvent, type TriggeredAction, type TriggerState } from "./firing.ts"
+import { expectedFirings, type Firing, readyToFire, reviveFiring, stateChangeEvent, type TriggeredAction, type TriggerState } from "./firing.ts"
 import type { Automation, CompositeTrigger } from "./schemas.ts"
 import type { TriggerIndex } from "./triggers-index.ts"
-
-/** A child firing read back from its JSON: its dates as Dates again. */
-const reviveFiring = (json: any): Firing => ({
-  ...json,
-  triggered: new Date(json.triggered),
-  triggering_event: json.triggering_event
-    ? { ...json.triggering_event, occurred: new Date(json.triggering_event.occurred), received: new Date(json.triggering_event.received) }
-    : null,
-  triggering_firings: (json.triggering_firings ?? []).map(reviveFiring)
-})
 
 export const makeFire = (index: TriggerIndex) =>
   Effect.gen(function* () {
@@ -63,8 +52,8 @@ export const makeFire = (index: TriggerIndex) =>
             automation_triggered_event_id: stateEventId
           })
         }
-        // Performed once the firing commits (the log consumer's transaction): a rolled back one does nothing.
-        yield* afterCommit(actions.enqueue(triggeredActions))
+        // Stored with the firing (the log consumer's transaction): a rolled back one leaves none.
+        yield* actions.enqueue(triggeredActions)
       })
 
     const fire = (firing: Firing): Effect.Effect<void, unknown> =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Schema, TestClock } from "effect"
 import { AutomationActions } from "../../src/automations/actions.ts"
+import { TriggeredActionsRepo } from "../../src/automations/actions-repo.ts"
 import { TriggersEngine } from "../../src/automations/triggers.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { EventsRepo } from "../../src/events/repo.ts"
@@ -273,6 +274,30 @@ describe("the triggers service", () => {
         yield* Effect.flatMap(EventsRepo, (repo) => repo.write([stored]))
         yield* periodic
         expect(names(yield* automationEvents(automation.id))).toContain("prefect.automation.triggered")
+      }))
+
+    it.effect("a firing's actions are stored with it: those a process claimed and never finished are performed by another once its claim runs out", () =>
+      Effect.gen(function* () {
+        const automation = yield* create({
+          name: "durable actions",
+          trigger: { posture: "Reactive", expect: ["durable.ping"], match: { "prefect.resource.id": "durable" }, threshold: 1, within: 0 }
+        })
+        yield* evaluate
+        yield* send(yield* event("durable.ping", "durable"))
+        // The trigger fires; a process claims the action and dies before performing it.
+        yield* Effect.flatMap(EventPersister, (p) => p.drain)
+        yield* Effect.flatMap(TriggersEngine, (engine) => engine.drain)
+        const at = new Date(yield* Clock.currentTimeMillis)
+        const claimed = yield* Effect.flatMap(TriggeredActionsRepo, (repo) => repo.claim(at, new Date(at.getTime() + 5 * 60_000), 50))
+        expect(claimed).toHaveLength(1)
+        const actionEvents = Effect.map(automationEvents(automation.id), (events) => (names(events) as unknown as Array<string>).filter((name) => name.startsWith("prefect.automation.action.")))
+        expect(yield* actionEvents).toEqual([])
+        yield* TestClock.adjust("5 minutes")
+        yield* TestClock.adjust("1 second")
+        expect((yield* actionEvents).sort()).toEqual(["prefect.automation.action.executed", "prefect.automation.action.triggered"])
+        // Performed once: forgotten with its events.
+        yield* TestClock.adjust("10 minutes")
+        expect(yield* actionEvents).toHaveLength(2)
       }))
   })
 })

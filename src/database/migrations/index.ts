@@ -23,6 +23,7 @@ import m0018 from "./0018_flow_run_rollup_quarters.ts"
 import m0019 from "./0019_task_run_without_flow_run_key.ts"
 import m0020 from "./0020_event_log.ts"
 import m0021 from "./0021_instances.ts"
+import m0022 from "./0022_triggered_actions.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -45,5 +46,6 @@ export const migrations = {
   "0018_flow_run_rollup_quarters": m0018,
   "0019_task_run_without_flow_run_key": m0019,
   "0020_event_log": m0020,
-  "0021_instances": m0021
+  "0021_instances": m0021,
+  "0022_triggered_actions": m0022
 }
