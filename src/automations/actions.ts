@@ -120,7 +120,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
     }
 
     /** Performs the action; the events that record it: `.triggered`, then `.executed` or `.failed` (none for a repeat). */
-    const act_ = (ta: TriggeredAction) =>
+    const performRecorded = (ta: TriggeredAction) =>
       Effect.gen(function* () {
         const at = (yield* now).getTime()
         for (const [id, when] of performed) if (at - when > RECENT_MS) performed.delete(id)
@@ -172,7 +172,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
       })
 
     /** Performs the action and records it (its events written at once). */
-    const perform = (ta: TriggeredAction) => Effect.flatMap(act_(ta), (recorded) => Effect.asVoid(events.emit(recorded)))
+    const perform = (ta: TriggeredAction) => Effect.flatMap(performRecorded(ta), (recorded) => Effect.asVoid(events.emit(recorded)))
 
     /**
      * Stores the actions of a firing, in the firing's transaction when there is one: they are
@@ -194,7 +194,7 @@ export class AutomationActions extends Effect.Service<AutomationActions>()("bato
           return
         }
         const ta = decoded.right
-        const recorded = yield* act_(ta)
+        const recorded = yield* performRecorded(ta)
         yield* inTransaction(sql, Effect.zipRight(events.emit(recorded), repo.done(ta.id)))
       }).pipe(Effect.catchAllCause((cause) => Effect.logError(`Automation action could not be recorded`, cause)))
 
