@@ -228,7 +228,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
       yield* Effect.forkScoped(loop({ name: "events", loop: "listen", tick: listen }, reconnect))
     }
 
-    return { write, announce, consumer, subscribe, receivedHere, follow } as const
+    return { write, consumer, subscribe, receivedHere } as const
   }),
   dependencies: [EventsRepo.Default]
 }) {}
