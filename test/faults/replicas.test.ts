@@ -180,12 +180,21 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", { c
       yield* waitFor("the in-memory leases warning", async () => stray.output().includes(warning), 10_000, 50)
       yield* Effect.promise(() => stray.kill("SIGTERM"))
 
-      // Received by an API-only process: stored within its flush interval, and the services
-      // process's triggers act on it.
+      // Received by an API-only process: a subscriber of the other one has it within a second, it
+      // is stored within the flush interval, and the services process's triggers act on it.
       const automation = yield* Effect.promise(() => reactiveAutomation(one, "replica.api-only"))
+      const eventsOnOne = yield* subscribed(one, "/events/out", { event: { prefix: ["replica."] } })
+      const logsOnOne = yield* subscribed(one, "/logs/out", {})
       yield* Effect.sleep("1 second")
       const sent = event("replica.api-only")
       yield* Effect.promise(() => ok(two, "POST", "/events", [sent], 204))
+      const heard = yield* nextTimed(eventsOnOne, 5000)
+      expect(heard.message).toMatchObject({ event: { id: sent.id } })
+      expect(heard.after).toBeLessThan(1000)
+      yield* Effect.promise(() => ok(two, "POST", "/logs/", [{ name: "replica", level: 20, message: "from two", timestamp: new Date().toISOString() }], 201))
+      const log = yield* nextTimed(logsOnOne, 5000)
+      expect(log.message).toMatchObject({ type: "log", log: { message: "from two" } })
+      expect(log.after).toBeLessThan(1000)
       yield* waitFor("the event stored", async () => (await storedIds(one, [sent.id])).length === 1, 10_000)
       yield* waitFor("the automation fired", async () => (await triggeredCount(one, automation.id)) === 1, 10_000)
 
