@@ -73,6 +73,9 @@ import { LogsLive } from "./logs/http.ts"
 import { LogsRepo } from "./logs/repo.ts"
 import { LogsOutLive } from "./logs/socket.ts"
 import { LogStream } from "./logs/stream.ts"
+import { TaskRunSubscriptionsLive } from "./task-workers/socket.ts"
+import { TaskRunDeliveries } from "./task-workers/deliveries.ts"
+import { TaskWorkersRepo } from "./task-workers/repo.ts"
 import { SavedSearchesLive } from "./saved-searches/http.ts"
 import { SavedSearchesRepo } from "./saved-searches/repo.ts"
 import { VariablesLive } from "./variables/http.ts"
@@ -180,6 +183,8 @@ const areas = Layer.mergeAll(
   TaskRunsRepo.Default,
   Transitions.Default,
   TriggeredActionsRepo.Default,
+  TaskRunDeliveries.Default,
+  TaskWorkersRepo.Default,
   TriggersEngine.Default,
   UiRepo.Default,
   VacuumRepo.Default,
@@ -254,7 +259,9 @@ export const GroupsLive: Layer.Layer<
 > = groups
 
 /** The Api with every group's handlers, and the websocket routes beside them. */
-export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOutLive, EventSocketsLive).pipe(Layer.provide(GroupsLive))
+export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOutLive, EventSocketsLive, TaskRunSubscriptionsLive).pipe(
+  Layer.provide(GroupsLive)
+)
 
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its

@@ -14,6 +14,7 @@ import { afterCommit, transaction } from "../database/transactions.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
 import { historyBuckets, type HistoryWindow } from "./history.ts"
+import { Settings } from "../settings/settings.ts"
 import { transitionNote, Transitions } from "./transitions.ts"
 
 export type RunKind = "flow_run" | "task_run"
@@ -93,6 +94,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const transitions = yield* Transitions
+    const queueSizes = (yield* Settings).server.tasks.scheduling
 
     /** A run's row with its current state; `select` adds the kind's own columns. */
     const readRow = <Row extends RunStateRow>(kind: RunKind, id: string) => {
@@ -215,11 +217,28 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const plan = planState(kind, row, proposed, policy, { at, latest, stateId: yield* newId, policyAfter, resetRunCount })
       const next = plan.next
       const note = transitionNote(kind, row.id, next.run_count, row.state === null ? null : toState(row.state), plan.state)
+      // A background task run (deferred) entering Scheduled waits for a task worker: queued with its
+      // state (AwaitingRetry in the retry queue, served first), as the reference's EnqueueScheduledTasks.
+      // A full queue (max_scheduled_queue_size, max_retry_queue_size per key) takes it later (a refill).
+      const retry = plan.state.name === "AwaitingRetry"
+      const queueSize = retry ? queueSizes.max_retry_queue_size : queueSizes.max_scheduled_queue_size
+      // A background run leaving Scheduled leaves its queue (delivered or not).
+      const background = kind === "task_run" && (row as { readonly flow_run_id?: string | null }).flow_run_id == null
+      const queued = !background
+        ? sql``
+        : plan.state.type === "SCHEDULED" && plan.state.state_details.deferred === true
+        ? sql`, queued AS (
+            INSERT INTO task_run_delivery (task_run_id, task_key, retry)
+            SELECT id, task_key, ${retry} FROM task_run r WHERE id = ${row.id}
+              AND (SELECT count(*) FROM task_run_delivery d WHERE d.task_key = r.task_key AND d.retry = ${retry}) < ${queueSize}
+            ON CONFLICT (task_run_id) DO UPDATE SET retry = EXCLUDED.retry, claimed_until = NULL, delivered_at = NULL)`
+        : sql`, dequeued AS (DELETE FROM task_run_delivery WHERE task_run_id = ${row.id})`
       // The state, its note in the event outbox and the run's columns in one statement: one round
       // trip on the hot path, and the transition's event is as durable as the state.
       yield* sql`
         WITH stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) VALUES (${plan.stateValues})),
           noted AS (INSERT INTO event_outbox (body) VALUES (${JSON.stringify(note)}::jsonb))
+          ${queued}
         UPDATE ${sql(t.run)} SET
           updated = ${at},
           state_id = ${plan.state.id},

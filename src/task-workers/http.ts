@@ -1,11 +1,16 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { BatonApi } from "../api.ts"
+import { TaskRunDeliveries } from "./deliveries.ts"
 
-/**
- * Task workers are the clients subscribed to scheduled task runs over the task-run websocket; until
- * Baton serves that websocket no task worker can be connected, so the list is empty.
- */
+/** The task workers connected to the task-run websocket of any process, optionally those serving given task keys. */
 export const TaskWorkersLive = HttpApiBuilder.group(BatonApi, "taskWorkers", (handlers) =>
-  Effect.succeed(handlers.handle("filter", () => Effect.succeed([])))
-)
+  Effect.gen(function* () {
+    const deliveries = yield* TaskRunDeliveries
+    return handlers.handle("filter", ({ payload }) => {
+      const keys = payload.task_worker_filter?.task_keys ?? []
+      return Effect.map(deliveries.workers(keys.length > 0 ? keys : null), (workers) =>
+        workers.map((worker) => ({ identifier: worker.identifier, task_keys: worker.task_keys, timestamp: worker.timestamp })))
+    })
+  })
+).pipe(Layer.provide(TaskRunDeliveries.Default))

@@ -140,6 +140,21 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", { c
       yield* Effect.sleep("2 seconds")
       expect(yield* Effect.promise(() => triggeredCount(b, automation.id))).toBe(20)
 
+      // A task worker on B gets the background task run created through A, at once.
+      const taskWorker = opened(yield* connectTo(b.api, "/task_runs/subscriptions/scheduled"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => taskWorker.close()))
+      taskWorker.send({ type: "auth", token: null })
+      expect(yield* Effect.promise(() => taskWorker.next())).toEqual({ type: "auth_success" })
+      taskWorker.send({ type: "subscribe", keys: ["replicated-task"], client_id: "worker-on-b" })
+      yield* Effect.sleep("200 millis")
+      const delayed = yield* Effect.promise(() =>
+        ok(a, "POST", "/task_runs/", { task_key: "replicated-task", dynamic_key: "0", state: { type: "SCHEDULED", state_details: { deferred: true } } }, 201)
+      )
+      const delivered = yield* nextTimed(taskWorker, 5000)
+      expect(delivered.message).toMatchObject({ id: delayed.id, task_key: "replicated-task" })
+      expect(delivered.after).toBeLessThan(1000)
+      taskWorker.send({ type: "ack" })
+
       // A lease taken through A renews and ends through B, which gives its slots back.
       const limit = yield* Effect.promise(() => ok(a, "POST", "/v2/concurrency_limits/", { name: "replicated", limit: 3 }, 201))
       const lease = yield* Effect.promise(() =>

@@ -24,6 +24,7 @@ import m0019 from "./0019_task_run_without_flow_run_key.ts"
 import m0020 from "./0020_event_log.ts"
 import m0021 from "./0021_instances.ts"
 import m0022 from "./0022_triggered_actions.ts"
+import m0023 from "./0023_background_tasks.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -47,5 +48,6 @@ export const migrations = {
   "0019_task_run_without_flow_run_key": m0019,
   "0020_event_log": m0020,
   "0021_instances": m0021,
-  "0022_triggered_actions": m0022
+  "0022_triggered_actions": m0022,
+  "0023_background_tasks": m0023
 }

@@ -1,0 +1,146 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { idOf, ok } from "../support/api.ts"
+import { request, testServer } from "../support/server.ts"
+import { connect, opened, type TestSocket } from "../support/websocket.ts"
+
+const SUBSCRIPTION = "/task_runs/subscriptions/scheduled"
+
+/** A background task run (`task.delay()`): no flow run, a deferred Scheduled state. */
+const delayed = (taskKey: string, dynamicKey: string) =>
+  Effect.map(
+    request("POST", "/task_runs/", {
+      body: { task_key: taskKey, dynamic_key: dynamicKey, state: { type: "SCHEDULED", state_details: { deferred: true } } }
+    }),
+    (res) => idOf(ok(res, 201))
+  )
+
+/** A task worker's socket, authenticated, optionally subscribed. */
+const worker = (subscribe?: Record<string, unknown>) =>
+  Effect.gen(function* () {
+    const socket = opened(yield* connect(SUBSCRIPTION))
+    socket.send({ type: "auth", token: null })
+    expect(yield* Effect.promise(() => socket.next())).toEqual({ type: "auth_success" })
+    if (subscribe !== undefined) socket.send({ type: "subscribe", ...subscribe })
+    yield* Effect.addFinalizer(() => Effect.sync(() => socket.close()))
+    return socket
+  })
+
+const receive = (socket: TestSocket, ms = 5000) => Effect.promise(() => socket.next(ms)) as Effect.Effect<any>
+const closedWith = (socket: TestSocket) => Effect.promise(() => socket.closed)
+
+const workersFor = (keys?: Array<string>) =>
+  Effect.map(request("POST", "/task_workers/filter", { body: keys === undefined ? {} : { task_worker_filter: { task_keys: keys } } }), (res) =>
+    ok(res, 200) as unknown as Array<{ identifier: string; task_keys: Array<string> }>)
+
+describe("the task-run subscription websocket", () => {
+  it.layer(testServer(), { timeout: 60_000 })((it) => {
+    it.scoped("delivers each background task run of the subscribed keys, the next once the worker acknowledges", () =>
+      Effect.gen(function* () {
+        const first = yield* delayed("add", "0")
+        const second = yield* delayed("add", "1")
+        yield* delayed("other", "0")
+        const socket = yield* worker({ keys: ["add"], client_id: "worker-1" })
+        const run = yield* receive(socket)
+        expect(run).toMatchObject({ id: first, task_key: "add", state: { type: "SCHEDULED", state_details: { deferred: true } } })
+        socket.send({ type: "ack" })
+        expect((yield* receive(socket)).id).toBe(second)
+        socket.send({ type: "ack" })
+        // Created while subscribed: delivered as it comes.
+        const third = yield* delayed("add", "2")
+        expect((yield* receive(socket)).id).toBe(third)
+        socket.send({ type: "quit" })
+        expect((yield* closedWith(socket)).code).toBe(1000)
+      })
+    )
+
+    it.scoped("two workers on one key share its runs, each run to one of them", () =>
+      Effect.gen(function* () {
+        const ids = new Set<string>()
+        for (let i = 0; i < 10; i++) ids.add(yield* delayed("shared", String(i)))
+        const [a, b] = [yield* worker({ keys: ["shared"], client_id: "a" }), yield* worker({ keys: ["shared"], client_id: "b" })]
+        const got: Array<string> = []
+        const take = (socket: TestSocket) =>
+          Effect.promise(async () => {
+            while (true) {
+              const run = await socket.next(1500).catch(() => undefined)
+              if (run === undefined) return
+              got.push((run as unknown as { id: string }).id)
+              socket.send({ type: "ack" })
+            }
+          })
+        yield* Effect.all([take(a), take(b)], { concurrency: 2 })
+        expect(got.sort()).toEqual([...ids].sort())
+      })
+    )
+
+    it.scoped("a run sent but not acknowledged before the socket drops goes to the retry queue, served first", () =>
+      Effect.gen(function* () {
+        const dropped = yield* delayed("drop", "0")
+        const later = yield* delayed("drop", "1")
+        const first = yield* worker({ keys: ["drop"], client_id: "dropper" })
+        expect((yield* receive(first)).id).toBe(dropped)
+        first.close()
+        yield* closedWith(first)
+        const second = yield* worker({ keys: ["drop"], client_id: "catcher" })
+        expect((yield* receive(second)).id).toBe(dropped)
+        second.send({ type: "ack" })
+        expect((yield* receive(second)).id).toBe(later)
+        second.send({ type: "ack" })
+      })
+    )
+
+    it.scoped("closes on each protocol violation with 4001 and the reason", () =>
+      Effect.gen(function* () {
+        const cases: Array<[Record<string, unknown>, string]> = [
+          [{ type: "hello" }, "Protocol violation: expected 'subscribe' message"],
+          [{ type: "subscribe", keys: [], client_id: "c" }, "Protocol violation: expected 'keys' in subscribe message"],
+          [{ type: "subscribe", keys: ["k"] }, "Protocol violation: expected 'client_id' in subscribe message"]
+        ]
+        for (const [message, reason] of cases) {
+          const socket = yield* worker()
+          socket.send(message)
+          expect(yield* closedWith(socket)).toEqual({ code: 4001, reason })
+        }
+        const run = yield* delayed("violated", "0")
+        const socket = yield* worker({ keys: ["violated"], client_id: "v" })
+        expect((yield* receive(socket)).id).toBe(run)
+        socket.send({ type: "nack" })
+        expect(yield* closedWith(socket)).toEqual({ code: 4001, reason: "Protocol violation: expected 'ack' message" })
+        // Not acknowledged: the next worker gets it.
+        const next = yield* worker({ keys: ["violated"], client_id: "w" })
+        expect((yield* receive(next)).id).toBe(run)
+        next.send({ type: "ack" })
+      })
+    )
+
+    it.scoped("task_workers/filter lists the workers while they are connected, by task key, and not after", () =>
+      Effect.gen(function* () {
+        const socket = yield* worker({ keys: ["listed", "also"], client_id: "lister" })
+        // The subscription is taken once the socket waits for runs.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        expect(yield* workersFor(["listed"])).toMatchObject([{ identifier: "lister", task_keys: ["also", "listed"] }])
+        expect(yield* workersFor(["nobody"])).toEqual([])
+        expect((yield* workersFor()).map((w) => w.identifier)).toContain("lister")
+        socket.close()
+        yield* closedWith(socket)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        expect(yield* workersFor(["listed"])).toEqual([])
+      })
+    )
+
+    it.scoped("a background run scheduled but in no queue (from before a restart, or turned away by a full queue) is queued when a worker asks", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const run = yield* delayed("restored", "0")
+        yield* sql`DELETE FROM task_run_delivery WHERE task_run_id = ${run}`
+        const socket = yield* worker({ keys: ["restored"], client_id: "restorer" })
+        expect((yield* receive(socket)).id).toBe(run)
+        socket.send({ type: "ack" })
+        // Acknowledged and still Scheduled (the worker has not moved it yet): not delivered again.
+        expect(yield* Effect.promise(() => socket.next(2500).then(() => "again", () => "not again"))).toBe("not again")
+      })
+    )
+  })
+})
