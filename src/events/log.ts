@@ -47,7 +47,7 @@ const READ_BATCH = 500
  * then less and less often while that transaction runs on.
  */
 const PENDING_RETRY_FIRST = 20
-const PENDING_RETRY_MOST = 1000
+const PENDING_RETRY_MOST = 500
 const nextRetry = (ms: number) => Math.min(ms * 2, PENDING_RETRY_MOST)
 
 /** How long a reader waits for a wake before looking anyway (a notification lost with its connection). */
@@ -100,7 +100,8 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     const follow = <E, R>(
       from: LogPosition,
       handle: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void, E, R>,
-      limit = READ_BATCH
+      limit = READ_BATCH,
+      whilePending: (position: LogPosition) => Effect.Effect<void, E, R> = () => Effect.void
     ) =>
       Effect.gen(function* () {
         let position = from
@@ -114,6 +115,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
           }
           if (batch.length === limit) continue
           if (!(yield* repo.pendingAfterPosition(position))) return position
+          yield* whilePending(position)
           yield* sleepReal(Duration.millis(retry))
           retry = nextRetry(retry)
         }
@@ -204,11 +206,23 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
       Effect.gen(function* () {
         const next = yield* Scope.extend(watch, scope)
         let position = yield* repo.position()
+        // Live subscribers do not wait for events to become final (a long transaction anywhere on the
+        // PostgreSQL server holds that back): committed ones are delivered at once and remembered, so
+        // that they are not delivered again when the log reaches them.
+        const early = new Set<string>()
         const publish = (events: ReadonlyArray<ReceivedEvent>) =>
-          Effect.asVoid(PubSub.publishAll(live, events.filter((event) => !deliveredHere.delete(event.id))))
+          Effect.asVoid(PubSub.publishAll(live, events.filter((event) => !deliveredHere.delete(event.id) && !early.delete(event.id))))
+        const publishEarly = (from: LogPosition) =>
+          Effect.flatMap(repo.readPendingAfter(from, SUBSCRIPTION_BACKLOG), (events) => {
+            const fresh = events.filter((event) => !early.has(event.id) && !deliveredHere.has(event.id))
+            for (const event of fresh) early.add(event.id)
+            return Effect.asVoid(PubSub.publishAll(live, fresh))
+          })
         const tick = Effect.zipRight(
           next,
-          Effect.suspend(() => Effect.map(follow(position, publish, SUBSCRIPTION_BACKLOG), (reached) => void (position = reached)))
+          Effect.suspend(() =>
+            Effect.map(follow(position, publish, SUBSCRIPTION_BACKLOG, publishEarly), (reached) => void (position = reached))
+          )
         )
         yield* Effect.forkIn(loop({ name: "events", loop: "live tail", tick }, Duration.zero), scope)
       })

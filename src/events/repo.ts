@@ -223,6 +223,17 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
         (rows): ReadonlyArray<LoggedEvent> => rows.map((row) => ({ event: toEvent(row), position: positionOf(row) }))
       )
 
+    /** Up to `limit` events after `position` that are committed but not final yet (for live readers, which may not wait). */
+    const readPendingAfter = (position: LogPosition, limit: number) =>
+      Effect.map(
+        sql<EventRow>`
+          SELECT id, occurred, event, resource, related, payload, received, follows
+          FROM events WHERE ${pendingAfter(sql, position)}
+          ORDER BY events.txid, events.seq LIMIT ${limit}
+        `,
+        (rows) => rows.map(toEvent)
+      )
+
     /** Whether events after `position` are committed but not final yet (a reader should look again shortly). */
     const pendingAfterPosition = (position: LogPosition) =>
       Effect.map(sql<{ pending: boolean }>`SELECT EXISTS (SELECT 1 FROM events WHERE ${pendingAfter(sql, position)}) AS pending`, (rows) => rows[0]!.pending)
@@ -285,6 +296,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       existing,
       deleteOlderThan,
       readAfter,
+      readPendingAfter,
       pendingAfterPosition,
       position: () => position,
       ensureConsumer,

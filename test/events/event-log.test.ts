@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber, Queue } from "effect"
+import { realClock } from "../../src/domain/time.ts"
 import { EventLog } from "../../src/events/log.ts"
 import { EventsRepo } from "../../src/events/repo.ts"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
@@ -86,6 +87,33 @@ describe("the event log", () => {
         yield* Fiber.join(draining)
         yield* consumer.drain
         expect(seen).toEqual(["early", "late"])
+      })
+    )
+
+    // Two connections at once: the embedded database serves one.
+    it.scoped.skipIf(!onServer())("a live subscriber gets a committed event at once, though an older transaction still runs, and once", () =>
+      Effect.gen(function* () {
+        const log = yield* EventLog
+        const repo = yield* EventsRepo
+        const sql = yield* SqlClient.SqlClient
+        const live = yield* log.subscribe
+        const written = yield* Deferred.make<void>()
+        const commit = yield* Deferred.make<void>()
+        const older = yield* sql.withTransaction(
+          Effect.zipRight(repo.write([event("older")]), Effect.zipRight(Deferred.succeed(written, undefined), Deferred.await(commit)))
+        ).pipe(Effect.fork)
+        yield* Deferred.await(written)
+        yield* log.write([event("newer")])
+        const first = yield* Queue.take(live).pipe(Effect.timeout("2 seconds"), Effect.withClock(realClock))
+        expect(first.event).toBe("newer")
+        yield* Deferred.succeed(commit, undefined)
+        yield* Fiber.join(older)
+        // The older event comes once its transaction commits (its NOTIFY is sent without one here: the next look finds it).
+        yield* log.write([event("last")])
+        const rest: Array<string> = []
+        while (rest.length < 2) rest.push((yield* Queue.take(live).pipe(Effect.timeout("7 seconds"), Effect.withClock(realClock))).event)
+        expect(rest.sort()).toEqual(["last", "older"])
+        expect(yield* Queue.size(live)).toBe(0)
       })
     )
   })
