@@ -4,7 +4,7 @@
  *
  *   npm run bench [-- --pg postgresql://postgres@127.0.0.1:5432] [--embedded] [--seconds 10]
  *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--quick]
- *     [--only health,create,lifecycle,events,workers,scheduler,soak,queries,startup]
+ *     [--only health,create,lifecycle,events,workers,tasks,scheduler,soak,queries,startup]
  *
  * The server runs as `baton server start` does (bin/baton.mjs: the bundle in dist/, which
  * `npm run bench` builds first) against a fresh database `baton_bench` on the PostgreSQL at --pg, or
@@ -18,6 +18,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { queryCases } from "./flow-run-queries.ts"
+import { backgroundTaskDelivery } from "./background-tasks.ts"
 import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
 import { cannon, closedLoop, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
@@ -181,6 +182,34 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
   })
   if (!options.embedded) await twoReplicas(baton.throughput, setup)
+}
+
+/** Background task runs created through one server, delivered to task workers on two servers. */
+const backgroundTasks = async () => {
+  const port = options.port + 3
+  const second = await startServer({
+    home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-tasks-")),
+    port,
+    ...(options.embedded ? {} : { databaseUrl }),
+    env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+    stdio: "inherit",
+    timeoutMs: 120_000
+  })
+  try {
+    const apis = [`http://127.0.0.1:${options.port}/v2/api`, `http://127.0.0.1:${port}/v2/api`]
+    const result = await backgroundTaskDelivery(apis, quick ? 200 : 1000)
+    record({
+      scenario: `background task delivery, 2 workers on 2 servers (${result.runs} runs)`,
+      throughput: result.throughput,
+      unit: "runs/s",
+      p50: result.p50,
+      p99: result.p99,
+      ...target(result.delivered === result.runs && result.duplicates === 0, "each run once"),
+      note: `creation request to delivery; ${result.delivered} delivered, ${result.duplicates} twice`
+    })
+  } finally {
+    await second.stop()
+  }
 }
 
 /** The same lifecycle through two full servers on the same PostgreSQL, the workers split between them. */
@@ -432,6 +461,7 @@ const main = async () => {
     if (runs("lifecycle")) await lifecycle(server, api)
     if (runs("events")) await events(server, apiUrl)
     if (runs("workers")) await workerLatency(server, api)
+    if (!options.embedded && runs("tasks")) await backgroundTasks()
     if (!options.embedded && runs("scheduler")) await scheduler(api)
     if (options.soakMinutes > 0 && runs("soak")) {
       const soaked = await soak(server, api, options.soakMinutes, options.workers)
