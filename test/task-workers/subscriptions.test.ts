@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
+import { TaskRunDeliveries } from "../../src/task-workers/deliveries.ts"
 import { idOf, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 import { connect, opened, type TestSocket } from "../support/websocket.ts"
@@ -140,6 +141,18 @@ describe("the task-run subscription websocket", () => {
         socket.send({ type: "ack" })
         // Acknowledged and still Scheduled (the worker has not moved it yet): not delivered again.
         expect(yield* Effect.promise(() => socket.next(2500).then(() => "again", () => "not again"))).toBe("not again")
+      })
+    )
+
+    it.scoped("at start, a server queues the background runs still Scheduled that are in no queue", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const run = yield* delayed("at-start", "0")
+        yield* sql`DELETE FROM task_run_delivery WHERE task_run_id = ${run}`
+        // Another start: a new instance of the deliveries (as a restarted server builds it).
+        yield* Layer.build(TaskRunDeliveries.Default)
+        const queued = yield* sql<{ task_run_id: string }>`SELECT task_run_id FROM task_run_delivery WHERE task_run_id = ${run}`
+        expect(queued).toHaveLength(1)
       })
     )
   })
