@@ -15,11 +15,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, PubSub, Queue, Scope } from "effect"
+import { Duration, Effect, PubSub, Scope } from "effect"
 import type { LogPosition } from "../database/log-order.ts"
 import * as Notifications from "../database/notifications.ts"
 import { afterCommit, transaction } from "../database/transactions.ts"
 import { realClock } from "../domain/time.ts"
+import { makeWakeups } from "../domain/wakeups.ts"
 import { loop } from "../services/runner.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventsRepo } from "./repo.ts"
@@ -63,19 +64,8 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     const database = yield* Effect.context<SqlClient.SqlClient | PgClient.PgClient>()
     const shared = yield* Notifications.sharedOrWarn("events are announced in this process only")
 
-    const waiters = new Set<Queue.Queue<void>>()
-    const wakeLocal = Effect.sync(() => {
-      for (const waiter of waiters) waiter.unsafeOffer(undefined)
-    })
-
-    /** A wake-up for the scope's life: `next` returns once events were written since the last call (or after LOOK_ANYWAY). */
-    const watch: Effect.Effect<Effect.Effect<void>, never, Scope.Scope> = Effect.map(
-      Effect.acquireRelease(
-        Effect.tap(Queue.dropping<void>(1), (waiter) => Effect.sync(() => waiters.add(waiter))),
-        (waiter) => Effect.zipRight(Effect.sync(() => waiters.delete(waiter)), Queue.shutdown(waiter))
-      ),
-      (waiter) => Effect.asVoid(Effect.raceFirst(Queue.take(waiter), sleepReal(LOOK_ANYWAY)))
-    )
+    // The readers of this process: woken when events were written (or after LOOK_ANYWAY).
+    const { wakeAll: wakeLocal, watch } = makeWakeups(LOOK_ANYWAY)
 
     /**
      * Says, inside the writing transaction, that it wrote events: the readers of this process wake

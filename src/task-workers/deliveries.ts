@@ -10,9 +10,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { Chunk, Duration, Effect, Queue, type Scope } from "effect"
+import { Chunk, Duration, Effect, Queue } from "effect"
 import * as Notifications from "../database/notifications.ts"
-import { now, realClock } from "../domain/time.ts"
+import { now } from "../domain/time.ts"
+import { makeWakeups } from "../domain/wakeups.ts"
 import { emptyStateDetails } from "../domain/states.ts"
 import { onlyWhile } from "../orchestration/engine.ts"
 import { Orchestrator } from "../orchestration/orchestrator.ts"
@@ -44,19 +45,8 @@ export class TaskRunDeliveries extends Effect.Service<TaskRunDeliveries>()("bato
     const shared = yield* Notifications.sharedOrWarn("background task runs are announced in this process only")
     const instance = crypto.randomUUID()
 
-    const waiters = new Set<Queue.Queue<void>>()
-    const wakeLocal = Effect.sync(() => {
-      for (const waiter of waiters) waiter.unsafeOffer(undefined)
-    })
-
-    /** A wake-up for the scope's life: returns once a run was queued since the last call (or after LOOK_ANYWAY). */
-    const watch: Effect.Effect<Effect.Effect<void>, never, Scope.Scope> = Effect.map(
-      Effect.acquireRelease(
-        Effect.tap(Queue.dropping<void>(1), (waiter) => Effect.sync(() => waiters.add(waiter))),
-        (waiter) => Effect.zipRight(Effect.sync(() => waiters.delete(waiter)), Queue.shutdown(waiter))
-      ),
-      (waiter) => Effect.asVoid(Effect.raceFirst(Queue.take(waiter), Effect.withClock(Effect.sleep(LOOK_ANYWAY), realClock)))
-    )
+    // The sockets of this process: woken when a run was queued (or after LOOK_ANYWAY).
+    const { wakeAll: wakeLocal, watch } = makeWakeups(LOOK_ANYWAY)
 
     // Background task runs this process scheduled: its sockets wake, and the other processes hear it.
     const transitions = yield* (yield* Transitions).subscribe
