@@ -7,11 +7,10 @@ export default defineConfig({
     setupFiles: ["test/support/setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Two cores: more workers than that only adds contention on the embedded databases. On
-    // PostgreSQL a third worker fills the time the process and fault tests spend waiting.
+    // Two cores: more workers than that only adds contention on the embedded databases.
     pool: "forks",
     // A worker's files share one module graph: importing the whole server again for every file
     // cost most of the run. test/support/setup.ts puts back what a file changes in a shared module.
-    poolOptions: { forks: { maxForks: process.env.TEST_DATABASE_URL ? 3 : 2, minForks: 1, isolate: false } }
+    poolOptions: { forks: { maxForks: 2, minForks: 1, isolate: false } }
   }
 })
