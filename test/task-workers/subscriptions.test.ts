@@ -163,5 +163,30 @@ describe("the task-run subscription websocket", () => {
         expect(queued).toHaveLength(1)
       })
     )
+
+    it.scoped("a background run put in AwaitingRetry goes to the retry queue, served before the scheduled ones", () =>
+      Effect.gen(function* () {
+        const retried = yield* delayed("retries", "0")
+        const first = yield* worker({ keys: ["retries"], client_id: "retrier" })
+        expect((yield* receive(first)).id).toBe(retried)
+        first.send({ type: "ack" })
+        first.close()
+        yield* closedWith(first)
+        const setState = (state: Record<string, unknown>) =>
+          Effect.map(request("POST", `/task_runs/${retried}/set_state`, { body: { state, force: true } }), (res) => ok(res).status as string)
+        yield* setState({ type: "PENDING" })
+        yield* setState({ type: "RUNNING" })
+        // Two runs scheduled before the retry: the retry is served first all the same.
+        const [a, b] = [yield* delayed("retries", "1"), yield* delayed("retries", "2")]
+        yield* setState({ type: "SCHEDULED", name: "AwaitingRetry", state_details: { deferred: true } })
+        const next = yield* worker({ keys: ["retries"], client_id: "second" })
+        const order: Array<string> = []
+        for (let i = 0; i < 3; i++) {
+          order.push((yield* receive(next)).id)
+          next.send({ type: "ack" })
+        }
+        expect(order).toEqual([retried, a, b])
+      })
+    )
   })
 })
