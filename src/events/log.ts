@@ -14,8 +14,10 @@
  * its commit). A reader also looks again now and then, in case a notification was lost.
  */
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, PubSub, Scope } from "effect"
+import { Cause, Duration, Effect, PubSub, Scope } from "effect"
+import { databaseMessage, isDataException } from "../database/errors.ts"
 import type { LogPosition } from "../database/log-order.ts"
 import * as Notifications from "../database/notifications.ts"
 import { afterCommit, transaction } from "../database/transactions.ts"
@@ -82,6 +84,28 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
       events.length === 0
         ? Effect.succeed(0)
         : transaction(sql, Effect.tap(repo.write(events), (written) => (written > 0 ? announce : Effect.void)))
+
+    /**
+     * `write`, except that an event the database refuses (a value too large for its index, see
+     * isDataException) does not take the others with it: the batch is written one event at a time
+     * and only the refused ones are dropped, with a warning. Each try is its own transaction, or
+     * savepoint inside the caller's, so a refusal leaves the caller's transaction usable.
+     */
+    const writeOrDropRefused = (events: ReadonlyArray<ReceivedEvent>): Effect.Effect<number, SqlError> =>
+      Effect.catchAllCause(write(events), (cause) => {
+        if (!isDataException(Cause.squash(cause))) return Effect.failCause(cause)
+        if (events.length > 1) {
+          return Effect.map(Effect.forEach(events, (event) => writeOrDropRefused([event])), (counts) => counts.reduce((a, b) => a + b, 0))
+        }
+        return Effect.as(
+          Effect.logWarning("Dropped an event the database refused", {
+            event_id: events[0]!.id,
+            event: events[0]!.event.slice(0, 200),
+            reason: databaseMessage(Cause.squash(cause)) ?? "refused"
+          }),
+          0
+        )
+      })
 
     /**
      * Reads the log from `from` on, handing each batch to `handle`, until nothing final is left;
@@ -232,7 +256,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
       yield* Effect.forkScoped(loop({ name: "events", loop: "listen", tick: listen }, reconnect))
     }
 
-    return { write, consumer, subscribe, receivedHere } as const
+    return { write, writeOrDropRefused, consumer, subscribe, receivedHere } as const
   }),
   dependencies: [EventsRepo.Default]
 }) {}

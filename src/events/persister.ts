@@ -10,8 +10,8 @@
  * events older than server.events.retention_period,
  * `batch_size_delete` at a time.
  */
-import { Cause, Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
-import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
+import { Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
+import { unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
 import { Settings } from "../settings/settings.ts"
@@ -41,17 +41,11 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     }
 
     const store = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries): Effect.Effect<void> =>
-      unavailabilityAsFailure(log.write(batch)).pipe(
-        // Only an unavailable database is a failure here (every other statement error is a
-        // defect): worth another try, where a refused value would be refused again.
+      // An event the database refuses is dropped alone (log.ts); only an unavailable database is a
+      // failure here (every other statement error is a defect): worth another try.
+      unavailabilityAsFailure(log.writeOrDropRefused(batch)).pipe(
         Effect.retry({ schedule: retries[retry] }),
-        Effect.catchAllCause((cause) =>
-          // One event the database refuses (a resource id too large for its index) must not take
-          // the rest of its batch with it: each is written alone, and only the refused one dropped.
-          batch.length > 1 && isDataException(Cause.squash(cause))
-            ? Effect.forEach(batch, (event) => store([event], retry), { discard: true })
-            : Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause))
-        )
+        Effect.catchAllCause((cause) => Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause)))
       )
 
     const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>

@@ -58,7 +58,8 @@ export class EventRelay extends Effect.Service<EventRelay>()("baton/EventRelay",
           const event = isTransition(note) ? byTransition.get(note) : isStatus(note) ? byChange.get(changeOf.get(note)!) : undefined
           return event === undefined ? [] : [event]
         })
-        yield* log.write(events)
+        // A refused event is dropped rather than holding back every note after it.
+        yield* log.writeOrDropRefused(events)
         return notes.length
       })
     )
