@@ -6,7 +6,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, countWhere, findRowBy, pageOf } from "../database/rows.ts"
+import { AsGiven, type SortedPage, countWhere, findRowBy, pageOf } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -39,7 +39,7 @@ const orderBy = (table: string): Record<ArtifactSort, string> => ({
 
 export type ArtifactQuery = RelatedFilters & { readonly artifacts?: unknown }
 
-type ArtifactPage = ArtifactQuery & { readonly sort: ArtifactSort; readonly offset: number; readonly limit: number }
+type ArtifactPage = ArtifactQuery & SortedPage<ArtifactSort>
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
 

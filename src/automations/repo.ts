@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, countWhere, findRowBy, findRowsByIds, pageOf } from "../database/rows.ts"
+import { AsGiven, type SortedPage, countWhere, findRowBy, findRowsByIds, pageOf } from "../database/rows.ts"
 import * as Notifications from "../database/notifications.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -82,12 +82,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
     const all = SqlSchema.findAll({ Request: Schema.Void, Result: AutomationRow, execute: () => sql`SELECT * FROM automation` })()
 
     const page = pageOf(sql, "automation", AutomationRow)
-    const filter = (options: {
-      readonly filter: AutomationFilter | null | undefined
-      readonly sort: AutomationSort
-      readonly offset: number
-      readonly limit: number
-    }) => page(where(options.filter), orderBy[options.sort], options)
+    const filter = (options: { readonly filter: AutomationFilter | null | undefined } & SortedPage<AutomationSort>) => page(where(options.filter), orderBy[options.sort], options)
 
     const count = countWhere(sql, "automation")(sql`TRUE`)
 

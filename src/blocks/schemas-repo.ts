@@ -7,7 +7,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { inTransaction, isForeignKeyViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { edgesBelow } from "../database/graph.ts"
-import { AsGiven, findRowsByIds, IdRow } from "../database/rows.ts"
+import { AsGiven, IdRow, type Page, findRowsByIds } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { isObject, JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
@@ -237,7 +237,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     })
 
     const filteredIds = SqlSchema.findAll({
-      Request: AsGiven<{ readonly filter: BlockSchemaFilter | null | undefined; readonly offset: number; readonly limit: number }>(),
+      Request: AsGiven<{ readonly filter: BlockSchemaFilter | null | undefined } & Page>(),
       Result: IdRow,
       execute: (options) =>
         sql`
@@ -247,11 +247,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     })
 
     /** Schemas matching the filter, newest first. */
-    const filter = Effect.fn("BlockSchemasRepo.filter")(function* (options: {
-      readonly filter: BlockSchemaFilter | null | undefined
-      readonly offset: number
-      readonly limit: number
-    }) {
+    const filter = Effect.fn("BlockSchemasRepo.filter")(function* (options: { readonly filter: BlockSchemaFilter | null | undefined } & Page) {
       const ids = yield* filteredIds(options)
       return yield* readMany(ids.map((r) => r.id))
     })

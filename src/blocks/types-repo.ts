@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, findRowBy, findRowsByIds, pageOf } from "../database/rows.ts"
+import { AsGiven, type Page, findRowBy, findRowsByIds, pageOf } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockTypeNameTaken } from "./errors.ts"
@@ -72,12 +72,7 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
 
     /** Types by name; a type matches `block_schemas` when one of its schemas does. */
     const page = pageOf(sql, "block_type", BlockTypeRow)
-    const filter = (options: {
-      readonly block_types: BlockTypeFilter | null | undefined
-      readonly block_schemas: BlockSchemaFilter | null | undefined
-      readonly offset: number
-      readonly limit: number
-    }) => {
+    const filter = (options: { readonly block_types: BlockTypeFilter | null | undefined; readonly block_schemas: BlockSchemaFilter | null | undefined } & Page) => {
       const withSchemas = options.block_schemas == null
         ? sql`TRUE`
         : sql`EXISTS (SELECT 1 FROM block_schema WHERE block_schema.block_type_id = block_type.id

@@ -37,6 +37,17 @@ export const findRowsByIds = <A, I, R>(sql: SqlClient.SqlClient, table: string, 
     execute: (ids) => sql`SELECT * FROM ${sql(table)} WHERE id = ANY(${ids}::uuid[])`
   })
 
+/** A page of a listing: the rows to skip and how many to take. */
+export interface Page {
+  readonly offset: number
+  readonly limit: number
+}
+
+/** A page of a listing in one of its sort orders. */
+export interface SortedPage<S> extends Page {
+  readonly sort: S
+}
+
 /**
  * One page of the rows of `table` that `condition` keeps, in `order` (an ORDER BY list the
  * repository owns, never a value from a request), read through its row schema: the filter most

@@ -4,7 +4,7 @@ import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { transaction } from "../database/transactions.ts"
-import { AsGiven, countWhere, findRowBy, IdRow } from "../database/rows.ts"
+import { AsGiven, IdRow, type SortedPage, countWhere, findRowBy } from "../database/rows.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -131,12 +131,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     /** The stored columns of one deployment (no joins), for the rules that read before they write. */
     const findRow = findRowBy(sql, "deployment", "id", DeploymentRulesRow)
 
-    const filter = (options: {
-      readonly query: DeploymentQuery
-      readonly sort: DeploymentSort
-      readonly offset: number
-      readonly limit: number
-    }) =>
+    const filter = (options: { readonly query: DeploymentQuery } & SortedPage<DeploymentSort>) =>
       selectRecords(
         where(options.query),
         sql`ORDER BY ${sql.unsafe(orderBy[options.sort])} LIMIT ${options.limit} OFFSET ${options.offset}`

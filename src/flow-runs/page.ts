@@ -6,6 +6,7 @@ import type { SqlClient, Statement } from "@effect/sql"
 import type { StateType } from "../domain/states.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import type { FlowRunSort } from "./schemas.ts"
+import { type SortedPage } from "../database/rows.ts"
 
 const orderBy: Record<FlowRunSort, string> = {
   ID_DESC: "flow_run.id DESC",
@@ -63,7 +64,7 @@ export type FlowRunQuery = RelatedFilters
  */
 export const flowRunPage = (
   sql: SqlClient.SqlClient,
-  query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }
+  query: FlowRunQuery & SortedPage<FlowRunSort>
 ): Statement.Fragment => {
   const where = (q: FlowRunQuery) => queryCondition(sql, "flow_run", q)
   const order = sql.unsafe(orderBy[query.sort])

@@ -20,6 +20,7 @@ import {
   type FlowRunUpdate
 } from "./schemas.ts"
 import { FlowRunConflict } from "./errors.ts"
+import { type SortedPage } from "../database/rows.ts"
 
 export interface NewFlowRun {
   readonly flow_id: string
@@ -141,7 +142,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       return rows.length > 0
     })
 
-    const filter = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) =>
+    const filter = (query: FlowRunQuery & SortedPage<FlowRunSort>) =>
       Effect.gen(function* () {
         const rows = yield* sql<FlowRunRow>`${selectPage(flowRunPage(sql, query))} ORDER BY ${flowRunOrder(sql, query.sort)}`
         const at = yield* now

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, countWhere, findRowBy, IdRow, pageOf } from "../database/rows.ts"
+import { AsGiven, IdRow, type SortedPage, countWhere, findRowBy, pageOf } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -74,12 +74,7 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     })
 
     const page = pageOf(sql, "flow", FlowRow)
-    const filter = (options: {
-      readonly query: FlowQuery
-      readonly sort: FlowSort
-      readonly offset: number
-      readonly limit: number
-    }) => page(where(options.query), orderBy[options.sort], options)
+    const filter = (options: { readonly query: FlowQuery } & SortedPage<FlowSort>) => page(where(options.query), orderBy[options.sort], options)
 
     const counted = countWhere(sql, "flow")
     const count = (query: FlowQuery) => counted(where(query))

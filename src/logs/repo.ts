@@ -1,7 +1,7 @@
 /** Logs in SQL. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { pageOf } from "../database/rows.ts"
+import { type SortedPage, pageOf } from "../database/rows.ts"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
@@ -55,12 +55,7 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
     })
 
     const page = pageOf(sql, "log", LogRow)
-    const filter = (options: {
-      readonly filter: LogFilter | null | undefined
-      readonly sort: LogSort
-      readonly offset: number
-      readonly limit: number
-    }) => page(LogFilter.compile(sql, options.filter), orderBy[options.sort], options)
+    const filter = (options: { readonly filter: LogFilter | null | undefined } & SortedPage<LogSort>) => page(LogFilter.compile(sql, options.filter), orderBy[options.sort], options)
 
     /** The logs with these ids, by time. */
     const byIds = (ids: ReadonlyArray<string>) =>

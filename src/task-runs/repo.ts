@@ -12,6 +12,7 @@ import { estimates } from "../orchestration/global-policy.ts"
 import type { HistoryWindow } from "../orchestration/history.ts"
 import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import { type TaskRun, type TaskRunCreate, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
+import { type SortedPage } from "../database/rows.ts"
 
 const orderBy: Record<TaskRunSort, string> = {
   ID_DESC: "task_run.id DESC",
@@ -153,7 +154,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       return rows.length > 0
     })
 
-    const filter = (query: TaskRunQuery & { readonly sort: TaskRunSort; readonly offset: number; readonly limit: number }) =>
+    const filter = (query: TaskRunQuery & SortedPage<TaskRunSort>) =>
       Effect.gen(function* () {
         const rows = yield* sql<TaskRunRow>`
           SELECT task_run.*, to_jsonb(task_run_state.*) AS state

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven } from "../database/rows.ts"
+import { AsGiven, type SortedPage } from "../database/rows.ts"
 import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
@@ -100,7 +100,7 @@ export class UiRepo extends Effect.Service<UiRepo>()("baton/UiRepo", {
       Effect.map(nextRuns(flowIds), (rows) => new Map(rows.map((r) => [r.flow_id, r])))
 
     const chartRuns = SqlSchema.findAll({
-      Request: AsGiven<FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }>(),
+      Request: AsGiven<FlowRunQuery & SortedPage<FlowRunSort>>(),
       Result: ChartRunRow,
       execute: (query) =>
         sql`
@@ -112,7 +112,7 @@ export class UiRepo extends Effect.Service<UiRepo>()("baton/UiRepo", {
     })
 
     /** A page of flow runs, as much of each as a chart needs. */
-    const simpleFlowRuns = (query: FlowRunQuery & { readonly sort: FlowRunSort; readonly offset: number; readonly limit: number }) =>
+    const simpleFlowRuns = (query: FlowRunQuery & SortedPage<FlowRunSort>) =>
       Effect.gen(function* () {
         const rows = yield* chartRuns(query)
         const at = yield* now

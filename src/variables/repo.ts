@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
-import { AsGiven, countWhere, findRowBy, pageOf } from "../database/rows.ts"
+import { AsGiven, type SortedPage, countWhere, findRowBy, pageOf } from "../database/rows.ts"
 import { INTEGRITY_CONFLICT } from "../domain/errors.ts"
 import { VariableNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
@@ -70,12 +70,7 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
         : Effect.map(namesAndValues(names), (rows) => new Map(rows.map((r) => [r.name, r.value])))
 
     const page = pageOf(sql, "variable", VariableRow)
-    const filter = (options: {
-      readonly filter: VariableFilter | null | undefined
-      readonly sort: VariableSort
-      readonly offset: number
-      readonly limit: number
-    }) => page(where(options.filter), orderBy[options.sort], options)
+    const filter = (options: { readonly filter: VariableFilter | null | undefined } & SortedPage<VariableSort>) => page(where(options.filter), orderBy[options.sort], options)
 
     const counted = countWhere(sql, "variable")
     const count = (variableFilter: VariableFilter | null | undefined) => counted(where(variableFilter))

@@ -4,7 +4,7 @@ import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isIntegrityViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { transaction } from "../database/transactions.ts"
-import { AsGiven, IdRow } from "../database/rows.ts"
+import { AsGiven, IdRow, type Page } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { WorkPoolConflict, WorkQueueNameTaken } from "./errors.ts"
@@ -148,13 +148,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       Effect.map(records(sql`work_queue.id = ${id}`, { slots }), (rows) => Option.fromNullable(rows[0]))
 
     /** Queues matching the filter (in one pool when given), by priority in a pool, by name across pools. */
-    const filter = (options: {
-      readonly poolId?: string
-      readonly filter: WorkQueueFilter | null | undefined
-      readonly offset: number
-      readonly limit: number
-      readonly slots: SlotStates
-    }) =>
+    const filter = (options: { readonly poolId?: string; readonly filter: WorkQueueFilter | null | undefined; readonly slots: SlotStates } & Page) =>
       records(
         sql.and([
           options.poolId === undefined ? sql`TRUE` : sql`work_queue.work_pool_id = ${options.poolId}`,

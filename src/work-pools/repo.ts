@@ -4,7 +4,7 @@ import { StatusChanges } from "../events/status-changes.ts"
 import { Effect, Option, Schema } from "effect"
 import { isForeignKeyViolation, isUniqueViolation, sqlErrorsAsDefects } from "../database/errors.ts"
 import { transaction } from "../database/transactions.ts"
-import { AsGiven, countWhere, findRowBy, IdRow } from "../database/rows.ts"
+import { AsGiven, IdRow, type Page, countWhere, findRowBy } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { JsonObject } from "../domain/schemas.ts"
 import { now } from "../domain/time.ts"
@@ -91,7 +91,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     const findRecord = (name: string) =>
       Effect.map(records({ condition: sql`work_pool.name = ${name}` }), (rows) => Option.fromNullable(rows[0]?.record))
 
-    const filter = (options: { readonly filter: WorkPoolFilter | null | undefined; readonly offset: number; readonly limit: number }) =>
+    const filter = (options: { readonly filter: WorkPoolFilter | null | undefined } & Page) =>
       Effect.map(
         records({
           condition: WorkPoolFilter.compile(sql, options.filter),
@@ -185,12 +185,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       Effect.catchIf(beat(poolId, worker), isForeignKeyViolation, () => new WorkPoolConflict())
 
     const workers = SqlSchema.findAll({
-      Request: AsGiven<{
-        readonly poolId: string
-        readonly filter: WorkerFilter | null | undefined
-        readonly offset: number
-        readonly limit: number
-      }>(),
+      Request: AsGiven<{ readonly poolId: string; readonly filter: WorkerFilter | null | undefined } & Page>(),
       Result: WorkerRow,
       execute: (options) =>
         sql`
