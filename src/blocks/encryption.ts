@@ -2,7 +2,7 @@
  * Block document data at rest: AES-256-GCM with a key the server generates on first use and keeps
  * in its configuration table, so a raw read of the database shows no secret.
  */
-import { Effect, Option, SynchronizedRef } from "effect"
+import { Effect, Option, Ref } from "effect"
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
 import { ConfigurationRepo } from "../configuration/repo.ts"
 
@@ -45,7 +45,7 @@ export const open = (key: Buffer, token: string): unknown => {
 export class Encryption extends Effect.Service<Encryption>()("baton/Encryption", {
   effect: Effect.gen(function* () {
     const configuration = yield* ConfigurationRepo
-    const cached = yield* SynchronizedRef.make(Option.none<Buffer>())
+    const cached = yield* Ref.make(Option.none<Buffer>())
 
     const load = Effect.gen(function* () {
       const fresh = { aes_256_gcm_key: randomBytes(32).toString("base64") }
@@ -56,11 +56,16 @@ export class Encryption extends Effect.Service<Encryption>()("baton/Encryption",
       })
     })
 
-    /** The key, read (or made) once and then kept; a failed read is tried again next time. */
-    const key = SynchronizedRef.modifyEffect(cached, (current) =>
+    /**
+     * The key, read (or made) once and then kept; a failed read is tried again next time. No lock
+     * is held while it is read: a caller inside a transaction holds a connection (the embedded
+     * database's only one), and waiting there for another caller's read would wait forever. Callers
+     * racing each read it, and get the one key stored first (readOrCreate).
+     */
+    const key = Effect.flatMap(Ref.get(cached), (current) =>
       Option.match(current, {
-        onSome: (k) => Effect.succeed([k, current] as const),
-        onNone: () => Effect.map(load, (k) => [k, Option.some(k)] as const)
+        onSome: Effect.succeed,
+        onNone: () => Effect.tap(load, (k) => Ref.set(cached, Option.some(k)))
       })
     )
 
