@@ -4,6 +4,12 @@ import { Effect } from "effect"
 import { globMatches, likePattern, parseGlob } from "../../src/events/glob.ts"
 import { TestDatabase } from "../support/database.ts"
 
+/** CPU time this process has used, in ms: unlike the wall clock, not stretched by other work on the machine. */
+const cpuMillis = () => {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1000
+}
+
 /** The semantics written the slow, obvious way: dynamic programming over code points. */
 const slowMatches = (pattern: string, value: string | undefined): boolean => {
   if (value === undefined) return false
@@ -91,11 +97,11 @@ describe("label patterns", () => {
   })
 
   it("match in time linear in the value, where a backtracking regular expression takes minutes", () => {
-    const started = performance.now()
+    const started = cpuMillis()
     expect(globMatches("*a".repeat(12) + "*b", "a".repeat(40))).toBe(false)
     expect(globMatches("*a".repeat(12) + "*b", "a".repeat(40) + "b")).toBe(true)
     expect(globMatches("!" + "*a".repeat(12) + "*b", "a".repeat(40))).toBe(true)
-    expect(performance.now() - started).toBeLessThan(50)
+    expect(cpuMillis() - started).toBeLessThan(50)
 
     // The largest event's label against long patterns: still a fraction of a second.
     const huge = "a".repeat(1_500_000)
@@ -106,9 +112,9 @@ describe("label patterns", () => {
       "*" + "a?".repeat(16) + "b*"
     ]
     for (const pattern of worst) {
-      const start = performance.now()
+      const start = cpuMillis()
       expect(globMatches(pattern, huge)).toBe(false)
-      expect(performance.now() - start).toBeLessThan(1000)
+      expect(cpuMillis() - start).toBeLessThan(1000)
     }
   })
 })
