@@ -34,7 +34,7 @@ const typeText = (leaf: Leaf): string => {
 }
 
 const row = (leaf: Leaf) =>
-  `| ${code(leaf.key)} | ${code(leaf.env)} | ${cell(typeText(leaf))} | ${cell(defaultText(leaf))} | ${cell(leaf.setting.description)} |`
+  `| ${code(leaf.key)} | ${code(leaf.env)}${leaf.setting.envAlias ? `, else ${code(leaf.setting.envAlias)}` : ""} | ${cell(typeText(leaf))} | ${cell(defaultText(leaf))} | ${cell(leaf.setting.description)} |`
 
 /** Leaves grouped by top-level section, in tree order; top-level leaves form their own group. */
 const sections = (): ReadonlyArray<readonly [string, ReadonlyArray<Leaf>]> => {

@@ -111,6 +111,7 @@ import { runApiServices, runProcessServices } from "./services/registry.ts"
 import { VacuumRepo } from "./services/vacuum-repo.ts"
 import * as SettingsModule from "./settings/settings.ts"
 import { Settings } from "./settings/settings.ts"
+import { TracingLive, tracingEnabled } from "./telemetry/tracing.ts"
 
 export type DatabaseServices = SqlClient.SqlClient | PgClient.PgClient
 
@@ -269,10 +270,11 @@ export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOut
  */
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
-    Effect.map(Effect.all([Settings, UiStatic]), ([settings, ui]) =>
-      HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundle))).pipe(
-        // A tracer span per request costs throughput and nothing exports spans.
-        HttpMiddleware.withTracerDisabledWhen(() => true),
+    Effect.map(Effect.all([Settings, UiStatic]), ([settings, ui]) => {
+      const tracing = tracingEnabled(settings)
+      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundle))).pipe(
+        // A tracer span per request costs throughput: made only when spans are exported.
+        HttpMiddleware.withTracerDisabledWhen(() => !tracing),
         Layer.provide(apiMiddleware(api)),
         Layer.provide(csrfMiddleware),
         Layer.provide(ApiDocs.layer({ openApiPath: "/openapi.json", docsPath: "/docs" })),
@@ -280,7 +282,7 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
         // Built with it, every request's statements are checked (and echoed).
         Layer.provide(StatementsLive)
       )
-    )
+    })
   ).pipe(Layer.provide(UiStatic.Default))
 
 export const ApiLive = serveApi(BatonApi, HandlersLive)
@@ -327,14 +329,14 @@ export const apiServerWith = (options: { readonly services?: boolean } = {}) => 
   const http = ApiLive.pipe(
     Layer.provideMerge(HttpServerLive.pipe(Layer.provide(BlocksOnStartLive), Layer.provideMerge(UiStatic.Default)))
   )
-  // Nothing exports spans: without a tracer, every span (each SQL statement, each Effect.fn call)
-  // would still be made, timed and attributed on every request.
+  // Spans are made only when they are exported (telemetry/tracing.ts): otherwise every span (each
+  // SQL statement, each Effect.fn call) would still be made, timed and attributed on every request.
   // Without the services, the process still writes the events it receives (runApiServices), and
   // takes no part in leadership: what it builds that asks whether it leads hears no.
   const server = options.services === false
     ? Layer.merge(http, apiServices).pipe(Layer.provide(Leadership.never))
     : Layer.merge(http, ServicesLive).pipe(Layer.provide(Leadership.Default))
-  return server.pipe(Layer.provide(Layer.setTracerEnabled(false)))
+  return server.pipe(Layer.provide(TracingLive))
 }
 
 /** The whole API server: settings from the environment (and `overrides`), the database they choose. */
@@ -348,4 +350,4 @@ export const apiServer = (
 
 /** The background services alone (no HTTP), for running them in their own process. */
 export const servicesServer = (options: { readonly overrides?: SettingsModule.SettingsOverrides } = {}) =>
-  processServices(false).pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(SettingsModule.layer(options.overrides)))
+  processServices(false).pipe(Layer.provide(TracingLive), Layer.provideMerge(DatabaseLive), Layer.provideMerge(SettingsModule.layer(options.overrides)))

@@ -53,6 +53,8 @@ export const loop = <R>(
 ) => {
   const label = service.loop === undefined ? service.name : `${service.name} (${service.loop})`
   return service.tick.pipe(
+    // A span per iteration (exported when tracing is on).
+    Effect.withSpan(`service.${label}`),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
       const unavailable = unavailableIn(cause)
@@ -61,8 +63,7 @@ export const loop = <R>(
         : Effect.logError(`Service ${label}: iteration failed`, cause)
     }),
     Effect.repeat(Schedule.spaced(interval)),
-    Effect.annotateLogs("service", label),
-    Effect.withSpan(`service.${label}`)
+    Effect.annotateLogs("service", label)
   )
 }
 
