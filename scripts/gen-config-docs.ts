@@ -34,7 +34,7 @@ const typeText = (leaf: Leaf): string => {
 }
 
 const row = (leaf: Leaf) =>
-  `| ${code(leaf.key)} | ${code(leaf.env)}${leaf.setting.envAlias ? `, else ${code(leaf.setting.envAlias)}` : ""} | ${cell(typeText(leaf))} | ${cell(defaultText(leaf))} | ${cell(leaf.setting.description)} |`
+  `| ${code(leaf.key)} | ${code(leaf.env)} | ${cell(typeText(leaf))} | ${cell(defaultText(leaf))} | ${cell(leaf.setting.description)} |`
 
 /** Leaves grouped by top-level section, in tree order; top-level leaves form their own group. */
 const sections = (): ReadonlyArray<readonly [string, ReadonlyArray<Leaf>]> => {
@@ -82,7 +82,10 @@ export const renderConfigDocs = (): string => {
     exampleError(),
     "```",
     "",
-    "Defaults are shown in their JSON form; `{home}` stands for the value of `home`."
+    "Defaults are shown in their JSON form; `{home}` stands for the value of `home`.",
+    "",
+    "Tracing is configured by the standard OpenTelemetry variables (`OTEL_EXPORTER_OTLP_ENDPOINT` …),",
+    "outside this tree: see [tracing.md](tracing.md)."
   ]
   for (const [name, group] of sections()) {
     lines.push(

@@ -16,8 +16,6 @@ export interface Setting<A = unknown> {
   readonly expected: string
   readonly secret: boolean
   readonly description: string
-  /** A standard environment variable read when the setting's own is unset (OTEL_SERVICE_NAME …). */
-  readonly envAlias?: string
 }
 
 export interface Tree {
@@ -47,9 +45,6 @@ const make = <A>(options: {
   secret: options.secret ?? false,
   description: options.description
 })
-
-/** `setting`, read also from the standard environment variable `name` when its own is unset. */
-export const alsoFrom = <A>(name: string, setting: Setting<A>): Setting<A> => ({ ...setting, envAlias: name })
 
 // --- raw string parsing: leave the string as is when it does not parse, so the schema reports it
 

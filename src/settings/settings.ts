@@ -80,12 +80,7 @@ export const loadSettings = (overrides: SettingsOverrides = {}): Effect.Effect<S
     for (const leaf of leaves) {
       const raw = Object.hasOwn(overrides, leaf.key)
         ? Option.some(overrides[leaf.key])
-        : yield* Config.option(Config.string(leaf.env)).pipe(
-          Effect.flatMap((own) =>
-            Option.isNone(own) && leaf.setting.envAlias !== undefined ? Config.option(Config.string(leaf.setting.envAlias)) : Effect.succeed(own)
-          ),
-          Effect.orElseSucceed(() => Option.none<string>())
-        )
+        : yield* Config.option(Config.string(leaf.env)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
       if (Option.isNone(raw)) {
         setIn(result, leaf.path, leaf.setting.default())
         continue
@@ -94,7 +89,7 @@ export const loadSettings = (overrides: SettingsOverrides = {}): Effect.Effect<S
       const decoded = Schema.decodeUnknownEither(leaf.setting.schema)(input)
       if (Either.isLeft(decoded)) {
         problems.push({
-          variable: Object.hasOwn(overrides, leaf.key) ? leaf.key : leaf.env + (leaf.setting.envAlias ? ` (or ${leaf.setting.envAlias})` : ""),
+          variable: Object.hasOwn(overrides, leaf.key) ? leaf.key : leaf.env,
           // A secret's value never shows in a message, even a wrong one.
           value: leaf.setting.secret ? OBFUSCATED : typeof raw.value === "string" ? raw.value : JSON.stringify(raw.value),
           expected: leaf.setting.expected

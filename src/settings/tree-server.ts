@@ -249,14 +249,6 @@ export const server = {
       pg_notify_heartbeat_interval_seconds: S.integer(5, "Seconds between LISTEN connection heartbeats.", { min: 1 })
     }
   },
-  tracing: {
-    otlp_endpoint: S.alsoFrom(
-      "OTEL_EXPORTER_OTLP_ENDPOINT",
-      S.optionalString("OTLP/HTTP collector spans are exported to (`v1/traces` is added to a base URL); unset: no tracing.")
-    ),
-    otlp_headers: S.alsoFrom("OTEL_EXPORTER_OTLP_HEADERS", S.secret("Headers sent with every export, as key=value pairs separated by commas.")),
-    service_name: S.alsoFrom("OTEL_SERVICE_NAME", S.string("baton", "The service name spans are exported under."))
-  },
   tasks: {
     tag_concurrency_slot_wait_seconds: S.number(30, "Seconds a task waits before asking again for a tag concurrency slot.", { min: 0 }),
     max_cache_key_length: S.integer(2000, "Longest task cache key, in characters.", { min: 1 }),

@@ -1,5 +1,5 @@
 /**
- * Tracing: with `server.tracing.otlp_endpoint` (or OTEL_EXPORTER_OTLP_ENDPOINT) set, the spans of
+ * Tracing: with OTEL_EXPORTER_OTLP_ENDPOINT set (settings/tracing.ts), the spans of
  * requests, SQL statements, Effect.fn calls and background service ticks are exported over
  * OTLP/HTTP (JSON) to that collector, in batches every few seconds and at shutdown. Unset, the
  * tracer is off: no span is made, timed or kept.
@@ -7,11 +7,11 @@
 import { FetchHttpClient } from "@effect/platform"
 import { OtlpSerialization, OtlpTracer } from "@effect/opentelemetry"
 import { Effect, Layer, Redacted } from "effect"
-import { Settings, type SettingsValue } from "../settings/settings.ts"
+import { loadTracingSettings, type TracingSettings } from "../settings/tracing.ts"
 import { BATON_VERSION } from "../version.ts"
 
 /** Whether spans are exported: what the request tracer and the span layer follow. */
-export const tracingEnabled = (settings: SettingsValue) => settings.server.tracing.otlp_endpoint !== null
+export const tracingEnabled: Effect.Effect<boolean> = Effect.map(loadTracingSettings, (tracing) => tracing.endpoint !== null)
 
 /**
  * The traces URL of an OTLP/HTTP endpoint, as the OpenTelemetry exporters derive it: the base
@@ -40,16 +40,16 @@ export const parseHeaders = (raw: string): Record<string, string> => {
   return headers
 }
 
-/** The tracer the settings ask for: the OTLP exporter, or none at all. */
-export const TracingLive = Layer.unwrapEffect(
-  Effect.map(Settings, (settings) => {
-    const tracing = settings.server.tracing
-    if (tracing.otlp_endpoint === null) return Layer.setTracerEnabled(false)
-    return OtlpTracer.layer({
-      url: tracesUrl(tracing.otlp_endpoint),
-      resource: { serviceName: tracing.service_name, serviceVersion: BATON_VERSION },
-      headers: tracing.otlp_headers === null ? {} : parseHeaders(Redacted.value(tracing.otlp_headers)),
+/** The tracer `tracing` asks for: the OTLP exporter, or none at all. */
+export const tracingLayer = (tracing: TracingSettings) =>
+  tracing.endpoint === null
+    ? Layer.setTracerEnabled(false)
+    : OtlpTracer.layer({
+      url: tracesUrl(tracing.endpoint),
+      resource: { serviceName: tracing.serviceName, serviceVersion: BATON_VERSION },
+      headers: tracing.headers === null ? {} : parseHeaders(Redacted.value(tracing.headers)),
       shutdownTimeout: "3 seconds"
     }).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer))
-  })
-)
+
+/** The tracer the environment asks for. */
+export const TracingLive = Layer.unwrapEffect(Effect.map(loadTracingSettings, tracingLayer))

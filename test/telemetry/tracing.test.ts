@@ -3,9 +3,9 @@
  * statements and service ticks to that collector over OTLP/HTTP; unset, it traces nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
-import { loadSettings, Settings } from "../../src/settings/settings.ts"
-import { parseHeaders, TracingLive, tracesUrl } from "../../src/telemetry/tracing.ts"
+import { ConfigProvider, Effect, Redacted } from "effect"
+import { loadTracingSettings } from "../../src/settings/tracing.ts"
+import { parseHeaders, tracesUrl, tracingLayer } from "../../src/telemetry/tracing.ts"
 import { onServer } from "../support/database.ts"
 import { receiver } from "../support/receiver.ts"
 import { ensureBundle, ok, scopedEmptyHome, scopedServerProcess } from "../support/server-process.ts"
@@ -41,26 +41,28 @@ describe("tracing", () => {
     expect(parseHeaders("api-key=abc%20def, x-team = data ,broken,=nokey")).toEqual({ "api-key": "abc def", "x-team": "data" })
   })
 
-  it.effect("reads the standard OTEL_* variables when Baton's own are unset; Baton's win", () =>
+  it.effect("reads the standard OpenTelemetry variables; a blank one is unset", () =>
     Effect.gen(function* () {
-      const standard = ConfigProvider.fromMap(new Map([["OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel:4318"], ["OTEL_SERVICE_NAME", "orchestrator"]]))
-      const fromStandard = yield* Effect.withConfigProvider(loadSettings(), standard)
-      expect(fromStandard.server.tracing.otlp_endpoint).toBe("http://otel:4318")
-      expect(fromStandard.server.tracing.service_name).toBe("orchestrator")
-      const both = ConfigProvider.fromMap(new Map([["OTEL_SERVICE_NAME", "orchestrator"], ["BATON_SERVER_TRACING_SERVICE_NAME", "baton-eu"]]))
-      const fromBoth = yield* Effect.withConfigProvider(loadSettings(), both)
-      expect(fromBoth.server.tracing.service_name).toBe("baton-eu")
-      expect(fromBoth.server.tracing.otlp_endpoint).toBeNull()
+      const from = (entries: ReadonlyArray<readonly [string, string]>) =>
+        Effect.withConfigProvider(loadTracingSettings, ConfigProvider.fromMap(new Map(entries)))
+      const set = yield* from([["OTEL_EXPORTER_OTLP_ENDPOINT", " http://otel:4318 "], ["OTEL_EXPORTER_OTLP_HEADERS", "k=v"], ["OTEL_SERVICE_NAME", "orchestrator"]])
+      expect(set.endpoint).toBe("http://otel:4318")
+      expect(set.headers === null ? null : Redacted.value(set.headers)).toBe("k=v")
+      expect(set.serviceName).toBe("orchestrator")
+      expect(yield* from([["OTEL_EXPORTER_OTLP_ENDPOINT", ""]])).toEqual({ endpoint: null, headers: null, serviceName: "baton" })
     }))
 
-  it.effect("with no endpoint, no span is recorded", () =>
+  it.live("with no endpoint, no span is recorded; with one, spans are", () =>
     Effect.gen(function* () {
-      const settings = yield* loadSettings().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
-      const span = yield* Effect.withSpan(Effect.currentSpan, "probe").pipe(
-        Effect.provide(TracingLive.pipe(Layer.provide(Layer.succeed(Settings, settings))))
-      )
+      const probe = Effect.withSpan(Effect.currentSpan, "probe")
       // A disabled tracer hands out spans that are never sampled, so never exported.
-      expect(span.sampled).toBe(false)
+      const off = yield* Effect.provide(probe, tracingLayer({ endpoint: null, headers: null, serviceName: "baton" }))
+      expect(off.sampled).toBe(false)
+      const on = yield* Effect.scoped(
+        Effect.flatMap(receiver(), (collector) =>
+          Effect.provide(probe, tracingLayer({ endpoint: collector.url, headers: null, serviceName: "baton" })))
+      )
+      expect(on.sampled).toBe(true)
     }))
 
   it.live.skipIf(onServer())("a server exports its requests, SQL statements and service ticks, with the headers set, under its service name", () =>
