@@ -270,7 +270,7 @@ export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOut
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
     Effect.map(Effect.all([Settings, UiStatic]), ([settings, ui]) =>
-      HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundle))).pipe(
+      HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles))).pipe(
         // A tracer span per request costs throughput and nothing exports spans.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(apiMiddleware(api)),
