@@ -176,8 +176,8 @@ export const sitePackagesFolders = (home: string, cwd: string): Effect.Effect<Re
     return folders
   })
 
-const withoutUi = (directory: string, where: string) =>
-  `${where} holds a prefect package without a built UI (${directory}; prefect-client ships none)`
+const withoutUi = (directory: string, how: string) =>
+  `the prefect package at ${directory} (${how}) is without a built UI, as prefect-client installs it`
 
 /** The prefect package whose UIs are served, as the settings and `options` find it. */
 export const discoverPrefectPackage = (settings: SettingsValue, options: DiscoveryOptions): Effect.Effect<Discovery> =>
@@ -200,19 +200,22 @@ export const discoverPrefectPackage = (settings: SettingsValue, options: Discove
       )
     }
     if (!ui.discover_prefect_package) return result(undefined)
-    for (const python of options.pythons) {
-      const answered = yield* probePython(python, options)
+    // Asked side by side (an interpreter behind a version manager's shim takes a few hundred ms to
+    // start); the first in order that knows a package with UIs wins.
+    const answers = yield* Effect.forEach(options.pythons, (python) => probePython(python, options), { concurrency: "unbounded" })
+    for (const [i, answered] of answers.entries()) {
+      const python = options.pythons[i]!
       if (Option.isNone(answered)) continue
       const uis = yield* uisOf(answered.value)
       if (uis.length > 0) return result({ directory: answered.value, how: `found by ${python}`, uis })
-      notes.push(withoutUi(answered.value, python))
+      if (!notes.some((note) => note.includes(answered.value))) notes.push(withoutUi(answered.value, `found by ${python}`))
     }
     for (const folder of yield* sitePackagesFolders(options.home, options.cwd)) {
       const directory = path.join(folder, "prefect")
       if (!(yield* Effect.promise(() => isDirectory(directory)))) continue
       const uis = yield* uisOf(directory)
       if (uis.length > 0) return result({ directory, how: `found in ${folder}`, uis })
-      if (!notes.some((note) => note.includes(directory))) notes.push(withoutUi(directory, folder))
+      if (!notes.some((note) => note.includes(directory))) notes.push(withoutUi(directory, `found in ${folder}`))
     }
     return result(undefined)
   })
