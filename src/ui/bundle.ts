@@ -248,7 +248,7 @@ const load = (settings: SettingsValue) =>
     if (!settings.server.ui.enabled) return []
     const builds = yield* buildsToServe(settings, yield* UiDiscoveryOptions)
     const apiBase = normalizeBasePath(settings.server.api.base_path)
-    const loaded = yield* Effect.forEach(builds, (build) => loadBuild(build, apiBase))
+    const loaded = yield* Effect.forEach(builds, (build) => loadBuild(build, apiBase), { concurrency: "unbounded" })
     return loaded.flatMap((bundle) => Option.toArray(bundle))
   })
 

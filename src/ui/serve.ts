@@ -196,8 +196,8 @@ const preferredUiRedirect = (settings: SettingsValue, bundles: ReadonlyArray<UiB
 
 /**
  * What the server answers beside the Api: /ui-settings wherever it is asked for, and the UI
- * `bundles` if there are any (each below its base; /favicon.ico from the default one wherever it is
- * served), else Baton's own page at the root for a browser.
+ * `bundles` if there are any (each below its base, the deepest first; /favicon.ico at the root from
+ * the first one, the one at the serve base), else Baton's own page at the root for a browser.
  */
 export const uiOutside = (settings: SettingsValue, bundles: ReadonlyArray<UiBundle>): Outside => {
   const uiSettings = uiSettingsRoute(settings, bundles)
