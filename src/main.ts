@@ -9,7 +9,7 @@ import { apiServer, servicesServer } from "./server.ts"
 import * as Migrator from "./database/migrator.ts"
 import * as Database from "./database/client.ts"
 import { layer as settingsLayer, Settings, settingsReport, type SettingsOverrides } from "./settings/settings.ts"
-import { UiStatic } from "./ui/bundle.ts"
+import { UiStatic, uiStartLines } from "./ui/bundle.ts"
 import { BATON_VERSION } from "./version.ts"
 
 const logLevels = {
@@ -51,9 +51,9 @@ const serve = (layer: Layer.Layer<HttpServer.HttpServer, unknown, never>) =>
       const settings = yield* Settings
       const address = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
       yield* Console.log(`Baton ${BATON_VERSION}: API at ${address}${settings.server.api.base_path}`)
-      const ui = Option.flatMap(Context.getOption(context, UiStatic), (static_) => static_.bundle)
+      const ui = Context.getOption(context, UiStatic)
       if (Option.isSome(ui)) {
-        yield* Console.log(`Baton ${BATON_VERSION}: UI at ${address}${ui.value.base === "/" ? "/" : `${ui.value.base}/`}`)
+        for (const line of uiStartLines(settings, ui.value.bundles, address)) yield* Console.log(`Baton ${BATON_VERSION}: ${line}`)
       }
       yield* startedUp
       return yield* Effect.never

@@ -271,7 +271,7 @@ export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOut
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
     Effect.map(Effect.all([Settings, UiStatic, tracingEnabled]), ([settings, ui, tracing]) => {
-      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundle))).pipe(
+      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles))).pipe(
         // A tracer span per request costs throughput: made only when spans are exported.
         HttpMiddleware.withTracerDisabledWhen(() => !tracing),
         Layer.provide(apiMiddleware(api)),

@@ -2,7 +2,7 @@
  * What every request goes through before the Api sees it: CORS, the base path, the shared
  * credential (./auth.ts), the body limit (./limits.ts), trailing slashes, empty bodies, request
  * logging and the last-resort answer for an unexpected failure. Outside the base path: what the
- * server hands in (the UI and /ui-settings), else a JSON 404.
+ * server hands in (the UIs, /ui-settings, a page for a browser at / without a UI), else a JSON 404.
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Either, Option } from "effect"

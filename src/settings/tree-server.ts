@@ -259,11 +259,13 @@ export const server = {
     }
   },
   ui: {
-    enabled: S.boolean(true, "Serves the web UI in static_directory."),
-    v2_enabled: S.boolean(false, "The UI in static_directory is the second version of the web UI (as /ui-settings reports it)."),
+    enabled: S.boolean(true, "Serves a web UI: the one in static_directory, else those the installed Python SDK package ships."),
+    v2_enabled: S.boolean(false, "The UI in static_directory is the second version of the web UI; with both UIs of the Python SDK package, the serve base opens the second one."),
     api_url: S.optionalString("API URL the UI talks to (in /ui-settings); defaults to api.url, else the base path."),
     serve_base: S.string("/", "Path the UI is served under; replaces the serve-base placeholder in its files."),
     static_directory: S.optionalString("Folder of a built UI to serve; copied at start, never changed."),
+    prefect_package_directory: S.optionalString("Folder of the installed Python SDK package whose built UIs (server/ui, server/ui-v2) are served when static_directory is unset."),
+    discover_prefect_package: S.boolean(true, "Looks for the installed Python SDK package (asking python3, then in the usual site-packages folders) when neither folder is set."),
     show_promotional_content: S.boolean(true, "The UI shows promotional content.")
   }
 } satisfies S.Tree

@@ -1,7 +1,8 @@
 /**
- * The UI bundle: a built web UI (an index.html and its assets) from `server.ui.static_directory`,
- * copied at start into a private temporary folder where the serve-base placeholder the build was
- * made with is replaced by `server.ui.serve_base`. The original folder is only read.
+ * The UI bundles: built web UIs (an index.html and its assets), from `server.ui.static_directory` or
+ * from an installed prefect package (./discovery.ts), each copied at start into a private temporary
+ * folder where the serve-base placeholder the build was made with is replaced by the path it is
+ * served under. The original folders are only read.
  *
  * Every file of the copy is listed once, at start, in a map from its path to what it is served
  * as; a request is answered from that map alone, so nothing outside the copy can be reached. A
@@ -16,6 +17,7 @@ import { Data, Effect, Option } from "effect"
 import { trimEnd } from "../domain/strings.ts"
 import { normalizeBasePath } from "../http/paths.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
+import { discoverPrefectPackage, type DiscoveryOptions, UiDiscoveryOptions, type UiVersion } from "./discovery.ts"
 import { cacheControlOf, contentTypeOf, isCompressible, isText } from "./files.ts"
 
 /** What a UI build has in place of its base path until the server knows it. */
@@ -44,12 +46,16 @@ export interface UiFile {
 export interface UiBundle {
   /** The serve base the UI answers under: "/" or "/ui" (no trailing slash). */
   readonly base: string
-  /** The folder named by the settings. */
+  /** The folder it was copied from. */
   readonly source: string
   /** The private copy the files are served from. */
   readonly directory: string
   readonly files: ReadonlyMap<string, UiFile>
   readonly index: UiFile
+  /** Which UI it is, as /ui-settings names it. */
+  readonly version: UiVersion
+  /** How it was chosen: "server.ui.static_directory", "found by python3" … */
+  readonly origin: string
 }
 
 /** "ui/" → "/ui"; "" and "/" → "/" (the reference's normalisation of serve_base). */
@@ -131,36 +137,40 @@ const indexCopy = async (directory: string, replacement: string): Promise<Map<st
   return files
 }
 
-const load = (settings: SettingsValue) =>
+/** One build to serve: where it is, where it is served, and how it was chosen (for messages). */
+interface BuildToServe {
+  readonly source: string
+  readonly base: string
+  readonly version: UiVersion
+  /** What names the folder in a warning: "server.ui.static_directory", "the prefect package's UI". */
+  readonly label: string
+  readonly origin: string
+}
+
+/** Copies and indexes one build, or says (once, as a warning) why it is not served. */
+const loadBuild = (build: BuildToServe, apiBase: string) =>
   Effect.gen(function* () {
-    const ui = settings.server.ui
-    if (!ui.enabled) return Option.none<UiBundle>()
-    if (ui.static_directory === null || ui.static_directory.trim() === "") {
-      yield* Effect.logInfo("No UI is served: server.ui.static_directory is not set.")
-      return Option.none<UiBundle>()
-    }
-    const source = path.resolve(ui.static_directory)
-    const base = normalizeServeBase(ui.serve_base)
-    const apiBase = normalizeBasePath(settings.server.api.base_path)
+    const { base, label } = build
+    const source = path.resolve(build.source)
     if (apiBase === "" || base === apiBase || base.startsWith(`${apiBase}/`)) {
       return yield* new NotServed({
-        reason: `server.ui.serve_base (${base}) lies under the API base path (${apiBase || "/"}), where every path is the API's`
+        reason: `${label} (${source}) would be served at ${base}, under the API base path (${apiBase || "/"}), where every path is the API's; set server.ui.serve_base elsewhere`
       })
     }
     const stat = yield* attempt(
       (error) =>
         (error as NodeJS.ErrnoException).code === "ENOENT"
-          ? `server.ui.static_directory (${source}) does not exist`
-          : `server.ui.static_directory (${source}) cannot be read: ${messageOf(error)}`,
+          ? `${label} (${source}) does not exist`
+          : `${label} (${source}) cannot be read: ${messageOf(error)}`,
       () => fs.stat(source)
     )
-    if (!stat.isDirectory()) return yield* new NotServed({ reason: `server.ui.static_directory (${source}) is not a directory` })
-    const entries = yield* attempt((error) => `server.ui.static_directory (${source}) cannot be read: ${messageOf(error)}`, () =>
+    if (!stat.isDirectory()) return yield* new NotServed({ reason: `${label} (${source}) is not a directory` })
+    const entries = yield* attempt((error) => `${label} (${source}) cannot be read: ${messageOf(error)}`, () =>
       fs.readdir(source)
     )
-    if (entries.length === 0) return yield* new NotServed({ reason: `server.ui.static_directory (${source}) is empty` })
+    if (entries.length === 0) return yield* new NotServed({ reason: `${label} (${source}) is empty` })
     if (!entries.includes("index.html")) {
-      return yield* new NotServed({ reason: `server.ui.static_directory (${source}) has no index.html; is it a built UI?` })
+      return yield* new NotServed({ reason: `${label} (${source}) has no index.html; is it a built UI?` })
     }
     const directory = yield* Effect.acquireRelease(
       attempt((error) => `no temporary folder for the UI copy: ${messageOf(error)}`, () =>
@@ -181,8 +191,8 @@ const load = (settings: SettingsValue) =>
       indexCopy(directory, placeholderReplacement(base))
     )
     const index = files.get("index.html")!
-    yield* Effect.logInfo(`Serving the UI from ${source} at ${base} (${files.size} files)`)
-    return Option.some<UiBundle>({ base, source, directory, files, index })
+    yield* Effect.logInfo(`Serving the UI from ${source} at ${base} (${files.size} files; ${build.origin})`)
+    return Option.some<UiBundle>({ base, source, directory, files, index, version: build.version, origin: build.origin })
   }).pipe(
     Effect.catchTag("NotServed", (error) =>
       Effect.as(
@@ -192,14 +202,75 @@ const load = (settings: SettingsValue) =>
     )
   )
 
+/** "/" + "v2" → "/v2"; "/ui" + "v2" → "/ui/v2". */
+const below = (base: string, segment: string) => (base === "/" ? `/${segment}` : `${base}/${segment}`)
+
 /**
- * The UI bundle the settings name, copied and indexed at start, or none (with one warning saying
- * why when a UI was asked for and cannot be served). The copy is removed when the server stops.
+ * The builds the settings choose: the one in server.ui.static_directory, else the UIs of a prefect
+ * package (./discovery.ts): its default UI at the serve base and its second one at <base>/v2, or at
+ * the serve base when it is the only one.
+ */
+const buildsToServe = (settings: SettingsValue, options: DiscoveryOptions) =>
+  Effect.gen(function* () {
+    const ui = settings.server.ui
+    const base = normalizeServeBase(ui.serve_base)
+    if (ui.static_directory !== null && ui.static_directory.trim() !== "") {
+      const version: UiVersion = ui.v2_enabled ? "v2" : "v1"
+      const label = "server.ui.static_directory"
+      return [{ source: ui.static_directory, base, version, label, origin: label }]
+    }
+    const discovery = yield* discoverPrefectPackage(settings, options)
+    for (const note of discovery.notes) yield* Effect.logInfo(`Passed over: ${note}.`)
+    if (Option.isSome(discovery.problem)) {
+      yield* Effect.logWarning(`The UI is not served: ${discovery.problem.value}. The API is served as usual.`)
+    }
+    if (Option.isNone(discovery.found)) {
+      yield* Effect.logInfo(`No UI is served: ${NO_UI_HINT}`)
+      return []
+    }
+    const found = discovery.found.value
+    const both = found.uis.length > 1
+    return found.uis.map((packageUi): BuildToServe => ({
+      source: packageUi.directory,
+      base: both && packageUi.version === "v2" ? below(base, "v2") : base,
+      version: packageUi.version,
+      label: "the prefect package's UI",
+      origin: found.how
+    }))
+  })
+
+/** How to get a UI, said when none is served. */
+export const NO_UI_HINT =
+  "pip install prefect (Baton serves the UIs it ships with), or set server.ui.static_directory to a built UI (docs/ui.md)"
+
+const load = (settings: SettingsValue) =>
+  Effect.gen(function* () {
+    if (!settings.server.ui.enabled) return []
+    const builds = yield* buildsToServe(settings, yield* UiDiscoveryOptions)
+    const apiBase = normalizeBasePath(settings.server.api.base_path)
+    const loaded = yield* Effect.forEach(builds, (build) => loadBuild(build, apiBase), { concurrency: "unbounded" })
+    return loaded.flatMap((bundle) => Option.toArray(bundle))
+  })
+
+/** What `baton server start` prints about the UI, below the API's address (`root`, without a trailing slash). */
+export const uiStartLines = (settings: SettingsValue, bundles: ReadonlyArray<UiBundle>, root: string): ReadonlyArray<string> => {
+  if (!settings.server.ui.enabled) return []
+  if (bundles.length === 0) return [`No UI found. To get one: ${NO_UI_HINT}.`]
+  const named = { v1: "UI", v2: bundles.length > 1 ? "UI (v2)" : "UI" }
+  return bundles.map((bundle) =>
+    `${named[bundle.version]} at ${root}${bundle.base === "/" ? "/" : `${bundle.base}/`} from ${bundle.source} (${bundle.origin})`
+  )
+}
+
+/**
+ * The UI bundles the settings choose, copied and indexed at start: the default UI first. None when
+ * no UI is found or enabled (with one warning saying why when a UI was asked for and cannot be
+ * served). The copies are removed when the server stops.
  */
 export class UiStatic extends Effect.Service<UiStatic>()("baton/UiStatic", {
   scoped: Effect.gen(function* () {
     const settings = yield* Settings
-    const bundle = yield* load(settings)
-    return { bundle } as const
+    const bundles: ReadonlyArray<UiBundle> = yield* load(settings)
+    return { bundles } as const
   })
 }) {}

@@ -9,12 +9,13 @@ import * as fs from "node:fs/promises"
 import { promisify } from "node:util"
 import * as zlib from "node:zlib"
 import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import type { Outside } from "../http/edge.ts"
 import { notFound } from "../http/responses.ts"
 import type { SettingsValue } from "../settings/settings.ts"
 import type { UiBundle, UiFile } from "./bundle.ts"
-import { uiSettingsRoute } from "./ui-settings.ts"
+import { landingRoute } from "./landing.ts"
+import { defaultUiOf, uiSettingsRoute } from "./ui-settings.ts"
 
 const gzip = promisify(zlib.gzip)
 
@@ -131,13 +132,23 @@ const serveFile = (request: HttpServerRequest.HttpServerRequest, file: UiFile) =
   )
 }
 
+/** Icons a browser asks for at the top of a site, which a build may keep in its ico/ folder. */
+const FAVICONS = new Set(["favicon.ico", "favicon-dark.ico"])
+
+/** The file a path below a bundle names: a folder's index.html, and a favicon from ico/ when not at the top. */
+const lookupIn = (bundle: UiBundle) => (relative: string): UiFile | undefined => {
+  if (relative === "" || relative.endsWith("/")) return bundle.files.get(`${relative}index.html`)
+  const file = bundle.files.get(relative) ?? bundle.files.get(`${relative}/index.html`)
+  return file ?? (FAVICONS.has(relative) ? bundle.files.get(`ico/${relative}`) : undefined)
+}
+
+/** Whether `pathname` lies at or below `base`. */
+const isBelow = (pathname: string, base: string) => base === "/" || pathname === base || pathname.startsWith(`${base}/`)
+
 /** The UI's answer to a request whose path (`pathname`, without query) lies outside the API. */
 export const uiApp = (bundle: UiBundle) => {
   const prefix = bundle.base === "/" ? "/" : `${bundle.base}/`
-  const lookup = (relative: string): UiFile | undefined => {
-    if (relative === "" || relative.endsWith("/")) return bundle.files.get(`${relative}index.html`)
-    return bundle.files.get(relative) ?? bundle.files.get(`${relative}/index.html`)
-  }
+  const lookup = lookupIn(bundle)
   return (
     request: HttpServerRequest.HttpServerRequest,
     pathname: string
@@ -158,12 +169,53 @@ export const uiApp = (bundle: UiBundle) => {
   }
 }
 
-/** What the server answers beside the Api: /ui-settings wherever it is asked for, and the UI `bundle` if there is one. */
-export const uiOutside = (settings: SettingsValue, bundle: Option.Option<UiBundle>): Outside => {
-  const uiSettings = uiSettingsRoute(settings, bundle)
-  const ui = Option.map(bundle, uiApp)
+/** The cookie a UI sets when its user switches to the other one. */
+export const UI_VERSION_COOKIE = "prefect_ui_version"
+
+/**
+ * With both UIs served, a browser opening the serve base itself (the neutral entry point) is sent
+ * to the second UI when its saved choice, or else the default UI, is that one: 307 to <base>/v2/.
+ */
+const preferredUiRedirect = (settings: SettingsValue, bundles: ReadonlyArray<UiBundle>) => {
+  const first = bundles.find((bundle) => bundle.version === "v1")
+  const second = bundles.find((bundle) => bundle.version === "v2")
+  if (first === undefined || second === undefined) return () => undefined
+  const entries = new Set([first.base, first.base === "/" ? "/" : `${first.base}/`])
+  const fallback = defaultUiOf(settings, ["v1", "v2"])
+  return (request: HttpServerRequest.HttpServerRequest, pathname: string): HttpServerResponse.HttpServerResponse | undefined => {
+    if (!entries.has(pathname) || (request.method !== "GET" && request.method !== "HEAD") || !isPageNavigation(request.headers)) {
+      return undefined
+    }
+    const saved = request.cookies[UI_VERSION_COOKIE]
+    const preferred = saved === "v1" || saved === "v2" ? saved : fallback
+    if (preferred !== "v2") return undefined
+    const q = request.url.indexOf("?")
+    return HttpServerResponse.empty({ status: 307, headers: { location: `${second.base}/${q === -1 ? "" : request.url.slice(q)}` } })
+  }
+}
+
+/**
+ * What the server answers beside the Api: /ui-settings wherever it is asked for, and the UI
+ * `bundles` if there are any (each below its base, the deepest first; /favicon.ico at the root from
+ * the first one, the one at the serve base), else Baton's own page at the root for a browser.
+ */
+export const uiOutside = (settings: SettingsValue, bundles: ReadonlyArray<UiBundle>): Outside => {
+  const uiSettings = uiSettingsRoute(settings, bundles)
+  // The deepest base first: /v2/… is the second UI's even with the default one at /.
+  const apps = [...bundles].sort((a, b) => b.base.length - a.base.length).map((bundle) => ({ bundle, serve: uiApp(bundle) }))
+  const redirect = preferredUiRedirect(settings, bundles)
+  const landing = bundles.length === 0 && settings.server.ui.enabled ? landingRoute(settings) : () => undefined
+  const topFavicon = bundles.length === 0 ? undefined : lookupIn(bundles[0]!)
   return {
     first: uiSettings.answer,
-    serve: (request, pathname) => (Option.isSome(ui) ? ui.value(request, pathname) : Effect.succeed(notFound))
+    serve: (request, pathname) => {
+      const answer = redirect(request, pathname) ?? landing(request, pathname)
+      if (answer !== undefined) return Effect.succeed(answer)
+      const app = apps.find(({ bundle }) => isBelow(pathname, bundle.base))
+      if (app !== undefined) return app.serve(request, pathname)
+      const icon = topFavicon !== undefined && FAVICONS.has(pathname.slice(1)) ? topFavicon(pathname.slice(1)) : undefined
+      if (icon !== undefined && (request.method === "GET" || request.method === "HEAD")) return serveFile(request, icon)
+      return Effect.succeed(notFound)
+    }
   }
 }

@@ -144,6 +144,8 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
     BATON_HOME: options.home,
     BATON_SERVER_API_HOST: "127.0.0.1",
     BATON_SERVER_API_PORT: String(port),
+    // As in the in-process test server: no looking for an installed prefect package unless asked.
+    BATON_SERVER_UI_DISCOVER_PREFECT_PACKAGE: "false",
     ...(options.databaseUrl !== undefined ? { BATON_SERVER_DATABASE_CONNECTION_URL: options.databaseUrl } : {}),
     ...options.env
   }

@@ -55,7 +55,14 @@ export const testServer = (options: TestServerOptions = {}) =>
     Layer.provideMerge(Layer.effect(ServerMemoMap, Layer.CurrentMemoMap)),
     Layer.provideMerge(TestDatabase),
     Layer.provideMerge(
-      settingsLayer({ "server.api.host": "127.0.0.1", "server.api.port": 0, ...options.overrides })
+      // No test server looks for an installed prefect package unless it asks (test/ui/prefect-package*.test.ts):
+      // what the machine has installed must not change what the tests see.
+      settingsLayer({
+        "server.api.host": "127.0.0.1",
+        "server.api.port": 0,
+        "server.ui.discover_prefect_package": false,
+        ...options.overrides
+      })
     )
   )
 

@@ -98,3 +98,51 @@ export const rawRequest = (method: string, rawPath: string, headers: Record<stri
 
 /** What a browser sends when it loads a page. */
 export const NAVIGATION = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" }
+
+/** The icons of the fake prefect package's UIs: distinct bytes, to tell which one answered. */
+export const PACKAGE_ICONS = {
+  v1: Uint8Array.from([0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 1]),
+  v1Dark: Uint8Array.from([0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 2]),
+  v2: Uint8Array.from([0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 3])
+}
+
+/** The index.html of the fake package's UI `version`, naming its asset through the placeholder. */
+export const packageIndex = (version: "v1" | "v2") =>
+  `<!doctype html><html><head><script type="module" src="${PLACEHOLDER}/assets/app-${version}.js"></script></head>` +
+  `<body>Prefect UI ${version}</body></html>`
+
+export interface FakePrefect {
+  /** What PYTHONPATH names: the folder holding the package. */
+  readonly root: string
+  /** The package folder (root/prefect). */
+  readonly packageDirectory: string
+}
+
+/**
+ * A fake installed `prefect` package (an empty __init__.py, so `python3` finds it on PYTHONPATH)
+ * holding the built UIs asked for: server/ui (index.html, an asset, ico/favicon.ico and
+ * ico/favicon-dark.ico) and server/ui-v2 (index.html, an asset, ico/favicon.ico). Below `parent`
+ * (a site-packages folder, say) or in a new temporary folder.
+ */
+export const makeFakePrefect = (uis: { readonly v1: boolean; readonly v2: boolean }, parent?: string): FakePrefect => {
+  const root = parent ?? fs.mkdtempSync(path.join(os.tmpdir(), "baton-fake-prefect-"))
+  const packageDirectory = path.join(root, "prefect")
+  const files: Record<string, string | Uint8Array> = { "__init__.py": "" }
+  if (uis.v1) {
+    files["server/ui/index.html"] = packageIndex("v1")
+    files["server/ui/assets/app-v1.js"] = `export const base = "${PLACEHOLDER}"`
+    files["server/ui/ico/favicon.ico"] = PACKAGE_ICONS.v1
+    files["server/ui/ico/favicon-dark.ico"] = PACKAGE_ICONS.v1Dark
+  }
+  if (uis.v2) {
+    files["server/ui-v2/index.html"] = packageIndex("v2")
+    files["server/ui-v2/assets/app-v2.js"] = `export const base = "${PLACEHOLDER}"`
+    files["server/ui-v2/ico/favicon.ico"] = PACKAGE_ICONS.v2
+  }
+  for (const [name, content] of Object.entries(files)) {
+    const file = path.join(packageDirectory, ...name.split("/"))
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    fs.writeFileSync(file, content)
+  }
+  return { root, packageDirectory }
+}

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, List, Logger, Option } from "effect"
+import { Effect, Layer, List, Logger } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { layer as settingsLayer, type SettingsOverrides } from "../../src/settings/settings.ts"
@@ -28,13 +28,13 @@ const load = (overrides: SettingsOverrides) =>
         warnings.push(String(List.isList(message) ? List.toArray(message)[0] : Array.isArray(message) ? message[0] : message))
       }
     })
-    const { bundle } = yield* Effect.scoped(
+    const { bundles } = yield* Effect.scoped(
       Effect.flatMap(UiStatic, Effect.succeed).pipe(
         Effect.provide(UiStatic.Default.pipe(Layer.provide(settingsLayer(overrides)))),
         Effect.provide(Logger.replace(Logger.defaultLogger, capture))
       )
     )
-    return { bundle, warnings }
+    return { bundles, warnings }
   })
 
 describe("when no UI can be served", () => {
@@ -47,8 +47,8 @@ describe("when no UI can be served", () => {
         [noIndex, "has no index.html"]
       ]
       for (const [dir, reason] of cases) {
-        const { bundle, warnings } = yield* load({ "server.ui.static_directory": dir })
-        expect(Option.isNone(bundle), dir).toBe(true)
+        const { bundles, warnings } = yield* load({ "server.ui.static_directory": dir })
+        expect(bundles, dir).toEqual([])
         expect(warnings, dir).toHaveLength(1)
         expect(warnings[0], dir).toContain(dir)
         expect(warnings[0], dir).toContain(reason)
@@ -59,8 +59,8 @@ describe("when no UI can be served", () => {
 
   it.effect("warns when the serve base lies under the API base path", () =>
     Effect.gen(function* () {
-      const { bundle, warnings } = yield* load({ "server.ui.static_directory": fixture.dir, "server.ui.serve_base": "/v2/api/ui" })
-      expect(Option.isNone(bundle)).toBe(true)
+      const { bundles, warnings } = yield* load({ "server.ui.static_directory": fixture.dir, "server.ui.serve_base": "/v2/api/ui" })
+      expect(bundles).toEqual([])
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toContain("/v2/api")
     })
@@ -71,10 +71,10 @@ describe("when no UI can be served", () => {
       for (const overrides of [
         { "server.ui.enabled": false, "server.ui.static_directory": fixture.dir },
         { "server.ui.enabled": false, "server.ui.static_directory": path.join(fixture.root, "missing") },
-        {}
+        { "server.ui.discover_prefect_package": false }
       ]) {
-        const { bundle, warnings } = yield* load(overrides)
-        expect(Option.isNone(bundle)).toBe(true)
+        const { bundles, warnings } = yield* load(overrides)
+        expect(bundles).toEqual([])
         expect(warnings).toEqual([])
       }
     })
@@ -82,8 +82,9 @@ describe("when no UI can be served", () => {
 
   it.effect("removes its copy when the server stops", () =>
     Effect.gen(function* () {
-      const { bundle } = yield* load({ "server.ui.static_directory": fixture.dir })
-      const copy = Option.getOrThrow(bundle).directory
+      const { bundles } = yield* load({ "server.ui.static_directory": fixture.dir })
+      expect(bundles).toHaveLength(1)
+      const copy = bundles[0]!.directory
       expect(fs.existsSync(copy)).toBe(false)
       expect(fs.existsSync(path.join(fixture.dir, "index.html"))).toBe(true)
     })
@@ -93,7 +94,7 @@ describe("when no UI can be served", () => {
     Effect.gen(function* () {
       const settingsOf = (overrides: SettingsOverrides) => Effect.provide(Settings, settingsLayer(overrides))
       const plain = yield* settingsOf({})
-      expect(uiSettingsOf(plain, Option.none())).toEqual({
+      expect(uiSettingsOf(plain, [])).toEqual({
         api_url: "/v2/api",
         csrf_enabled: false,
         auth: null,
@@ -103,13 +104,13 @@ describe("when no UI can be served", () => {
         v1_base_url: null,
         v2_base_url: null
       })
-      expect(uiSettingsOf(yield* settingsOf({ "api.url": "http://10.0.0.5:4200/v2/api" }), Option.none()).api_url).toBe(
+      expect(uiSettingsOf(yield* settingsOf({ "api.url": "http://10.0.0.5:4200/v2/api" }), []).api_url).toBe(
         "http://10.0.0.5:4200/v2/api"
       )
       expect(
-        uiSettingsOf(yield* settingsOf({ "api.url": "http://a/v2/api", "server.ui.api_url": "http://b/v2/api" }), Option.none()).api_url
+        uiSettingsOf(yield* settingsOf({ "api.url": "http://a/v2/api", "server.ui.api_url": "http://b/v2/api" }), []).api_url
       ).toBe("http://b/v2/api")
-      expect(uiSettingsOf(yield* settingsOf({ "server.api.base_path": "/api/" }), Option.none()).api_url).toBe("/api")
+      expect(uiSettingsOf(yield* settingsOf({ "server.api.base_path": "/api/" }), []).api_url).toBe("/api")
       expect([...uiSettingsPaths(plain)].sort()).toEqual(["/ui-settings", "/v2/ui-settings"])
       expect([...uiSettingsPaths(yield* settingsOf({ "server.api.base_path": "/api" }))]).toEqual(["/ui-settings"])
       expect([...uiSettingsPaths(yield* settingsOf({ "server.ui.serve_base": "/v2/api/ui" }))].sort()).toEqual([
@@ -127,11 +128,16 @@ describe("a server whose UI directory is missing", () => {
         Effect.gen(function* () {
           expect((yield* request("GET", "/health")).body).toBe(true)
           expect((yield* request("POST", "/flows/", { body: { name: "f" } })).status).toBe(201)
-          for (const at of ["/", "/dashboard", "/index.html"]) {
+          for (const at of ["/dashboard", "/index.html"]) {
             const res = yield* request("GET", at, { fromRoot: true, headers: NAVIGATION })
             expect(res.status, at).toBe(404)
             expect(res.body, at).toEqual(notFound)
           }
+          // A browser at the root gets Baton's own page, which says how to add a UI.
+          const page = yield* request("GET", "/", { fromRoot: true, headers: NAVIGATION })
+          expect(page.status).toBe(200)
+          expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8")
+          expect(page.text).toContain("No web UI is served")
           const settings = yield* request("GET", "/ui-settings", { fromRoot: true })
           expect(settings.body.available_uis).toEqual([])
           expect(settings.body.v1_base_url).toBeNull()

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -214,9 +214,9 @@ describe("the UI served at /", () => {
 
     it.effect("serves from a private copy and leaves the original folder as it was", () =>
       Effect.gen(function* () {
-        const { bundle } = yield* UiStatic
-        expect(Option.isSome(bundle)).toBe(true)
-        const ui = Option.getOrThrow(bundle)
+        const { bundles } = yield* UiStatic
+        expect(bundles).toHaveLength(1)
+        const ui = bundles[0]!
         expect(ui.source).toBe(fixture.dir)
         expect(ui.directory).not.toBe(fixture.dir)
         expect(ui.directory.startsWith(os.tmpdir())).toBe(true)
