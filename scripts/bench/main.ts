@@ -17,6 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { ingestByPost, ingestByWebsocket, type IngestionResult } from "./events.ts"
 import { queryCases } from "./flow-run-queries.ts"
 import { backgroundTaskDelivery } from "./background-tasks.ts"
 import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
@@ -241,34 +242,28 @@ const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof 
   }
 }
 
-/** POST /events in batches of 50. */
+/** Event ingestion through POST /events and through the /events/in websocket, with the persistence lag of each. */
 const events = async (server: StartedServer, apiUrl: string) => {
-  const batch = Array.from({ length: 50 }, (_, i) => ({
-    occurred: new Date().toISOString(),
-    event: "bench.event.happened",
-    resource: { "prefect.resource.id": `bench.resource.${i % 7}` },
-    payload: { i },
-    id: "00000000-0000-4000-8000-000000000000"
-  }))
-  // Each request gets events of its own: autocannon replays one body, so ids are made per request.
-  const result = await cannonEvents(apiUrl, batch)
+  const posted = await ingestByPost(apiUrl, options.seconds)
+  const lag = (r: IngestionResult) =>
+    `persistence lag p50 ${r.lagP50.toFixed(0)} ms, p99 ${r.lagP99.toFixed(0)} ms${r.lost > 0 ? `, ${r.lost} probes never stored` : ""}`
   record({
     scenario: "POST /events (batches of 50, 10 clients)",
-    throughput: result.throughput * 50,
+    throughput: posted.throughput,
     unit: "events/s",
-    p50: result.p50,
-    p99: result.p99,
     rssMiB: rssOf(server),
-    note: `${result.throughput.toFixed(0)} batches/s`
+    note: `${lag(posted)}; ${posted.events} events`
   })
-}
-
-const cannonEvents = async (apiUrl: string, batch: ReadonlyArray<Record<string, unknown>>): Promise<LoadResult> => {
-  const client = jsonClient(apiUrl)
-  return closedLoop(10, options.seconds, async () => {
-    const body = batch.map((event) => ({ ...event, id: crypto.randomUUID(), occurred: new Date().toISOString() }))
-    const res = await client.send("POST", "/events", body)
-    if (res.status !== 204) throw new Error(`POST /events: ${res.status}`)
+  const streamed = await ingestByWebsocket(apiUrl, options.seconds)
+  record({
+    scenario: "/events/in websocket (one event per message, 10 clients)",
+    throughput: streamed.throughput,
+    unit: "events/s",
+    rssMiB: rssOf(server),
+    versus: "POST /events",
+    ratio: streamed.throughput / posted.throughput,
+    ...target(streamed.throughput >= posted.throughput && streamed.lost === 0, ">= POST /events"),
+    note: `${lag(streamed)}; ${streamed.events} events`
   })
 }
 
