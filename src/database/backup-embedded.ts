@@ -79,7 +79,7 @@ export const restore = (settings: SettingsValue, file: string, kind: Extract<Bac
           const db = yield* openPGlite({ dataDir: fresh, loadDataDir: new Blob([backup]) }).pipe(
             Effect.mapError((error) =>
               new BackupError({
-                message: `Cannot load ${file} (a data directory of PostgreSQL ${kind.postgres}) into the embedded database; nothing was changed. ${error.message}`
+                message: `Cannot load ${file} (${kind.postgres ? `a data directory of PostgreSQL ${kind.postgres}` : "a PostgreSQL data directory"}) into the embedded database; nothing was changed. ${error.message}`
               })
             )
           )

@@ -14,12 +14,12 @@ export class BackupError extends Schema.TaggedError<BackupError>()("BackupError"
 }) {}
 
 export type BackupKind =
-  /** PGlite's data directory; `postgres` is the PostgreSQL major version in its PG_VERSION. */
-  | { readonly _tag: "Embedded"; readonly postgres: string }
+  /** PGlite's data directory; `postgres` is the PostgreSQL major version in its PG_VERSION, when read. */
+  | { readonly _tag: "Embedded"; readonly postgres: string | undefined }
   /** An archive of pg_dump's custom format (`-Fc`). */
   | { readonly _tag: "PostgreSQL" }
 
-/** Enough of a file to tell its kind: the gzip of an embedded backup begins with PG_VERSION. */
+/** Enough of a file to tell its kind. */
 const HEAD_BYTES = 64 * 1024
 
 const readHead = (file: string): Buffer => {
@@ -32,8 +32,15 @@ const readHead = (file: string): Buffer => {
   }
 }
 
-/** The PG_VERSION at the top of the tar that `gzipped` begins (a part of one is enough). */
-const dataDirVersion = (gzipped: Buffer): string | undefined => {
+/** The top-level entries of a PostgreSQL data directory. */
+const DATA_DIR_ENTRY = /^(PG_VERSION|base|global|pg_[a-z_]+|postgresql(\.auto)?\.conf|postmaster\.[a-z]+)$/
+
+/**
+ * Whether `gzipped` begins a gzipped tar of a PostgreSQL data directory (its first entry is one of a
+ * data directory's), and its PG_VERSION when that is in the part read (PGlite writes the entries in
+ * no fixed order: a 16 MB segment of the write-ahead log may come first).
+ */
+const dataDir = (gzipped: Buffer): { readonly postgres: string | undefined } | undefined => {
   let tar: Buffer
   try {
     // Z_SYNC_FLUSH: what the head holds, without failing on the missing rest.
@@ -41,19 +48,21 @@ const dataDirVersion = (gzipped: Buffer): string | undefined => {
   } catch {
     return undefined
   }
-  for (let offset = 0; offset + 512 <= tar.length;) {
+  let postgres: string | undefined
+  for (let offset = 0, index = 0; offset + 512 <= tar.length; index++) {
     const field = (from: number, length: number) =>
       tar.subarray(offset + from, offset + from + length).toString("latin1").replace(/\0.*$/s, "")
-    const name = field(0, 100)
-    if (name === "" || field(257, 5) !== "ustar") return undefined
+    const name = field(0, 100).replace(/^\.?\//, "")
+    if (name === "" || field(257, 5) !== "ustar") break
+    if (index === 0 && !DATA_DIR_ENTRY.test(name.split("/")[0]!)) return undefined
     const size = Number.parseInt(field(124, 12).trim() || "0", 8)
-    if (name.replace(/^\.?\//, "") === "PG_VERSION") {
+    if (name === "PG_VERSION") {
       const version = tar.subarray(offset + 512, offset + 512 + size).toString("latin1").trim()
-      return /^\d+$/.test(version) ? version : undefined
+      if (/^\d+$/.test(version)) postgres = version
     }
     offset += 512 + Math.ceil(size / 512) * 512
   }
-  return undefined
+  return tar.subarray(257, 262).toString("latin1") === "ustar" ? { postgres } : undefined
 }
 
 const ioError = (file: string, verb: string) => (cause: unknown) => {
@@ -72,8 +81,8 @@ export const kindOf = (file: string) =>
   Effect.flatMap(Effect.try({ try: () => readHead(file), catch: ioError(file, "read") }), (head) => {
     if (head.subarray(0, 5).toString("latin1") === "PGDMP") return Effect.succeed<BackupKind>({ _tag: "PostgreSQL" })
     if (head[0] === 0x1f && head[1] === 0x8b) {
-      const postgres = dataDirVersion(head)
-      if (postgres !== undefined) return Effect.succeed<BackupKind>({ _tag: "Embedded", postgres })
+      const found = dataDir(head)
+      if (found !== undefined) return Effect.succeed<BackupKind>({ _tag: "Embedded", postgres: found.postgres })
     }
     const text = head.subarray(0, 200).toString("utf8")
     return Effect.fail(
@@ -89,7 +98,7 @@ export const kindOf = (file: string) =>
 export const wrongKind = (file: string, kind: BackupKind) =>
   new BackupError({
     message: kind._tag === "Embedded"
-      ? `${file} is a backup of the embedded database (PGlite's data directory, PostgreSQL ${kind.postgres}); it restores only into the embedded database (with server.database.connection_url and host unset), not into PostgreSQL.`
+      ? `${file} is a backup of the embedded database (PGlite's data directory${kind.postgres ? `, PostgreSQL ${kind.postgres}` : ""}); it restores only into the embedded database (with server.database.connection_url and host unset), not into PostgreSQL.`
       : `${file} is a backup of a PostgreSQL database (pg_dump's custom format); it restores only into PostgreSQL (server.database.connection_url set), not into the embedded database.`
   })
 
