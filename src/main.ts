@@ -118,7 +118,9 @@ const force = Options.boolean("force").pipe(Options.withDescription("Replace the
 
 const databaseRestore = Command.make("restore", { file: backupFile, force }, ({ file, force }) =>
   Backup.restore(file, { force }).pipe(Effect.flatMap(Console.log), Effect.provide(settingsLayer()))
-).pipe(Command.withDescription("Restore a backup made by `baton database backup` (with no server running on the database)"))
+).pipe(Command.withDescription(
+    "Restore FILE (made by `baton database backup`) into the database: over Baton data already there only with --force, and with no server running on it"
+  ))
 
 const database = Command.make("database").pipe(
   Command.withDescription("Manage the database"),
