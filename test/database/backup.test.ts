@@ -5,7 +5,8 @@
  * and read back the same through a server started there, the secret still decrypting. On the
  * embedded database (the embedded run) and on PostgreSQL (with TEST_DATABASE_URL and pg_dump on
  * PATH). The refusals: a running embedded server, a missing file, a file of the wrong kind or of no
- * kind, a database that already holds Baton's tables, pg_dump missing from PATH.
+ * kind, a database that already holds Baton's tables (without --force) or tables the backup lacks
+ * (even with it), pg_dump missing from PATH.
  */
 import { PGlite } from "@electric-sql/pglite"
 import { describe, expect, it } from "@effect/vitest"
@@ -14,6 +15,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import pg from "pg"
 import { idOf } from "../support/api.ts"
 import { onServer, scopedDatabase, seededHome } from "../support/database.ts"
 import { BUNDLE, ensureBundle, ok, type ServerProcess, scopedEmptyHome, scopedServerProcess } from "../support/server-process.ts"
@@ -236,6 +238,22 @@ describe.skipIf(!onServer() || !hasPgDump())("baton database backup and restore 
       expect(forced.code, forced.stderr).toBe(0)
       const third = yield* scopedServerProcess({ home, databaseUrl: target, env })
       expect(yield* snapshot(third, seeded)).toEqual(before)
+      yield* Effect.promise(() => third.kill("SIGTERM"))
+
+      // Not even with --force over a table the backup lacks (one a newer Baton made, say): --clean would leave it.
+      yield* Effect.promise(async () => {
+        const client = new pg.Client({ connectionString: target })
+        await client.connect()
+        try {
+          await client.query("CREATE TABLE made_by_a_newer_baton (id int)")
+        } finally {
+          await client.end()
+        }
+      })
+      const leftover = yield* baton(["database", "restore", "--force", file], { home, databaseUrl: target })
+      expect(leftover.code).toBe(1)
+      expect(leftover.stderr).toContain("has tables that")
+      expect(leftover.stderr).toContain("made_by_a_newer_baton")
     }).pipe(Effect.scoped), 180_000)
 
   it.live("refuses a backup of the embedded database, and says so when pg_dump is not on PATH", () =>
