@@ -1,11 +1,12 @@
 /**
  * The `baton` command line, and the only place where effects are run.
  */
-import { Command, Options, Prompt } from "@effect/cli"
+import { Args, Command, Options, Prompt } from "@effect/cli"
 import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Context, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { apiServer, servicesServer } from "./server.ts"
+import * as Backup from "./database/backup.ts"
 import * as Migrator from "./database/migrator.ts"
 import * as Database from "./database/client.ts"
 import { layer as settingsLayer, Settings, settingsReport, type SettingsOverrides } from "./settings/settings.ts"
@@ -103,9 +104,27 @@ const databaseReset = Command.make("reset", { yes }, ({ yes }) =>
   }).pipe(Effect.provide(Database.layerFromSettings), Effect.provide(settingsLayer()))
 ).pipe(Command.withDescription("Drop every Baton table, then migrate again"))
 
+const backupFile = Args.path({ name: "file" }).pipe(Args.withDescription("The backup file"))
+
+const databaseBackup = Command.make("backup", { file: backupFile }, ({ file }) =>
+  Backup.backup(file).pipe(Effect.flatMap(Console.log), Effect.provide(settingsLayer()))
+).pipe(
+  Command.withDescription(
+    "Write the database to FILE: PostgreSQL through pg_dump (custom format) while servers run; the embedded database once its server is stopped"
+  )
+)
+
+const force = Options.boolean("force").pipe(Options.withDescription("Replace the Baton data the database already holds"))
+
+const databaseRestore = Command.make("restore", { file: backupFile, force }, ({ file, force }) =>
+  Backup.restore(file, { force }).pipe(Effect.flatMap(Console.log), Effect.provide(settingsLayer()))
+).pipe(Command.withDescription(
+    "Restore FILE (made by `baton database backup`) into the database: over Baton data already there only with --force, and with no server running on it"
+  ))
+
 const database = Command.make("database").pipe(
   Command.withDescription("Manage the database"),
-  Command.withSubcommands([databaseUpgrade, databaseReset])
+  Command.withSubcommands([databaseUpgrade, databaseReset, databaseBackup, databaseRestore])
 )
 
 const settingsCommand = Command.make("settings", {}, () =>
@@ -127,7 +146,7 @@ const reportExpected = (cause: Cause.Cause<unknown>) => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value as { _tag?: string; message?: string }
-    if (error._tag === "SettingsError" || error._tag === "DatabaseError" || error._tag === "MigrationError") {
+    if (["SettingsError", "DatabaseError", "MigrationError", "BackupError"].includes(error._tag ?? "")) {
       return Console.error(error.message).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
     }
   }

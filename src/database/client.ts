@@ -49,17 +49,20 @@ export const serverConnectionUrl = (db: DatabaseSettings): string => serverUrl(d
 /** Whether the settings name a real PostgreSQL server. */
 export const usesServer = usesDatabaseServer
 
+/** The embedded database's data directory: `{home}/database`. */
+export const embeddedDataDir = (settings: SettingsValue) => path.join(settings.home, "database")
+
 /** Describes where the database is, without credentials, for messages. */
-const describe = (settings: SettingsValue) => {
+export const describeDatabase = (settings: SettingsValue) => {
   const db = settings.server.database
-  if (!usesServer(db)) return `the embedded database in ${path.join(settings.home, "database")}`
+  if (!usesServer(db)) return `the embedded database in ${embeddedDataDir(settings)}`
   const url = new URL(serverUrl(db))
   return `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`
 }
 
 const connectionFailed = (settings: SettingsValue) => (cause: unknown) =>
   new DatabaseError({
-    message: `Cannot connect to ${describe(settings)}: ${
+    message: `Cannot connect to ${describeDatabase(settings)}: ${
       (cause as { cause?: { message?: string } })?.cause?.message ?? (cause as { message?: string })?.message ?? String(cause)
     }`
   })
@@ -152,7 +155,7 @@ export const layerEmbedded = (settings: SettingsValue) =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
       const { ensureDir, serveEmbedded } = yield* Effect.promise(() => import("./embedded.ts"))
-      const dataDir = path.join(settings.home, "database")
+      const dataDir = embeddedDataDir(settings)
       yield* ensureDir(settings.home)
       const embedded = yield* serveEmbedded({ dataDir, socketDir: path.join(settings.home, "run") })
       return layerSocket(embedded.socketDir, settings)

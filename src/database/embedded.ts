@@ -11,7 +11,18 @@ import * as path from "node:path"
 export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
   readonly message: string
   readonly cause?: unknown
+  /** The live process that holds the data directory, when that is why it could not be opened. */
+  readonly heldBy?: number
 }> {}
+
+/** Thrown inside `lockDataDir`'s attempt when a live process holds the lock. */
+class HeldBy extends Error {
+  constructor(readonly pid: number, file: string) {
+    super(
+      `it is in use by process ${pid} (another Baton server on this home?); stop that first, or, if no Baton runs there, delete ${file}`
+    )
+  }
+}
 
 export interface EmbeddedOptions {
   /** Folder of the data files; omitted for an in-memory database. */
@@ -57,7 +68,7 @@ const processExists = (pid: number) => {
  * processes opening one data directory would both write it and corrupt it. A lock whose process is
  * gone (a server killed with SIGKILL) is taken over; one whose process runs is refused.
  */
-const lockDataDir = (dataDir: string) => {
+export const lockDataDir = (dataDir: string) => {
   const file = `${dataDir}.lock`
   return Effect.acquireRelease(
     Effect.try({
@@ -71,9 +82,7 @@ const lockDataDir = (dataDir: string) => {
           }
           const holder = Number.parseInt(fs.readFileSync(file, "utf8").trim(), 10)
           if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processExists(holder)) {
-            throw new Error(
-              `it is in use by process ${holder} (another Baton server on this home?); stop that first, or, if no Baton runs there, delete ${file}`
-            )
+            throw new HeldBy(holder, file)
           }
           // Left by a process that is gone.
           fs.rmSync(file, { force: true })
@@ -81,7 +90,11 @@ const lockDataDir = (dataDir: string) => {
         throw new Error(`cannot take ${file}`)
       },
       catch: (cause) =>
-        new EmbeddedDatabaseError({ message: `Cannot open the embedded database in ${dataDir}: ${(cause as Error).message}`, cause })
+        new EmbeddedDatabaseError({
+          message: `Cannot open the embedded database in ${dataDir}: ${(cause as Error).message}`,
+          cause,
+          ...(cause instanceof HeldBy ? { heldBy: cause.pid } : {})
+        })
     }),
     (file) =>
       Effect.sync(() => {
@@ -95,6 +108,28 @@ const lockDataDir = (dataDir: string) => {
 }
 
 /**
+ * PGlite on `dataDir` (in memory without one), closed with the scope. Takes no lock: the caller holds
+ * `lockDataDir` for a data directory on disk.
+ */
+export const openPGlite = (options: Pick<EmbeddedOptions, "dataDir" | "loadDataDir" | "sharedBuffers">) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () =>
+        PGlite.create({
+          ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+          ...(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {}),
+          startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${options.sharedBuffers ?? SHARED_BUFFERS}`]
+        }),
+      catch: (cause) =>
+        new EmbeddedDatabaseError({
+          message: `Cannot open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ""}: ${String(cause)}`,
+          cause
+        })
+    }),
+    (db) => Effect.promise(() => db.close()).pipe(Effect.orDie, Effect.ignoreLogged)
+  )
+
+/**
  * Opens PGlite and serves it on `{socketDir}/.s.PGSQL.5432`; closing the scope stops the socket and
  * closes PGlite cleanly (an unclosed PGlite keeps the process alive and leaves the data directory
  * to be recovered on the next start). A data directory on disk is locked for the scope.
@@ -102,22 +137,7 @@ const lockDataDir = (dataDir: string) => {
 export const serveEmbedded = (options: EmbeddedOptions) =>
   Effect.gen(function* () {
     if (options.dataDir !== undefined) yield* lockDataDir(options.dataDir)
-    const db = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () =>
-          PGlite.create({
-            ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
-            ...(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {}),
-            startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${options.sharedBuffers ?? SHARED_BUFFERS}`]
-          }),
-        catch: (cause) =>
-          new EmbeddedDatabaseError({
-            message: `Cannot open the embedded database${options.dataDir ? ` in ${options.dataDir}` : ""}: ${String(cause)}`,
-            cause
-          })
-      }),
-      (db) => Effect.promise(() => db.close()).pipe(Effect.orDie, Effect.ignoreLogged)
-    )
+    const db = yield* openPGlite(options)
     yield* Effect.try({
       try: () => {
         fs.mkdirSync(options.socketDir, { recursive: true, mode: 0o700 })
