@@ -273,7 +273,7 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
       HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundle))).pipe(
         // A tracer span per request costs throughput and nothing exports spans.
         HttpMiddleware.withTracerDisabledWhen(() => true),
-        Layer.provide(apiMiddleware(api, settings)),
+        Layer.provide(apiMiddleware(api)),
         Layer.provide(csrfMiddleware),
         Layer.provide(ApiDocs.layer({ openApiPath: "/openapi.json", docsPath: "/docs" })),
         Layer.provide(handlers),
