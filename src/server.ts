@@ -200,7 +200,7 @@ const areas = Layer.mergeAll(
 // as a full server does (the same instance as the server's, built in one build).
 export const AreasLive: Layer.Layer<
   Layer.Layer.Success<typeof areas>,
-  Layer.Layer.Error<typeof areas>,
+  Layer.Layer.Error<typeof areas> | Database.DatabaseError,
   DatabaseServices | Settings
 > = areas.pipe(Layer.provide(Leadership.Default))
 

@@ -4,10 +4,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Redacted, Schema } from "effect"
+import { Duration, Effect, Either, Layer, Redacted, Schema } from "effect"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
+import { isCertificateRefused, serverTls, type ServerTls } from "./tls.ts"
 
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
   message: Schema.String
@@ -43,8 +44,24 @@ const serverUrl = (db: DatabaseSettings): string => {
   return url.toString()
 }
 
-/** The real server's connection URL, as the pool uses it (for a connection of one's own). */
-export const serverConnectionUrl = (db: DatabaseSettings): string => serverUrl(db)
+/**
+ * How to reach the real server: its URL (without the TLS parameters, read here) and node-postgres's
+ * `ssl` option (tls.ts), the same for every connection a process opens (the pool, its LISTEN
+ * connection, the leadership session).
+ */
+export const serverConnection = (db: DatabaseSettings): Effect.Effect<ServerTls, DatabaseError> =>
+  Effect.try({
+    try: () => serverUrl(db),
+    // The message never quotes the URL: it may hold the password.
+    catch: () => new DatabaseError({ message: "server.database.connection_url (or host, port, user, name) does not make a valid URL" })
+  }).pipe(
+    Effect.flatMap((url) =>
+      Either.match(serverTls(db.sqlalchemy.connect_args.tls, url), {
+        onLeft: (message) => Effect.fail(new DatabaseError({ message })),
+        onRight: Effect.succeed
+      })
+    )
+  )
 
 /** Whether the settings name a real PostgreSQL server. */
 export const usesServer = usesDatabaseServer
@@ -64,6 +81,10 @@ const connectionFailed = (settings: SettingsValue) => (cause: unknown) =>
   new DatabaseError({
     message: `Cannot connect to ${describeDatabase(settings)}: ${
       (cause as { cause?: { message?: string } })?.cause?.message ?? (cause as { message?: string })?.message ?? String(cause)
+    }${
+      isCertificateRefused(cause)
+        ? " (the server's TLS certificate was refused: see sslmode and sslrootcert in the connection URL, or server.database.sqlalchemy.connect_args.tls)"
+        : ""
     }`
   })
 
@@ -120,16 +141,12 @@ export const layerServer = (settings: SettingsValue) => {
   // The statement timeout plus the connection timeout: PostgreSQL ends a slow statement itself first.
   const answerMs = db.timeout > 0 ? (db.timeout + Math.max(db.connection_timeout, 1)) * 1000 : 0
   return Layer.unwrapEffect(
-    Effect.try({
-      try: () => serverUrl(db),
-      // The message never quotes the URL: it may hold the password.
-      catch: () => new DatabaseError({ message: "server.database.connection_url (or host, port, user, name) does not make a valid URL" })
-    }).pipe(
-      Effect.map((url) =>
+    serverConnection(db).pipe(
+      Effect.map(({ ssl, url }) =>
         PgClient.layer({
           stream: guardedSocket(connectMs, answerMs),
           url: Redacted.make(url),
-          ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {}),
+          ssl,
           ...poolOptions(db, db.sqlalchemy.pool_size + db.sqlalchemy.max_overflow),
           minConnections: 0
         }).pipe(Layer.mapError(connectionFailed(settings)))
@@ -144,6 +161,8 @@ export const layerSocket = (socketDir: string, settings: SettingsValue) =>
     host: socketDir,
     database: "postgres",
     username: "postgres",
+    // A local socket: TLS settings do not apply (and node-postgres must not read PGSSLMODE).
+    ssl: false,
     ...poolOptions(settings.server.database, 1)
   }).pipe(Layer.mapError(connectionFailed(settings)))
 

@@ -15,7 +15,7 @@
  */
 import { Duration, Effect, Layer, Queue } from "effect"
 import pg from "pg"
-import { serverConnectionUrl, usesServer } from "./client.ts"
+import { serverConnection, usesServer } from "./client.ts"
 import { Settings } from "../settings/settings.ts"
 
 /** The advisory lock's two keys ("bato" and 1); advisory locks are per database. */
@@ -38,7 +38,8 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
     if (!usesServer(db)) {
       return { leads: Effect.succeed(true), isLeader: Effect.succeed(true), changed: Effect.never } as const
     }
-    const url = serverConnectionUrl(db)
+    // The pool's URL and TLS: a process whose pool connects over TLS leads over TLS too.
+    const { ssl, url } = yield* serverConnection(db)
     const retry = Duration.seconds(Math.max(1, db.connection_timeout))
 
     /** The session that holds (or waits for) the lock; undefined between two attempts. */
@@ -69,7 +70,7 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
         connectionTimeoutMillis: Math.max(1, db.connection_timeout) * 1000,
         keepAliveInitialDelayMillis: KEEPALIVE_IDLE_SECONDS * 1000,
         application_name: "baton leadership",
-        ...(db.sqlalchemy.connect_args.tls.enabled ? { ssl: { rejectUnauthorized: db.sqlalchemy.connect_args.tls.check_hostname } } : {})
+        ssl
       })
       // Listened to from the start: an "error" event without a listener would end the process.
       const closed = new Promise<Error>((resolve) => {

@@ -92,7 +92,7 @@ export const edge = (settings: SettingsValue, outside: Outside = nothingOutside)
           return Effect.succeed(ready.value)
         }
         // Outside the Api's own mapping too (a middleware's statement), an unavailable database is a 503.
-        const unavailable = unavailableAnswerForCause(cause)
+        const unavailable = unavailableAnswerForCause(settings, cause)
         if (Option.isSome(unavailable)) return unavailable.value
         return Effect.as(Effect.logError("Unexpected failure while handling a request", safeCause(cause)), internalError)
       })

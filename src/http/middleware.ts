@@ -10,7 +10,7 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Context, Effect, Either, Option, Schema } from "effect"
+import { Cause, Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { databaseMessage, isDataException } from "../database/errors.ts"
 import { isTooManyParameters, MAX_STATEMENT_PARAMETERS, type TooManyParameters } from "../database/statements.ts"
 import { BadRequest, NotFound, ValidationError } from "../domain/errors.ts"
@@ -22,6 +22,7 @@ import { CleansTextAnnotationId, MAX_JSON_DEPTH, mayHoldNonFiniteNumber, type Pr
 import { safeError } from "./log-safe.ts"
 import { pathnameOf } from "./paths.ts"
 import { unavailableAnswer } from "./unavailable.ts"
+import { Settings, type SettingsValue } from "../settings/settings.ts"
 import { allowedMethods, matchRoute, type Route, type RouteMatch, routesOf } from "./routes.ts"
 import { detailItems, invalidJsonItem } from "./validation.ts"
 
@@ -272,8 +273,14 @@ const isDecodeError = (error: unknown) =>
 
 const isRouteNotFound = (error: unknown) => HttpServerError.isServerError(error) && error._tag === "RouteNotFound"
 
-/** The Api middleware Layer for `api`: version header, decode errors, unknown routes, bad JSON. */
-export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
+/**
+ * The Api middleware Layer for `api`: version header, decode errors, unknown routes, bad JSON, an
+ * unavailable database (logged as the Settings say).
+ */
+export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) =>
+  Layer.unwrapEffect(Effect.map(Settings, (settings) => middlewareFor(api, settings)))
+
+const middlewareFor = <Api extends HttpApi.HttpApi.Any>(api: Api, settings: SettingsValue) => {
   const routes = routesOf(api)
 
   const recover = (
@@ -286,7 +293,7 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
       )
     }
     if (isRouteNotFound(error)) return routeMiss(routes, pathnameOf(request.url))
-    const unavailable = unavailableAnswer(error)
+    const unavailable = unavailableAnswer(settings, error)
     if (Option.isSome(unavailable)) return unavailable.value
     return Effect.fail(error)
   }
@@ -307,7 +314,7 @@ export const apiMiddleware = <Api extends HttpApi.HttpApi.Any>(api: Api) => {
     }
     // Refused before it was sent (../database/statements.ts): the request asked for too many values.
     if (isTooManyParameters(defect)) return Effect.fail(tooManyValues(defect))
-    const unavailable = unavailableAnswer(defect)
+    const unavailable = unavailableAnswer(settings, defect)
     if (Option.isSome(unavailable)) return unavailable.value
     // A value the database refused (out of its column's range, not representable): the request's
     // fault, whatever let it through the schemas. The statement changed nothing.

@@ -3,10 +3,15 @@
  * `unavailability` in database/errors.ts): 503 with a Retry-After header and a JSON body saying so,
  * instead of a 500. The reference answers such failures 503 too (its `is_client_retryable_exception`);
  * its clients retry a 503, honouring Retry-After.
+ *
+ * Logged as one warning per 10 seconds at most; with `server.log_retryable_errors`, each such
+ * failure is logged as an error with its trace, as the reference does with that setting.
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Effect, Option } from "effect"
 import { unavailability, type Unavailability, unavailabilityReason } from "../database/errors.ts"
+import type { SettingsValue } from "../settings/settings.ts"
+import { safeError } from "./log-safe.ts"
 
 /** Seconds a client is asked to wait before trying again. */
 export const RETRY_AFTER_SECONDS = 5
@@ -46,18 +51,33 @@ const warn = (kind: Unavailability, error: unknown) =>
     )
   })
 
-/** The 503 answer for a failure or defect `error`, logged, when it says the database is unavailable. */
-export const unavailableAnswer = (error: unknown): Option.Option<Effect.Effect<HttpServerResponse.HttpServerResponse>> => {
+/** Each retryable failure as an error with its trace (without request values: log-safe.ts). */
+const logEach = (error: unknown) =>
+  Effect.logError(
+    `Retryable database error while handling a request, answered 503: ${unavailabilityReason(error)}`,
+    Cause.die(safeError(error))
+  )
+
+/**
+ * The 503 answer for a failure or defect `error`, logged as `settings` say, when it says the
+ * database is unavailable.
+ */
+export const unavailableAnswer = (
+  settings: SettingsValue,
+  error: unknown
+): Option.Option<Effect.Effect<HttpServerResponse.HttpServerResponse>> => {
   const kind = unavailability(error)
-  return kind === undefined ? Option.none() : Option.some(Effect.as(warn(kind, error), answers[kind]))
+  if (kind === undefined) return Option.none()
+  return Option.some(Effect.as(settings.server.log_retryable_errors ? logEach(error) : warn(kind, error), answers[kind]))
 }
 
 /** The same for a whole cause: its first failure or defect that says the database is unavailable. */
 export const unavailableAnswerForCause = (
+  settings: SettingsValue,
   cause: Cause.Cause<unknown>
 ): Option.Option<Effect.Effect<HttpServerResponse.HttpServerResponse>> => {
   for (const error of [...Cause.failures(cause), ...Cause.defects(cause)]) {
-    const answer = unavailableAnswer(error)
+    const answer = unavailableAnswer(settings, error)
     if (Option.isSome(answer)) return answer
   }
   return Option.none()

@@ -45,22 +45,24 @@ const unavailableIn = (cause: Cause.Cause<unknown>) =>
  * Runs `service` forever: a failing or dying iteration is logged and the loop goes on. Also for a
  * process's own loops that are not settings-enabled services (e.g. listening for runs due). An
  * iteration that failed because the database is unavailable is one warning line (no trace): the next
- * iteration tries again, and succeeds once the database is back.
+ * iteration tries again, and succeeds once the database is back. With `server.log_retryable_errors`
+ * (when the loop runs with the Settings), it is an error with its trace instead.
  */
 export const loop = <R>(
   service: Pick<BackgroundService<R>, "loop" | "tick"> & { readonly name: string },
   interval: Duration.DurationInput
 ) => {
   const label = service.loop === undefined ? service.name : `${service.name} (${service.loop})`
+  const logRetryable = Effect.map(Effect.serviceOption(Settings), Option.exists((settings) => settings.server.log_retryable_errors))
   return service.tick.pipe(
     // A span per iteration (exported when tracing is on).
     Effect.withSpan(`service.${label}`),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
       const unavailable = unavailableIn(cause)
-      return Option.isSome(unavailable)
-        ? Effect.logWarning(`Service ${label}: iteration failed, the database is unavailable: ${unavailabilityReason(unavailable.value)}`)
-        : Effect.logError(`Service ${label}: iteration failed`, cause)
+      if (Option.isNone(unavailable)) return Effect.logError(`Service ${label}: iteration failed`, cause)
+      const line = `Service ${label}: iteration failed, the database is unavailable: ${unavailabilityReason(unavailable.value)}`
+      return Effect.flatMap(logRetryable, (each) => (each ? Effect.logError(line, cause) : Effect.logWarning(line)))
     }),
     Effect.repeat(Schedule.spaced(interval)),
     Effect.annotateLogs("service", label)

@@ -9,7 +9,10 @@ export const server = {
   logging_level: S.logLevel("WARNING", "Log level of the server."),
   analytics_enabled: S.boolean(true, "Sends anonymous usage data (such as counts of runs) at start-up."),
   metrics_enabled: S.boolean(false, "The API serves Prometheus metrics."),
-  log_retryable_errors: S.boolean(false, "Logs errors of the API and its services that clients may retry."),
+  log_retryable_errors: S.boolean(
+    false,
+    "Logs every database failure a client may retry (answered 503: a lost connection, a deadlock, a serialization failure, a statement timeout) as an error with its trace, in the API and the background services; off, they are summed up in warnings without traces."
+  ),
   register_blocks_on_start: S.boolean(true, "Registers the system block types and schemas at start."),
   memoize_block_auto_registration: S.boolean(
     true,
@@ -98,11 +101,14 @@ export const server = {
         statement_cache_size: S.optionalInteger("Statements cached per PostgreSQL connection (0 behind PgBouncer in transaction mode)."),
         prepared_statement_cache_size: S.optionalInteger("Prepared statements cached per PostgreSQL connection (0 turns caching off)."),
         tls: {
-          enabled: S.boolean(false, "Connects to PostgreSQL over TLS."),
-          ca_file: S.optionalString("CA certificate file for TLS."),
-          cert_file: S.optionalString("Client certificate file for TLS."),
-          key_file: S.optionalString("Client key file for TLS."),
-          check_hostname: S.boolean(true, "Verifies the server's host name over TLS.")
+          enabled: S.boolean(
+            false,
+            "Connects to PostgreSQL over TLS and verifies its certificate (as sslmode=verify-full, or verify-ca without check_hostname); an sslmode in connection_url wins. Not used by the embedded database."
+          ),
+          ca_file: S.optionalString("CA certificate file (PEM) the server's certificate is verified with; unset: the system's CAs. The URL's sslrootcert wins."),
+          cert_file: S.optionalString("Client certificate file (PEM) presented to the server, with key_file. The URL's sslcert wins."),
+          key_file: S.optionalString("Client key file (PEM) of cert_file. The URL's sslkey wins."),
+          check_hostname: S.boolean(true, "With enabled: also verifies that the certificate names the host connected to (verify-full); false needs ca_file (verify-ca).")
         }
       },
       pool_size: S.integer(5, "Connections kept in the pool.", { min: 1 }),

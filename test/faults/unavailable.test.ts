@@ -7,13 +7,16 @@
  */
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { SqlError } from "@effect/sql/SqlError"
-import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Logger, Ref, Schema, TestClock } from "effect"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Logger, LogLevel, Ref, Schema, TestClock } from "effect"
 import { unavailability, unavailabilityAsFailure } from "../../src/database/errors.ts"
+import { Leadership } from "../../src/database/leadership.ts"
 import { BatonApi } from "../../src/api.ts"
 import { RETRY_AFTER_SECONDS } from "../../src/http/unavailable.ts"
 import { GroupsLive } from "../../src/server.ts"
-import { defineService, loop } from "../../src/services/runner.ts"
+import { defineService, loop, runServices } from "../../src/services/runner.ts"
+import { layer as settingsLayer } from "../../src/settings/settings.ts"
+import { type LogLine, loggedServer } from "../support/logs.ts"
 import { request, testServer } from "../support/server.ts"
 
 /** A driver error as node-postgres makes them: a message, and a code (a SQLSTATE or a socket's errno). */
@@ -36,7 +39,8 @@ const failures: Record<string, unknown> = {
   tooManyConnections: sqlError(driverError("sorry, too many clients already", "53300")),
   embeddedSocketGone: sqlError(Object.assign(driverError("connect ENOENT /tmp/x/.s.PGSQL.5432", "ENOENT"), { syscall: "connect" })),
   statementTimeout: sqlError(driverError("canceling statement due to statement timeout", "57014")),
-  deadlock: sqlError(driverError("deadlock detected", "40P01"))
+  deadlock: sqlError(driverError("deadlock detected", "40P01")),
+  serialization: sqlError(driverError("could not serialize access due to concurrent update", "40001"))
 }
 
 const bugs: Record<string, unknown> = {
@@ -57,9 +61,10 @@ describe("which failures mean the database is unavailable", () => {
     }
   })
 
-  it("a statement cancelled by its timeout or a deadlock: busy (a retry may succeed)", () => {
+  it("a statement cancelled by its timeout, a deadlock or a serialization failure: busy (a retry may succeed)", () => {
     expect(unavailability(failures.statementTimeout)).toBe("busy")
     expect(unavailability(failures.deadlock)).toBe("busy")
+    expect(unavailability(failures.serialization)).toBe("busy")
   })
 
   it("a wrong statement, a bug, or nothing at all: not unavailability", () => {
@@ -175,4 +180,91 @@ describe("a background service while the database is unavailable", () => {
       yield* Fiber.interrupt(fiber)
     })
   )
+})
+
+/** What the three retryable failures requested below say in a log line. */
+const RETRYABLE = {
+  serialization: "could not serialize access due to concurrent update (40001)",
+  deadlock: "deadlock detected (40P01)",
+  terminated: "Connection terminated unexpectedly"
+} as const
+
+/** Requests failing with each retryable failure, each answered 503. */
+const requestRetryables = Effect.gen(function* () {
+  for (const name of Object.keys(RETRYABLE)) {
+    expect([name, (yield* request("GET", `/faults/dies/${name}`)).status]).toEqual([name, 503])
+  }
+})
+
+describe("server.log_retryable_errors", () => {
+  const on: Array<LogLine> = []
+  layer(loggedServer(on, { "server.log_retryable_errors": true }, LogLevel.Warning, { api: FaultedApi, handlers: FaultedHandlers }), {
+    timeout: 60_000
+  })((it) => {
+    it.effect("on: each retryable failure of a request is logged as an error, with its reason and trace", () =>
+      Effect.gen(function* () {
+        on.length = 0
+        yield* requestRetryables
+        expect(on.map((line) => line.level)).toEqual(["ERROR", "ERROR", "ERROR"])
+        Object.values(RETRYABLE).forEach((reason, i) => {
+          expect(on[i]!.message).toMatch(/^Retryable database error while handling a request, answered 503: /)
+          expect(on[i]!.message.split("\n")[0]).toContain(reason)
+          expect(on[i]!.message).toMatch(/\n\s+at /)
+        })
+      }))
+  })
+
+  const off: Array<LogLine> = []
+  layer(loggedServer(off, {}, LogLevel.Warning, { api: FaultedApi, handlers: FaultedHandlers }), { timeout: 60_000 })((it) => {
+    it.effect("off (the default): not logged one by one: no error, no trace, one warning per 10 seconds at most", () =>
+      Effect.gen(function* () {
+        off.length = 0
+        yield* requestRetryables
+        expect(off.filter((line) => line.level !== "WARN")).toEqual([])
+        expect(off.length).toBeLessThanOrEqual(1)
+        for (const line of off) {
+          expect(line.message).toMatch(/answering 503 \(\d+ request\(s\) since the last such message\)$/)
+          expect(line.message).not.toContain("\n")
+        }
+      }))
+  })
+
+  it.scoped("a background service's iteration: an error with its trace when on, one warning line without when off", () =>
+    Effect.gen(function* () {
+      const logged = (setting: boolean) =>
+        Effect.gen(function* () {
+          const lines: Array<{ level: string; text: string }> = []
+          const logger = Logger.make(({ cause, logLevel, message }) => {
+            const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+            lines.push({ level: logLevel.label, text: Cause.isEmpty(cause) ? text : `${text} ${Cause.pretty(cause)}` })
+          })
+          const service = defineService({
+            name: "late_runs",
+            interval: () => Duration.seconds(10),
+            tick: Effect.fail(failures.serialization)
+          })
+          // Run as the server runs its services: the runner reads the setting from the Settings it runs with.
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* Layer.build(runServices([service]).pipe(Layer.provide(Leadership.Default)))
+              yield* TestClock.adjust(Duration.seconds(25))
+            }).pipe(
+              Effect.provide(settingsLayer({ "server.log_retryable_errors": setting })),
+              Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+            )
+          )
+          return lines.filter((line) => line.level !== "DEBUG")
+        })
+      const whenOn = yield* logged(true)
+      expect(whenOn.map((line) => line.level)).toEqual(["ERROR", "ERROR", "ERROR"])
+      for (const line of whenOn) {
+        expect(line.text).toMatch(/^Service late_runs: iteration failed, the database is unavailable: .*\(40001\)/)
+        expect(line.text).toMatch(/\n\s+at /)
+      }
+      const whenOff = yield* logged(false)
+      expect(whenOff.map((line) => line.level)).toEqual(["WARN", "WARN", "WARN"])
+      for (const line of whenOff) {
+        expect(line.text).toMatch(/^Service late_runs: iteration failed, the database is unavailable: .*\(40001\)$/)
+      }
+    }))
 })

@@ -136,9 +136,8 @@ const answers = async (url: string): Promise<number | undefined> => {
   }
 }
 
-/** Starts the server and resolves once GET /ready answers 200 (its database answers). */
-export const startServerProcess = async (options: ServerProcessOptions): Promise<ServerProcess> => {
-  const port = await freePort()
+/** The environment of a server process listening on `port`. */
+const processEnv = (options: ServerProcessOptions, port: number): Record<string, string> => {
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     BATON_HOME: options.home,
@@ -151,6 +150,33 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
   }
   // Nothing of the test run's own settings leaks in unless given.
   if (options.databaseUrl === undefined) delete env.BATON_SERVER_DATABASE_CONNECTION_URL
+  return env
+}
+
+/** A server process expected not to start: its exit code and what it wrote, once it has exited. */
+export const failedStart = async (
+  options: ServerProcessOptions
+): Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }> => {
+  const child = spawn(process.execPath, [BUNDLE, ...(options.command ?? ["server", "start"])], {
+    cwd: ROOT,
+    env: processEnv(options, await freePort()),
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stdout = ""
+  let stderr = ""
+  child.stdout!.on("data", (chunk) => (stdout += chunk))
+  child.stderr!.on("data", (chunk) => (stderr += chunk))
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.readyWithinMs ?? 60_000)
+  // "close", not "exit": by then everything it wrote has been read.
+  const code = await new Promise<number | null>((resolve) => child.once("close", (exitCode) => resolve(exitCode)))
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+/** Starts the server and resolves once GET /ready answers 200 (its database answers). */
+export const startServerProcess = async (options: ServerProcessOptions): Promise<ServerProcess> => {
+  const port = await freePort()
+  const env = processEnv(options, port)
   const command = options.command ?? ["server", "start"]
   const servicesOnly = command.join(" ") === "server services start"
   const child: ChildProcess = spawn(process.execPath, [BUNDLE, ...command], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
