@@ -10,7 +10,7 @@ import { Command } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
 import { BackupError, formatSize, writeAtomically } from "./backup-file.ts"
-import { describeDatabase, layerServer, serverConnectionUrl } from "./client.ts"
+import { describeDatabase, layerServer, serverUrl } from "./client.ts"
 import { MIGRATIONS_TABLE } from "./migrator.ts"
 
 /**
@@ -20,13 +20,18 @@ import { MIGRATIONS_TABLE } from "./migrator.ts"
  */
 const toolConnection = (settings: SettingsValue) => {
   const db = settings.server.database
-  const url = new URL(serverConnectionUrl(db))
+  const url = new URL(serverUrl(db))
   const env: Record<string, string> = {}
   if (url.password !== "") env.PGPASSWORD = decodeURIComponent(url.password)
   url.password = ""
   url.searchParams.delete("options")
+  // asyncpg's spelling, which the server accepts too (tls.ts); libpq knows only sslmode.
+  const ssl = url.searchParams.get("ssl")
+  url.searchParams.delete("ssl")
+  if (ssl !== null && !url.searchParams.has("sslmode")) url.searchParams.set("sslmode", ssl)
   const tls = db.sqlalchemy.connect_args.tls
-  if (tls.enabled && !url.searchParams.has("sslmode")) env.PGSSLMODE = tls.check_hostname ? "verify-full" : "require"
+  // As the server reads them (tls.ts): enabled verifies, the host name too unless check_hostname is off.
+  if (tls.enabled && !url.searchParams.has("sslmode") && !url.searchParams.has("ssl")) env.PGSSLMODE = tls.check_hostname ? "verify-full" : "verify-ca"
   if (tls.ca_file !== null) env.PGSSLROOTCERT = tls.ca_file
   if (tls.cert_file !== null) env.PGSSLCERT = tls.cert_file
   if (tls.key_file !== null) env.PGSSLKEY = tls.key_file

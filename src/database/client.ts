@@ -29,7 +29,11 @@ const poolOptions = (db: DatabaseSettings, maxConnections: number) => ({
 })
 
 /** A connection URL for the real server, with the statement timeout as a connection option. */
-const serverUrl = (db: DatabaseSettings): string => {
+/**
+ * The server's connection URL as the settings give it (libpq's TLS parameters included, which
+ * serverConnection reads and takes out for node-postgres): what libpq's own tools are given.
+ */
+export const serverUrl = (db: DatabaseSettings): string => {
   const base = db.connection_url !== null
     ? Redacted.value(db.connection_url)
     : `postgresql://${encodeURIComponent(db.user ?? "postgres")}${
