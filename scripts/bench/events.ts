@@ -1,16 +1,19 @@
 /**
  * Event ingestion: the events clients send, through `POST /events` (batches of 50) and through the
  * `/events/in` websocket Prefect clients use (one event per message), each for the same time with
- * the same number of clients. Besides the rate the server takes events at, each row measures the
- * persistence lag: a few events of each second are probes, and a reader looks them up by id until
- * they are stored (what a filter, a trigger or another replica sees).
+ * the same number of clients. A few events of each second are probes, and a reader looks them up by
+ * id until they are stored (what a filter, a trigger or another replica sees): their persistence
+ * lag, and, with each client's last event a probe, the rate events were stored at (a websocket
+ * client hands events over without waiting for the server, so how fast it sends says little).
  */
 import WebSocket from "ws"
 import { jsonClient, percentile, sleep } from "./load.ts"
 
 export interface IngestionResult {
-  /** Events the server took per second. */
+  /** Events stored per second: all of them, over the time from the first sent to the last stored. */
   readonly throughput: number
+  /** Events the clients handed over per second (a websocket client does not wait for the server). */
+  readonly sendRate: number
   /** Persistence lag of the probes, ms. */
   readonly lagP50: number
   readonly lagP99: number
@@ -39,18 +42,22 @@ const probeReader = (apiUrl: string) => {
   const api = jsonClient(apiUrl)
   const waiting = new Map<string, number>()
   const lags: Array<number> = []
+  let lastStored = 0
   let running = true
   const loop = (async () => {
     while (running || waiting.size > 0) {
-      const ids = [...waiting.keys()].slice(0, 200)
+      // A page of /events/filter is at most 50 events.
+      const ids = [...waiting.keys()].slice(0, 50)
       if (ids.length > 0) {
         const res = await api.send("POST", "/events/filter", {
           filter: { id: { id: ids }, occurred: { since: new Date(Date.now() - 3_600_000).toISOString() } },
-          limit: 200
+          limit: 50
         })
-        const found = new Set<string>(res.status === 200 ? res.body.events.map((e: { id: string }) => e.id) : [])
+        if (res.status !== 200) throw new Error(`POST /events/filter: ${res.status} ${JSON.stringify(res.body)}`)
+        const found = new Set<string>(res.body.events.map((e: { id: string }) => e.id))
         const at = performance.now()
         for (const id of found) {
+          lastStored = at
           lags.push(at - waiting.get(id)!)
           waiting.delete(id)
         }
@@ -68,13 +75,22 @@ const probeReader = (apiUrl: string) => {
       const lost = waiting.size
       waiting.clear()
       await loop
-      return { lagP50: percentile(lags, 50), lagP99: percentile(lags, 99), lost }
+      return { lagP50: percentile(lags, 50), lagP99: percentile(lags, 99), lost, lastStored }
     }
   }
 }
 
-/** POST /events, BATCH events per request, CLIENTS clients in a closed loop. */
-export const ingestByPost = async (apiUrl: string, seconds: number): Promise<IngestionResult> => {
+/**
+ * How long a client waits before its next chunk of BATCH events: none when saturating, else what
+ * keeps all CLIENTS together at `rate` events a second.
+ */
+const pauseMs = (rate: number | undefined) => (rate === undefined ? 0 : (CLIENTS * BATCH * 1000) / rate)
+
+/**
+ * POST /events, BATCH events per request, CLIENTS clients: in a closed loop, or at `rate` events a
+ * second in all (the persistence lag below saturation).
+ */
+export const ingestByPost = async (apiUrl: string, seconds: number, rate?: number): Promise<IngestionResult> => {
   const api = jsonClient(apiUrl)
   const reader = probeReader(apiUrl)
   let sent = 0
@@ -87,12 +103,30 @@ export const ingestByPost = async (apiUrl: string, seconds: number): Promise<Ing
         const res = await api.send("POST", "/events", body)
         if (res.status !== 204) throw new Error(`POST /events: ${res.status}`)
         for (const event of body) if ((sent++ % PROBE_EVERY) === 0) reader.probe(event.id)
+        // The last event a client sends is a probe too: when it is stored, all are.
+        if (performance.now() >= deadline) reader.probe(body[body.length - 1]!.id)
+        else if (rate !== undefined) await sleep(pauseMs(rate))
       }
     })
   )
-  const elapsed = (performance.now() - started) / 1000
-  return { throughput: sent / elapsed, events: sent, ...(await reader.finish(30_000)) }
+  return result(sent, started, performance.now(), await reader.finish(30_000))
 }
+
+/** The result, from what was sent and when the last probe was found stored. */
+const result = (
+  sent: number,
+  started: number,
+  sentBy: number,
+  read: { readonly lagP50: number; readonly lagP99: number; readonly lost: number; readonly lastStored: number }
+): IngestionResult => ({
+  // Events lost or never found: no stored rate to claim.
+  throughput: read.lost > 0 ? 0 : sent / ((Math.max(read.lastStored, sentBy) - started) / 1000),
+  sendRate: sent / ((sentBy - started) / 1000),
+  lagP50: read.lagP50,
+  lagP99: read.lagP99,
+  events: sent,
+  lost: read.lost
+})
 
 const openSocket = (apiUrl: string) =>
   new Promise<WebSocket>((resolve, reject) => {
@@ -106,8 +140,8 @@ const openSocket = (apiUrl: string) =>
     })
   })
 
-/** /events/in, one event per message, CLIENTS sockets sending as fast as they drain. */
-export const ingestByWebsocket = async (apiUrl: string, seconds: number): Promise<IngestionResult> => {
+/** /events/in, one event per message, CLIENTS sockets sending as fast as they drain, or at `rate` events a second in all. */
+export const ingestByWebsocket = async (apiUrl: string, seconds: number, rate?: number): Promise<IngestionResult> => {
   const reader = probeReader(apiUrl)
   const sockets = await Promise.all(Array.from({ length: CLIENTS }, () => openSocket(apiUrl)))
   let sent = 0
@@ -120,17 +154,19 @@ export const ingestByWebsocket = async (apiUrl: string, seconds: number): Promis
         for (let i = 0; i < BATCH; i++) {
           const event = makeEvent("bench.ws.happened", sent)
           socket.send(JSON.stringify(event))
-          if ((sent++ % PROBE_EVERY) === 0) reader.probe(event.id)
+          if ((sent++ % PROBE_EVERY) === 0 || (i === BATCH - 1 && performance.now() >= deadline)) reader.probe(event.id)
         }
         while (socket.bufferedAmount > WS_HIGH_WATER) await sleep(1)
         if (socket.readyState !== WebSocket.OPEN) throw new Error("/events/in closed the socket")
-        await new Promise<void>((resolve) => setImmediate(resolve))
+        if (rate !== undefined) await sleep(pauseMs(rate))
+        else await new Promise<void>((resolve) => setImmediate(resolve))
       }
     })
   )
   // What the clients wrote is the server's once their buffers are empty.
   while (sockets.some((socket) => socket.bufferedAmount > 0)) await sleep(1)
-  const elapsed = (performance.now() - started) / 1000
+  const sentBy = performance.now()
+  const read = await reader.finish(180_000)
   for (const socket of sockets) socket.close()
-  return { throughput: sent / elapsed, events: sent, ...(await reader.finish(30_000)) }
+  return result(sent, started, sentBy, read)
 }

@@ -11,8 +11,9 @@
  * an event is written by one of them, and what a replica read but did not acknowledge (it died) is
  * claimed by another after a minute. The cache of seen ids is then a Redis key per event (an hour).
  */
-import { Duration, Effect, PubSub, Queue, Schema, type Scope } from "effect"
+import { Clock, Duration, Effect, PubSub, Queue, Schema, type Scope } from "effect"
 import { hostname } from "node:os"
+import { realClock } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { redisConnection } from "./redis.ts"
 import { ReceivedEvent } from "./schemas.ts"
@@ -37,6 +38,13 @@ const CLAIM_COUNT = 100
 const READ_AHEAD = 1_000
 const CLAIM_MOST = 1_000
 const SEEN_TTL_SECONDS = 3600
+/**
+ * When the persister's backlog is full (memory broker), a publisher waits for room: the sender (a
+ * POST, an /events/in socket, whose reading then pauses) is held back rather than the oldest
+ * waiting events dropped, for as long as the persister is taking events. After this long without
+ * it taking any (a database away, a persister that does not run), the oldest are dropped.
+ */
+const ROOM_WAIT_MS = 5_000
 /**
  * What a consumer group reads: the events, and how to acknowledge the ones it has handled. With the
  * redis broker nothing is read until `start` (the service's first iteration), so a process that
@@ -85,11 +93,43 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         })
         : Effect.sync(() => batch.filter((event) => rememberLocally(event.id)))
 
+    /** Events published on the memory broker so far: with the backlog's size, how many its consumer took. */
+    let published = 0
+
+    /** Waits until `count` more events fit in the backlog (see ROOM_WAIT_MS). */
+    const roomFor = (count: number) =>
+      Effect.gen(function* () {
+        let deadline = (yield* Clock.currentTimeMillis) + ROOM_WAIT_MS
+        const needed = Math.min(count, capacity)
+        let pause = 1
+        let backlog = yield* PubSub.size(hub)
+        let taken = published - backlog
+        while (backlog + needed > capacity) {
+          const at = yield* Clock.currentTimeMillis
+          if (at >= deadline) {
+            return yield* Effect.logWarning(
+              `The event backlog is full (${capacity} events, server.services.event_persister.queue_max_size): the oldest waiting events are dropped`
+            )
+          }
+          yield* Effect.sleep(Duration.millis(pause))
+          pause = Math.min(pause * 2, 50)
+          backlog = yield* PubSub.size(hub)
+          // The persister took events meanwhile (whatever others published): worth waiting on.
+          if (published - backlog > taken) deadline = at + ROOM_WAIT_MS
+          taken = published - backlog
+        }
+      }).pipe(Effect.withClock(realClock))
+
     /** Publishes the events not published recently; those. */
     const publish = (batch: ReadonlyArray<ReceivedEvent>) =>
       Effect.flatMap(fresh(batch), (unseen) => {
         if (unseen.length === 0) return Effect.succeed(unseen)
-        if (broker === "memory") return Effect.as(PubSub.publishAll(hub, unseen), unseen)
+        if (broker === "memory") {
+          return Effect.as(
+            Effect.zipRight(roomFor(unseen.length), Effect.tap(PubSub.publishAll(hub, unseen), () => Effect.sync(() => void (published += unseen.length)))),
+            unseen
+          )
+        }
         return Effect.as(
           Effect.promise(async () => {
             const pipeline = redis!.pipeline()

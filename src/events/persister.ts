@@ -1,6 +1,6 @@
 /**
  * The event persister: takes the events clients sent (published on the bus) and writes them into
- * the event log in batches of `batch_size`, at the latest `flush_interval` after they arrive (in
+ * the event log as they come, all that is queued in one write (up to WRITE_MOST), at the latest `flush_interval` after they arrive (in
  * every process that receives events: API-only processes run it too); a failed write is retried
  * `max_flush_retries` times, `flush_interval` apart (as the reference retries at its next flush), so
  * a database away for less than that loses no event. What is queued when the server stops is
@@ -24,6 +24,13 @@ import type { ReceivedEvent } from "./schemas.ts"
 
 const TRIM_EVERY_MS = 15 * 60 * 1000
 
+/**
+ * The most events one write takes. A write takes everything queued (as the reference flushes its
+ * whole queue), so a backlog is written in few large transactions rather than many of batch_size;
+ * this bounds one transaction.
+ */
+const WRITE_MOST = 2000
+
 export class EventPersister extends Effect.Service<EventPersister>()("baton/EventPersister", {
   scoped: Effect.gen(function* () {
     const settings = yield* Settings
@@ -32,6 +39,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const log = yield* EventLog
     const relay = yield* EventRelay
     const options = settings.server.services.event_persister
+    const writeMost = Math.max(options.batch_size, WRITE_MOST)
     // Subscribed from the start, so no event published before the first flush is missed.
     const { events: queue, ack, start } = yield* bus.consume("event-persister", options.read_batch_size)
 
@@ -56,7 +64,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       yield* start
       let total = 0
       while (true) {
-        const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, options.batch_size))
+        const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, writeMost))
         if (batch.length === 0) return total
         yield* write(batch, retry)
         total += batch.length
@@ -82,7 +90,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       yield* start
       const first = yield* Queue.take(queue).pipe(Effect.timeoutOption(Duration.seconds(options.flush_interval)))
       if (Option.isNone(first)) return
-      const rest = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, Math.max(0, options.batch_size - 1)))
+      const rest = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, writeMost - 1))
       yield* write([first.value, ...rest], "spaced")
       yield* drainWith("spaced")
     })

@@ -20,6 +20,8 @@ const decodeEvent = Schema.decodeUnknownEither(Event)
 const decodeFilter = Schema.decodeUnknownEither(EventFilter)
 const encodeEvent = Schema.encodeSync(ReceivedEvent)
 const INVALID_PAYLOAD = 1007
+/** Events of /events/in received together, at most. */
+const BATCH = 200
 
 const describe = (issue: ParseResult.ParseIssue) => ParseResult.TreeFormatter.formatIssueSync(issue)
 
@@ -36,16 +38,38 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
       "/events/in",
       servePrefectSocket(settings, (socket) =>
         Effect.gen(function* () {
+          const refuse = (detail: string) => socket.close(INVALID_PAYLOAD, `Invalid event: ${detail}`)
+          /** Receives the events one at a time: what a batch with a refused event falls back to. */
+          const receiveEach = (batch: ReadonlyArray<Event>) =>
+            Effect.gen(function* () {
+              for (const event of batch) {
+                const received = yield* Effect.either(events.receive([event], []))
+                if (Either.isLeft(received)) return Option.some(received.left.detail)
+              }
+              return Option.none()
+            })
           while (true) {
-            const message = yield* socket.next
-            if (Option.isNone(message)) return
-            const event = decodeEvent(message.value)
-            if (Either.isLeft(event)) return yield* socket.close(INVALID_PAYLOAD, `Invalid event: ${describe(event.left.issue)}`)
-            const received = yield* Effect.either(events.receive([event.right], []))
-            if (Either.isLeft(received)) {
-              const detail = received.left.detail
-              return yield* socket.close(INVALID_PAYLOAD, `Invalid event: ${typeof detail === "string" ? detail : detail[0]?.msg ?? ""}`)
+            // What has arrived meanwhile is received as one batch (as a POST of several events is).
+            const messages = yield* socket.nextUpTo(BATCH)
+            if (messages.length === 0) return
+            const batch: Array<Event> = []
+            let invalid: string | undefined
+            for (const message of messages) {
+              const event = decodeEvent(message)
+              if (Either.isLeft(event)) {
+                invalid = describe(event.left.issue)
+                break
+              }
+              batch.push(event.right)
             }
+            // The events before a refused one are received, as they would be one message at a time.
+            const received = yield* Effect.either(events.receive(batch, []))
+            const refused = Either.isRight(received) ? Option.none() : yield* receiveEach(batch)
+            if (Option.isSome(refused)) {
+              const detail = refused.value
+              return yield* refuse(typeof detail === "string" ? detail : detail[0]?.msg ?? "")
+            }
+            if (invalid !== undefined) return yield* refuse(invalid)
           }
         })
       )

@@ -29,13 +29,15 @@ export const WEBSOCKET_PATHS: ReadonlySet<string> = new Set(["/events/in", "/eve
 export const PROTOCOL_ERROR = 1002
 
 /** Messages, and bytes of them, received and not yet taken by the session beyond which reading from the client pauses. */
-const INBOX_SIZE = 16
+const INBOX_SIZE = 256
 const INBOX_BYTES = 1024 * 1024
 
 /** An accepted socket: JSON messages in, text frames out, and a way to close it with a reason. */
 export interface PrefectSocket {
   /** The next message parsed as JSON (undefined for text that is not JSON); none once the client is gone. */
   readonly next: Effect.Effect<Option.Option<unknown>>
+  /** The next message and those received after it, up to `most` in all; none once the client is gone. */
+  readonly nextUpTo: (most: number) => Effect.Effect<ReadonlyArray<unknown>>
   /** Sends a message; waits while the client is behind, and closes it when it stays behind too long. */
   readonly send: (message: unknown) => Effect.Effect<void>
   readonly close: (code: number, reason: string) => Effect.Effect<void>
@@ -195,6 +197,18 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
         waiting = undefined
       })
     })
+    const nextUpTo = (most: number) =>
+      Effect.map(next, (first) => {
+        if (Option.isNone(first)) return []
+        const messages = [first.value]
+        while (messages.length < most && inbox.length > 0) {
+          const { bytes, message } = inbox.shift()!
+          inboxBytes -= bytes
+          messages.push(message)
+        }
+        if (!full()) guard.resumeReading()
+        return messages
+      })
     const close = (code: number, reason: string) => Effect.sync(() => guard.close(code, reason))
     const roomToSend = Effect.async<boolean>((resume) => {
       const cancel = guard.waitForRoom(sending.maxBuffered, sending.timeoutMs, (room) => resume(Effect.succeed(room)))
@@ -217,5 +231,5 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
       inboxBytes = 0
       guard.resumeReading()
     })
-    return { next, send, close, closed: Fiber.await(reader).pipe(Effect.asVoid), discardIncoming }
+    return { next, nextUpTo, send, close, closed: Fiber.await(reader).pipe(Effect.asVoid), discardIncoming }
   })

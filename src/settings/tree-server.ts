@@ -200,11 +200,11 @@ export const server = {
     },
     event_persister: {
       enabled: enabled(true, "event persister"),
-      batch_size: S.integer(20, "Events written per batch.", { min: 1 }),
+      batch_size: S.integer(20, "Least number of events one write may take: a write takes all that is queued, up to 2000 events or this many when larger.", { min: 1 }),
       read_batch_size: S.integer(1, "Messages read from the broker at once.", { min: 1 }),
       flush_interval: S.number(5, "Seconds between flushes of buffered events.", { min: 0 }),
       batch_size_delete: S.integer(10000, "Expired events deleted per batch.", { min: 1 }),
-      queue_max_size: S.integer(50000, "Most events buffered before new ones are dropped.", { min: 1 }),
+      queue_max_size: S.integer(50000, "Most events waiting to be written: past that senders wait, and the oldest are dropped only when the persister takes none for 5 s.", { min: 1 }),
       max_flush_retries: S.integer(5, "Times a failed flush is retried.", { min: 0 })
     },
     event_logger: {
