@@ -14,6 +14,7 @@ import { Cause, Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "
 import { isDataException, unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { Settings } from "../settings/settings.ts"
 import { defineService, registerServices } from "../services/runner.ts"
 import { EventBus } from "./bus.ts"
@@ -31,9 +32,11 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const repo = yield* EventsRepo
     const log = yield* EventLog
     const relay = yield* EventRelay
+    const metrics = yield* Metrics
     const options = settings.server.services.event_persister
     // Subscribed from the start, so no event published before the first flush is missed.
     const { events: queue, ack, start } = yield* bus.consume("event-persister", options.read_batch_size)
+    yield* metrics.eventBacklog(Queue.size(queue))
 
     const retries: Record<"spaced" | "briefly", Schedule.Schedule<unknown>> = {
       spaced: Schedule.recurs(options.max_flush_retries).pipe(Schedule.intersect(Schedule.spaced(Duration.seconds(options.flush_interval)))),
@@ -45,12 +48,16 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
         // Only an unavailable database is a failure here (every other statement error is a
         // defect): worth another try, where a refused value would be refused again.
         Effect.retry({ schedule: retries[retry] }),
+        Effect.flatMap(metrics.eventsPersisted),
         Effect.catchAllCause((cause) =>
           // One event the database refuses (a resource id too large for its index) must not take
           // the rest of its batch with it: each is written alone, and only the refused one dropped.
           batch.length > 1 && isDataException(Cause.squash(cause))
             ? Effect.forEach(batch, (event) => store([event], retry), { discard: true })
-            : Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause))
+            : Effect.zipRight(
+              Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause)),
+              metrics.eventsDropped(batch.length)
+            )
         )
       )
 
@@ -100,7 +107,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
 
     return { tick, drain, trim, relay: relay.tick } as const
   }),
-  dependencies: [EventBus.Default, EventsRepo.Default, EventLog.Default, EventRelay.Default]
+  dependencies: [EventBus.Default, EventsRepo.Default, EventLog.Default, EventRelay.Default, Metrics.Default]
 }) {}
 
 export const EventPersisterService = registerServices(
