@@ -8,7 +8,7 @@ const loopSeconds = (seconds: number, service: string) =>
 export const server = {
   logging_level: S.logLevel("WARNING", "Log level of the server."),
   analytics_enabled: S.boolean(true, "Sends anonymous usage data (such as counts of runs) at start-up."),
-  metrics_enabled: S.boolean(false, "The API serves Prometheus metrics."),
+  metrics_enabled: S.boolean(false, "The API serves Prometheus metrics at {base}/metrics (docs/metrics.md)."),
   log_retryable_errors: S.boolean(false, "Logs errors of the API and its services that clients may retry."),
   register_blocks_on_start: S.boolean(true, "Registers the system block types and schemas at start."),
   memoize_block_auto_registration: S.boolean(

@@ -3,7 +3,14 @@
  * read from the Prometheus text the server answers with.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Clock, Context, Duration, Effect, TestClock } from "effect"
+import { HttpServer } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Duration, Effect, Layer, TestClock } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { BatonApi } from "../../src/api.ts"
+import { requestRecorder } from "../../src/http/metrics.ts"
+import { apiServer } from "../../src/server.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { FLOW_RUNS_TTL, Metrics } from "../../src/metrics/metrics.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
@@ -11,7 +18,8 @@ import { defineService, runServices } from "../../src/services/runner.ts"
 import { BATON_VERSION } from "../../src/version.ts"
 import { ok } from "../support/api.ts"
 import { eventually } from "../support/eventually.ts"
-import { type Exposition, scrape } from "../support/metrics.ts"
+import { type Exposition, parseExposition, scrape } from "../support/metrics.ts"
+import { onServer, scopedDatabase, seededHome } from "../support/database.ts"
 import { buildInServer, request, testServer } from "../support/server.ts"
 import { connect } from "../support/websocket.ts"
 
@@ -41,6 +49,17 @@ describe("metrics on", () => {
         expect(metrics.value("process_resident_memory_bytes")).toBeGreaterThan(0)
         expect(metrics.value("baton_info", { version: BATON_VERSION })).toBe(1)
         expect(metrics.families.get(HTTP)?.type).toBe("histogram")
+      })
+    )
+
+    it.effect("documents every series it serves in docs/metrics.md, and serves every one documented", () =>
+      Effect.gen(function* () {
+        const metrics = yield* scrape()
+        const served = [...metrics.families.keys()].filter((name) => name.startsWith("baton_")).sort()
+        const doc = fs.readFileSync(path.resolve(import.meta.dirname, "../../docs/metrics.md"), "utf8")
+        const documented = [...doc.matchAll(/^\| `(baton_\w+)` \|/gm)].map((m) => m[1]!).sort()
+        expect(served.length).toBeGreaterThan(10)
+        expect(served).toEqual(documented)
       })
     )
 
@@ -179,14 +198,58 @@ describe("metrics behind the shared credential", () => {
 
 describe("metrics off (the default)", () => {
   layer(testServer(), { timeout: 60_000 })((it) => {
-    it.scoped("GET /metrics is a 404 like any path no route takes", () =>
+    it.scoped("GET /metrics is a 404 like any path no route takes, and nothing is measured", () =>
       Effect.gen(function* () {
         const res = yield* request("GET", "/metrics")
         expect(res.status).toBe(404)
         expect(res.body).toEqual((yield* request("GET", "/no-such-path")).body)
+        // The server's metrics are the no-op ones: the edge gets no recorder (it then serves each
+        // request as it would without metrics), and an iteration runs as it is.
         const metrics = Context.get(yield* buildInServer(Metrics.Default), Metrics)
         expect(metrics.enabled).toBe(false)
+        expect(requestRecorder(metrics, "/v2/api", BatonApi, [])).toBeUndefined()
+        const tick = Effect.void
+        expect((yield* metrics.iterations("late_runs", undefined))(tick)).toBe(tick)
       })
     )
   })
+})
+
+describe("the database pool", () => {
+  it.scopedLive("is reported by a server composed as `baton server start` composes it", () =>
+    Effect.gen(function* () {
+      const database = onServer() ? { "server.database.connection_url": (yield* scopedDatabase({ migrated: true })).url! } : {}
+      const overrides = {
+        home: yield* seededHome,
+        ...database,
+        "server.api.host": "127.0.0.1",
+        "server.api.port": 0,
+        "server.metrics_enabled": true,
+        // One connection on either database: a second statement waits for it.
+        "server.database.sqlalchemy.pool_size": 1,
+        "server.database.sqlalchemy.max_overflow": 0
+      }
+      const context = yield* Layer.build(apiServer({ overrides, services: false }))
+      const address = Context.get(context, HttpServer.HttpServer).address
+      const port = address._tag === "TcpAddress" ? address.port : Number.NaN
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const get = Effect.promise(() => fetch(`http://127.0.0.1:${port}/v2/api/metrics`).then((res) => res.text()))
+
+      const idle = parseExposition(yield* get)
+      expect(idle.value("baton_database_pool_max")).toBe(1)
+      expect(idle.value("baton_database_pool_waiting")).toBe(0)
+
+      // A transaction holds the connection (an Effect sleep in it: the embedded database runs in
+      // this thread, so a statement that sleeps would stop everything), a statement waits for it.
+      yield* Effect.forkScoped(sql.withTransaction(Effect.zipRight(sql`SELECT 1`, Effect.sleep("2 seconds"))))
+      yield* Effect.sleep("200 millis")
+      yield* Effect.forkScoped(sql`SELECT 2`)
+      yield* Effect.sleep("100 millis")
+      const busy = parseExposition(yield* get)
+      expect(busy.value("baton_database_pool_connections", { state: "in_use" })).toBe(1)
+      expect(busy.value("baton_database_pool_connections", { state: "idle" })).toBe(0)
+      expect(busy.value("baton_database_pool_waiting")).toBeGreaterThanOrEqual(1)
+    }),
+    60_000
+  )
 })
