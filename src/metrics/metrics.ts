@@ -31,6 +31,9 @@ export type ActiveStateType = (typeof ACTIVE_STATE_TYPES)[number]
  */
 export const FLOW_RUNS_TTL = Duration.seconds(15)
 
+/** How long a scrape waits for a source (the count of flow runs) before it answers without it. */
+const SOURCE_TIMEOUT = Duration.seconds(3)
+
 /** Seconds; from a millisecond answer to a long poll. */
 const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 /** Seconds; the persister's iteration waits up to its flush interval, the scheduler's may take minutes. */
@@ -197,11 +200,13 @@ const makeEnabled = (prom: typeof Prom): Effect.Effect<MetricsShape, never, Scop
       return labels
     }
 
-    // What a scrape reads first. A source that fails leaves its series out of that scrape (unknown,
-    // not stale) and is logged.
+    // What a scrape reads first. A source that fails, or does not answer within SOURCE_TIMEOUT (the
+    // database away), leaves its series out of that scrape (unknown, not stale) and is logged: the
+    // rest of the scrape is answered in time, when it matters most.
     const sources = new Set<Effect.Effect<void>>()
     const source = (read: Effect.Effect<void, unknown>, clear: () => void) => {
       const guarded = read.pipe(
+        Effect.timeoutFail({ duration: SOURCE_TIMEOUT, onTimeout: () => `no answer within ${Duration.format(SOURCE_TIMEOUT)}` }),
         Effect.catchAllCause((cause) => Effect.zipRight(Effect.sync(clear), Effect.logWarning("Could not read a metric", cause)))
       )
       return Effect.asVoid(Effect.acquireRelease(

@@ -5,12 +5,13 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Layer, TestClock } from "effect"
+import { Clock, Context, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { BatonApi } from "../../src/api.ts"
 import { requestRecorder } from "../../src/http/metrics.ts"
 import { apiServer } from "../../src/server.ts"
+import { layer as settingsLayer } from "../../src/settings/settings.ts"
 import { EventPersister } from "../../src/events/persister.ts"
 import { FLOW_RUNS_TTL, Metrics } from "../../src/metrics/metrics.ts"
 import { runBackgroundServices } from "../../src/services/registry.ts"
@@ -213,6 +214,28 @@ describe("metrics off (the default)", () => {
       })
     )
   })
+})
+
+describe("a source that does not answer", () => {
+  it.scoped("is left out of the scrape after a few seconds; the rest is answered", () =>
+    Effect.gen(function* () {
+      const context = yield* Layer.build(Metrics.Default.pipe(Layer.provide(settingsLayer({ "server.metrics_enabled": true }))))
+      const metrics = Context.get(context, Metrics)
+      let counts = 0
+      // Answers at first, then hangs (a database gone away).
+      yield* metrics.flowRuns(Effect.suspend(() => (++counts === 1 ? Effect.succeed(new Map([["RUNNING", 2]])) : Effect.never)))
+      const first = parseExposition((yield* metrics.render).body)
+      expect(first.value("baton_flow_runs", { state_type: "RUNNING" })).toBe(2)
+
+      yield* TestClock.adjust(FLOW_RUNS_TTL)
+      const scraping = yield* Effect.fork(metrics.render)
+      yield* TestClock.adjust(Duration.seconds(3))
+      const later = parseExposition((yield* Fiber.join(scraping)).body)
+      expect(counts).toBe(2)
+      expect(later.find("baton_flow_runs")).toEqual([])
+      expect(later.value("baton_info", { version: BATON_VERSION })).toBe(1)
+    })
+  )
 })
 
 describe("the database pool", () => {
