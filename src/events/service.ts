@@ -62,9 +62,10 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
       const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
       if (found.length > 0) return yield* new ValidationError({ detail: found })
       const stamped = yield* stamp(events)
+      const published = yield* bus.publish(stamped)
       yield* metrics.eventsReceived(stamped.length)
       // Live subscribers here see them at once; the persister writes them into the log for the rest.
-      yield* log.receivedHere(yield* bus.publish(stamped))
+      yield* log.receivedHere(published)
       return stamped
     })
 

@@ -88,7 +88,7 @@ export const requestRecorder = (metrics: MetricsShape, basePath: string, api: Ht
   if (!metrics.enabled) return undefined
   const label = routeLabels(basePath, api, paths)
   return (request: HttpServerRequest.HttpServerRequest, status: number, startedMs: number) => {
-    if (request.headers.upgrade !== undefined) return
+    if (request.headers.upgrade?.toLowerCase() === "websocket") return
     metrics.httpRequest(request.method, label(request.url), status, (performance.now() - startedMs) / 1000)
   }
 }
