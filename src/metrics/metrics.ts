@@ -23,7 +23,6 @@ export const OUTSIDE_ROUTE = "outside"
 
 /** Flow-run state types counted by `baton_flow_runs`: those a run is in while it is not over. */
 export const ACTIVE_STATE_TYPES = ["SCHEDULED", "PENDING", "RUNNING", "PAUSED", "CANCELLING"] as const
-export type ActiveStateType = (typeof ACTIVE_STATE_TYPES)[number]
 
 /**
  * How long a count of flow runs by state serves scrapes: however many scrape, the database counts
