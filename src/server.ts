@@ -84,6 +84,7 @@ import { VariablesRepo } from "./variables/repo.ts"
 import { WorkPoolsRepo } from "./work-pools/repo.ts"
 import { WorkQueueLookup } from "./work-pools/queue-lookup.ts"
 import { FlowRunStatesLive, FlowRunsLive } from "./flow-runs/http.ts"
+import { FlowRunMetricsLive } from "./flow-runs/metrics.ts"
 import { FlowRunsRepo } from "./flow-runs/repo.ts"
 import { FlowsLive } from "./flows/http.ts"
 import { FlowsRepo } from "./flows/repo.ts"
@@ -92,6 +93,8 @@ import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./api.ts"
 import * as ApiDocs from "./http/docs.ts"
 import { edge } from "./http/edge.ts"
+import { METRICS_PATH, MetricsRouteLive, requestRecorder } from "./http/metrics.ts"
+import { DatabasePoolMetricsLive, Metrics } from "./metrics/metrics.ts"
 import { makeNodeServer } from "./http/node-server.ts"
 import { StatementsLive } from "./database/statements.ts"
 import { apiMiddleware } from "./http/middleware.ts"
@@ -115,12 +118,15 @@ import { TracingLive, tracingEnabled } from "./telemetry/tracing.ts"
 
 export type DatabaseServices = SqlClient.SqlClient | PgClient.PgClient
 
-/** The database the settings choose (PostgreSQL or embedded), migrated when migrate_on_start asks. */
+/**
+ * The database the settings choose (PostgreSQL or embedded), migrated when migrate_on_start asks,
+ * its pool's use reported to the metrics.
+ */
 export const DatabaseLive: Layer.Layer<
-  DatabaseServices,
+  DatabaseServices | Database.DatabasePool,
   Database.DatabaseError | MigrationError,
   Settings
-> = MigrateOnStart.pipe(
+> = Layer.merge(MigrateOnStart, DatabasePoolMetricsLive).pipe(
   Layer.provideMerge(Database.layerFromSettings)
 )
 
@@ -259,30 +265,42 @@ export const GroupsLive: Layer.Layer<
   DatabaseServices | Settings | Leadership
 > = groups
 
-/** The Api with every group's handlers, and the websocket routes beside them. */
-export const HandlersLive = Layer.mergeAll(HttpApiBuilder.api(BatonApi), LogsOutLive, EventSocketsLive, TaskRunSubscriptionsLive).pipe(
-  Layer.provide(GroupsLive)
-)
+/**
+ * The Api with every group's handlers, the websocket routes beside them, and what the metrics read
+ * of the areas.
+ */
+export const HandlersLive = Layer.mergeAll(
+  HttpApiBuilder.api(BatonApi),
+  LogsOutLive,
+  EventSocketsLive,
+  TaskRunSubscriptionsLive,
+  FlowRunMetricsLive
+).pipe(Layer.provide(GroupsLive))
+
+const DOCS = { openApiPath: "/openapi.json", docsPath: "/docs" } as const
 
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its
- * OpenAPI document and docs page, and the UI beside it when the settings name one.
+ * OpenAPI document and docs page, its metrics when they are on, and the UI beside it when the
+ * settings name one.
  */
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
-    Effect.map(Effect.all([Settings, UiStatic, tracingEnabled]), ([settings, ui, tracing]) => {
-      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles))).pipe(
+    Effect.map(Effect.all([Settings, UiStatic, Metrics, tracingEnabled]), ([settings, ui, metrics, tracing]) => {
+      const record = requestRecorder(metrics, settings.server.api.base_path, api, [DOCS.openApiPath, DOCS.docsPath, METRICS_PATH])
+      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles), record)).pipe(
         // A tracer span per request costs throughput: made only when spans are exported.
         HttpMiddleware.withTracerDisabledWhen(() => !tracing),
         Layer.provide(apiMiddleware(api)),
         Layer.provide(csrfMiddleware),
-        Layer.provide(ApiDocs.layer({ openApiPath: "/openapi.json", docsPath: "/docs" })),
+        Layer.provide(ApiDocs.layer(DOCS)),
+        Layer.provide(MetricsRouteLive),
         Layer.provide(handlers),
         // Built with it, every request's statements are checked (and echoed).
         Layer.provide(StatementsLive)
       )
     })
-  ).pipe(Layer.provide(UiStatic.Default))
+  ).pipe(Layer.provide(UiStatic.Default), Layer.provide(Metrics.Default))
 
 export const ApiLive = serveApi(BatonApi, HandlersLive)
 

@@ -2,11 +2,12 @@
  * The one database client: PostgreSQL through @effect/sql-pg, either a real server (when
  * `server.database.connection_url` or `host` is set) or the embedded one under `{home}/database`.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Either, Layer, Redacted, Schema } from "effect"
+import { Context, Duration, Effect, Either, Layer, Redacted, Schema } from "effect"
 import * as net from "node:net"
 import * as path from "node:path"
+import pg from "pg"
 import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
 import { isCertificateRefused, serverTls, type ServerTls } from "./tls.ts"
 
@@ -15,6 +16,76 @@ export class DatabaseError extends Schema.TaggedError<DatabaseError>()("Database
 }) {}
 
 type DatabaseSettings = SettingsValue["server"]["database"]
+
+/** How the connection pool is used right now, read live (node-postgres counts it). */
+export interface PoolUse {
+  /** Connections open, in use or idle. */
+  readonly totalCount: number
+  readonly idleCount: number
+  /** Requests waiting for a connection. */
+  readonly waitingCount: number
+}
+
+/** The pool of the database client the Layers of this module make, with the most connections it opens. */
+export class DatabasePool extends Context.Tag("baton/DatabasePool")<
+  DatabasePool,
+  { readonly use: PoolUse; readonly max: number }
+>() {}
+
+/**
+ * A PgClient on a pool made here, as PgClient.layer makes it (the same options, the same first
+ * `SELECT 1` within connectTimeout), so that the pool's use can be read (DatabasePool): the client
+ * keeps its own pool to itself. The pool ends with the Layer's scope, also when the first
+ * statement fails.
+ */
+export const layerPg = (config: PgClient.PgClientConfig): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool, SqlError.SqlError> =>
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const made = new pg.Pool({
+            connectionString: config.url ? Redacted.value(config.url) : undefined,
+            user: config.username,
+            host: config.host,
+            database: config.database,
+            password: config.password ? Redacted.value(config.password) : undefined,
+            ssl: config.ssl,
+            port: config.port,
+            ...(config.stream ? { stream: config.stream } : {}),
+            connectionTimeoutMillis: config.connectTimeout ? Duration.toMillis(config.connectTimeout) : undefined,
+            idleTimeoutMillis: config.idleTimeout ? Duration.toMillis(config.idleTimeout) : undefined,
+            max: config.maxConnections,
+            min: config.minConnections,
+            maxLifetimeSeconds: config.connectionTTL ? Duration.toSeconds(config.connectionTTL) : undefined,
+            application_name: config.applicationName ?? "@effect/sql-pg",
+            types: config.types
+          })
+          // A connection lost while idle is dropped by the pool; the error is the next statement's.
+          made.on("error", () => {})
+          return made
+        }),
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+      )
+      yield* Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: config.connectTimeout ?? Duration.seconds(5),
+          onTimeout: () => new SqlError.SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        })
+      )
+      return Layer.merge(
+        PgClient.layerFromPool({
+          acquire: Effect.succeed(pool),
+          applicationName: config.applicationName,
+          transformJson: config.transformJson,
+          types: config.types
+        }),
+        Layer.succeed(DatabasePool, { use: pool, max: pool.options.max ?? 10 })
+      )
+    })
+  )
 
 /** Pool and timeout options shared by both kinds of database. */
 const poolOptions = (db: DatabaseSettings, maxConnections: number) => ({
@@ -147,7 +218,7 @@ export const layerServer = (settings: SettingsValue) => {
   return Layer.unwrapEffect(
     serverConnection(db).pipe(
       Effect.map(({ ssl, url }) =>
-        PgClient.layer({
+        layerPg({
           stream: guardedSocket(connectMs, answerMs),
           url: Redacted.make(url),
           ssl,
@@ -161,7 +232,7 @@ export const layerServer = (settings: SettingsValue) => {
 
 /** A client of an embedded database served on a socket in `socketDir`. */
 export const layerSocket = (socketDir: string, settings: SettingsValue) =>
-  PgClient.layer({
+  layerPg({
     host: socketDir,
     database: "postgres",
     username: "postgres",
@@ -186,7 +257,7 @@ export const layerEmbedded = (settings: SettingsValue) =>
   )
 
 /** The database the settings choose. */
-export const layerFromSettings: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, DatabaseError, Settings> =
+export const layerFromSettings: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | DatabasePool, DatabaseError, Settings> =
   Layer.unwrapEffect(
     Effect.map(Settings, (settings) =>
       usesServer(settings.server.database) ? layerServer(settings) : layerEmbedded(settings)

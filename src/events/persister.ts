@@ -14,6 +14,7 @@ import { Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
 import { unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { Settings } from "../settings/settings.ts"
 import { defineService, registerServices } from "../services/runner.ts"
 import { EventBus } from "./bus.ts"
@@ -38,10 +39,12 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
     const repo = yield* EventsRepo
     const log = yield* EventLog
     const relay = yield* EventRelay
+    const metrics = yield* Metrics
     const options = settings.server.services.event_persister
     const writeMost = Math.max(options.batch_size, WRITE_MOST)
     // Subscribed from the start, so no event published before the first flush is missed.
     const { events: queue, ack, start } = yield* bus.consume("event-persister", options.read_batch_size)
+    yield* metrics.eventBacklog(Queue.size(queue))
 
     const retries: Record<"spaced" | "briefly", Schedule.Schedule<unknown>> = {
       spaced: Schedule.recurs(options.max_flush_retries).pipe(Schedule.intersect(Schedule.spaced(Duration.seconds(options.flush_interval)))),
@@ -53,7 +56,13 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       // failure here (every other statement error is a defect): worth another try.
       unavailabilityAsFailure(log.writeOrDropRefused(batch)).pipe(
         Effect.retry({ schedule: retries[retry] }),
-        Effect.catchAllCause((cause) => Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause)))
+        Effect.flatMap(metrics.eventsPersisted),
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(
+            Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause)),
+            metrics.eventsDropped(batch.length)
+          )
+        )
       )
 
     const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>
@@ -102,7 +111,7 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
 
     return { tick, drain, trim, relay: relay.tick } as const
   }),
-  dependencies: [EventBus.Default, EventsRepo.Default, EventLog.Default, EventRelay.Default]
+  dependencies: [EventBus.Default, EventsRepo.Default, EventLog.Default, EventRelay.Default, Metrics.Default]
 }) {}
 
 export const EventPersisterService = registerServices(

@@ -10,6 +10,7 @@ import { now } from "../domain/time.ts"
 import { type ValidationDetailItem } from "../domain/problems.ts"
 import { ValidationError } from "../domain/errors.ts"
 import { valueErrorItem } from "../domain/problems.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
 import { EventLog } from "./log.ts"
@@ -20,6 +21,7 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
     const settings = yield* Settings
     const bus = yield* EventBus
     const log = yield* EventLog
+    const metrics = yield* Metrics
     const limits = settings.server.events
 
     /** The problems of one event, located under `loc`. */
@@ -60,12 +62,14 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
       const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
       if (found.length > 0) return yield* new ValidationError({ detail: found })
       const stamped = yield* stamp(events)
+      const published = yield* bus.publish(stamped)
+      yield* metrics.eventsReceived(stamped.length)
       // Live subscribers here see them at once; the persister writes them into the log for the rest.
-      yield* log.receivedHere(yield* bus.publish(stamped))
+      yield* log.receivedHere(published)
       return stamped
     })
 
     return { receive, emit } as const
   }),
-  dependencies: [EventBus.Default, EventLog.Default]
+  dependencies: [EventBus.Default, EventLog.Default, Metrics.Default]
 }) {}

@@ -9,6 +9,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Duration, Effect, Either, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { PROTOCOL_ERROR, POLICY_VIOLATION, servePrefectSocket } from "../http/websocket.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventLog } from "./log.ts"
 import { EventFilter, eventMatches, resolveFilter } from "./filter.ts"
@@ -28,6 +29,7 @@ const describe = (issue: ParseResult.ParseIssue) => ParseResult.TreeFormatter.fo
 export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
     const settings = yield* Settings
+    const metrics = yield* Metrics
     const events = yield* Events
     const log = yield* EventLog
     const repo = yield* EventsRepo
@@ -36,7 +38,7 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
 
     yield* router.get(
       "/events/in",
-      servePrefectSocket(settings, (socket) =>
+      servePrefectSocket(settings, metrics, (socket) =>
         Effect.gen(function* () {
           const refuse = (detail: string) => socket.close(INVALID_PAYLOAD, `Invalid event: ${detail}`)
           /** Receives the events one at a time: what a batch with a refused event falls back to. */
@@ -77,7 +79,7 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
 
     yield* router.get(
       "/events/out",
-      servePrefectSocket(settings, (socket) =>
+      servePrefectSocket(settings, metrics, (socket) =>
         Effect.gen(function* () {
           if (!settings.server.events.stream_out_enabled) {
             return yield* socket.close(POLICY_VIOLATION, "Event streaming is off (server.events.stream_out_enabled is false)")
@@ -117,4 +119,4 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
       )
     )
   })
-).pipe(Layer.provide([EventLog.Default, Events.Default, EventsRepo.Default]))
+).pipe(Layer.provide([EventLog.Default, Events.Default, EventsRepo.Default, Metrics.Default]))

@@ -1,8 +1,9 @@
 /**
  * What every request goes through before the Api sees it: CORS, the base path, the shared
  * credential (./auth.ts), the body limit (./limits.ts), trailing slashes, empty bodies, request
- * logging and the last-resort answer for an unexpected failure. Outside the base path: what the
- * server hands in (the UIs, /ui-settings, a page for a browser at / without a UI), else a JSON 404.
+ * logging, the request metrics (./metrics.ts) and the last-resort answer for an unexpected failure.
+ * Outside the base path: what the server hands in (the UIs, /ui-settings, a page for a browser at /
+ * without a UI), else a JSON 404.
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Either, Option } from "effect"
@@ -12,6 +13,7 @@ import { corsMiddleware } from "./cors.ts"
 import { announcesBody, isJsonMediaType, mediaTypeOf } from "./content-type.ts"
 import { bodyLimit, withBody } from "./limits.ts"
 import { safeCause } from "./log-safe.ts"
+import type { RequestRecorder } from "./metrics.ts"
 import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
 import { notFound } from "./responses.ts"
 import { unavailableAnswerForCause } from "./unavailable.ts"
@@ -56,8 +58,11 @@ export interface Outside {
 /** Nothing besides the Api: a JSON 404 outside the base path. */
 export const nothingOutside: Outside = { first: () => undefined, serve: () => Effect.succeed(notFound) }
 
-/** Serves `api` under the base path, and `outside` beside it. */
-export const edge = (settings: SettingsValue, outside: Outside = nothingOutside) => {
+/**
+ * Serves `api` under the base path, and `outside` beside it; every answer goes to `record` when
+ * there is one (metrics on).
+ */
+export const edge = (settings: SettingsValue, outside: Outside = nothingOutside, record?: RequestRecorder) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
   const refusedWithoutCredential = basicAuth(settings)
@@ -97,9 +102,23 @@ export const edge = (settings: SettingsValue, outside: Outside = nothingOutside)
         return Effect.as(Effect.logError("Unexpected failure while handling a request", safeCause(cause)), internalError)
       })
     )
-    return logRequests(cors(guarded))
+    const served = logRequests(cors(guarded))
+    return record === undefined ? served : recorded(served, record)
   }
 }
+
+/**
+ * Every answer, recorded. The time is the process's monotonic clock rather than Effect's: it
+ * measures how long the request took and decides nothing.
+ */
+const recorded = <E, R>(app: HttpApp.Default<E, R>, record: RequestRecorder): HttpApp.Default<E, R> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const started = performance.now()
+    return Effect.map(app, (response) => {
+      record(request, response.status, started)
+      return response
+    })
+  })
 
 const logRequests = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   Effect.gen(function* () {

@@ -13,8 +13,10 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Deferred, Effect, Fiber, Option, Redacted, type Scope } from "effect"
 import type { IncomingMessage } from "node:http"
 import { digestOf, sameDigest } from "../domain/secrets.ts"
+import type { MetricsShape } from "../metrics/metrics.ts"
 import type { SettingsValue } from "../settings/settings.ts"
 import { corsAllowsOrigin } from "./cors.ts"
+import { pathnameOf } from "./paths.ts"
 import { guardOf, POLICY_VIOLATION, SocketGuard, socketLimits } from "./websocket-guard.ts"
 
 export { MESSAGE_TOO_BIG, POLICY_VIOLATION } from "./websocket-guard.ts"
@@ -69,10 +71,12 @@ const sameOrigin = (origin: string, host: string | undefined) => {
 
 /**
  * Accepts the websocket of the current request and runs `session` on it, handshake done. A request
- * that may not connect is answered 403 before upgrading.
+ * that may not connect is answered 403 before upgrading. While open, the socket counts in
+ * `baton_websockets_open` under its route's path.
  */
 export const servePrefectSocket = <R>(
   settings: SettingsValue,
+  metrics: MetricsShape,
   session: (socket: PrefectSocket) => Effect.Effect<void, never, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, Exclude<R, Scope.Scope> | HttpServerRequest.HttpServerRequest> => {
   const api = settings.server.api
@@ -112,6 +116,8 @@ export const servePrefectSocket = <R>(
       if (!withSubprotocol) guard.authenticated()
       const raw = yield* Effect.orDie(request.upgrade)
       const socket = yield* accept(raw, guard, sending)
+      // The route's own path (the edge took the base path off): one of a few, never a client's text.
+      yield* metrics.websocketOpen(pathnameOf(request.url))
       const run = Effect.gen(function* () {
         if (withSubprotocol) {
           const first = yield* socket.next

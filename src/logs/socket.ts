@@ -5,6 +5,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import { POLICY_VIOLATION, PROTOCOL_ERROR, servePrefectSocket } from "../http/websocket.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { Settings } from "../settings/settings.ts"
 import { Log, LogFilter } from "./schemas.ts"
 import { LogStream, logMatches } from "./stream.ts"
@@ -16,9 +17,10 @@ export const LogsOutLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
     const stream = yield* LogStream
     const settings = yield* Settings
+    const metrics = yield* Metrics
     yield* router.get(
       "/logs/out",
-      servePrefectSocket(settings, (socket) =>
+      servePrefectSocket(settings, metrics, (socket) =>
         Effect.gen(function* () {
           if (!stream.enabled) {
             return yield* socket.close(POLICY_VIOLATION, "Log streaming is off (server.logs.stream_out_enabled is false)")
@@ -41,4 +43,4 @@ export const LogsOutLive = HttpApiBuilder.Router.use((router) =>
       )
     )
   })
-).pipe(Layer.provide(LogStream.Default))
+).pipe(Layer.provide([LogStream.Default, Metrics.Default]))

@@ -10,6 +10,7 @@ import { Cause, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { unavailability, unavailabilityReason } from "../database/errors.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 import { Leadership } from "../database/leadership.ts"
+import { Metrics } from "../metrics/metrics.ts"
 
 export type ServiceName = keyof SettingsValue["server"]["services"]
 
@@ -71,26 +72,29 @@ export const loop = <R>(
 
 /**
  * Forks every enabled service into the Layer's scope; closing the scope (server shutdown)
- * interrupts them all.
+ * interrupts them all. Each iteration is measured (../metrics/metrics.ts); a singleton's only when
+ * this process leads and it runs.
  */
 export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): Layer.Layer<never, never, Settings | Leadership | R> =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const settings = yield* Settings
       const leadership = yield* Leadership
+      const metrics = yield* Metrics
       for (const service of services) {
         if (!settings.server.services[service.name].enabled) {
           yield* Effect.logDebug(`Service ${service.name} is disabled`)
           continue
         }
+        const measured = (yield* metrics.iterations(service.name, service.loop))(service.tick)
         const run = service.singleton
-          ? { ...service, tick: Effect.flatMap(leadership.leads, (leads) => (leads ? service.tick : Effect.void)) }
-          : service
+          ? { ...service, tick: Effect.flatMap(leadership.leads, (leads) => (leads ? measured : Effect.void)) }
+          : { ...service, tick: measured }
         yield* Effect.forkScoped(loop(run, service.interval(settings)))
         yield* Effect.logDebug(`Service ${service.loop === undefined ? service.name : `${service.name} (${service.loop})`} started`)
       }
     })
-  )
+  ).pipe(Layer.provide(Metrics.Default))
 
 /** The background services registered in one build of the server, in the order they were added. */
 export class BackgroundServices extends Effect.Service<BackgroundServices>()("baton/BackgroundServices", {

@@ -8,7 +8,7 @@ const loopSeconds = (seconds: number, service: string) =>
 export const server = {
   logging_level: S.logLevel("WARNING", "Log level of the server."),
   analytics_enabled: S.boolean(true, "Sends anonymous usage data (such as counts of runs) at start-up."),
-  metrics_enabled: S.boolean(false, "The API serves Prometheus metrics."),
+  metrics_enabled: S.boolean(false, "The API serves Prometheus metrics at {base}/metrics (docs/metrics.md)."),
   log_retryable_errors: S.boolean(
     false,
     "Logs every database failure a client may retry (answered 503: a lost connection, a deadlock, a serialization failure, a statement timeout) as an error with its trace, in the API and the background services; off, they are summed up in warnings without traces."

@@ -10,6 +10,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { servePrefectSocket } from "../http/websocket.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { Settings } from "../settings/settings.ts"
 import { TaskRunsRepo } from "../task-runs/repo.ts"
 import { TaskRun } from "../task-runs/schemas.ts"
@@ -25,12 +26,13 @@ const textsOf = (value: unknown): Array<string> =>
 export const TaskRunSubscriptionsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
     const settings = yield* Settings
+    const metrics = yield* Metrics
     const deliveries = yield* TaskRunDeliveries
     const taskRuns = yield* TaskRunsRepo
 
     yield* router.get(
       "/task_runs/subscriptions/scheduled",
-      servePrefectSocket(settings, (socket) =>
+      servePrefectSocket(settings, metrics, (socket) =>
         Effect.gen(function* () {
           const first = yield* socket.next
           if (Option.isNone(first)) return
@@ -93,4 +95,4 @@ export const TaskRunSubscriptionsLive = HttpApiBuilder.Router.use((router) =>
       )
     )
   })
-).pipe(Layer.provide([TaskRunDeliveries.Default, TaskRunsRepo.Default]))
+).pipe(Layer.provide([TaskRunDeliveries.Default, TaskRunsRepo.Default, Metrics.Default]))
