@@ -168,13 +168,25 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
   // The platform attaches its own "request" and "upgrade" listeners; intercepting the events lets
   // the fast path and the bounds answer first and keeps everything else on the platform's handlers.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
+  // The port opens before the platform attaches its listeners: what comes in meanwhile (a request
+  // right after the first liveness answer) waits for them, where Node would leave it unanswered.
+  const early: Array<[string, Array<unknown>]> = []
+  server.on("newListener", (event) => {
+    if (event === "request" || event === "upgrade") setImmediate(() => {
+      for (const [held, args] of early.splice(0)) server.emit(held, ...args)
+    })
+  })
   server.emit = ((event: string | symbol, ...args: Array<unknown>) => {
     if (event === "request") {
       const response = args[1] as ServerResponse
       if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
+      if (server.listenerCount("request") === 0) return early.push(["request", args]) > 0
       if (shed !== undefined && shed(response)) return true
     }
-    if (event === "upgrade" && admit(args[1] as Duplex)) return true
+    if (event === "upgrade") {
+      if (server.listenerCount("upgrade") === 0) return early.push(["upgrade", args]) > 0
+      if (admit(args[1] as Duplex)) return true
+    }
     return emit(event, ...args)
   }) as Server["emit"]
   return server
