@@ -110,20 +110,36 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
       Effect.forkScoped
     )
 
+    /**
+     * The lock check in flight on the lock's connection, shared by every service asking meanwhile:
+     * one statement at a time on that connection, however many services start an iteration at once.
+     */
+    let checking: { readonly client: pg.Client; readonly result: Promise<pg.QueryResult<{ held: boolean }>> } | undefined
+    const check = (client: pg.Client) => {
+      if (checking?.client === client) return checking.result
+      const result = client.query<{ held: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2
+           AND objsubid = 2 AND pid = pg_backend_pid() AND granted) AS held`,
+        [...LOCK_KEYS]
+      )
+      const current = { client, result }
+      checking = current
+      const done = () => {
+        if (checking === current) checking = undefined
+      }
+      result.then(done, done)
+      return result
+    }
+
     /** Whether this process leads, checked on the lock's own connection (the fence before each iteration). */
     const leads = Effect.suspend(() => {
       const client = session
       if (!leading || client === undefined) return Effect.succeed(false)
-      return Effect.tryPromise(() =>
-        client.query<{ held: boolean }>(
-          `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2
-             AND objsubid = 2 AND pid = pg_backend_pid() AND granted) AS held`,
-          [...LOCK_KEYS]
-        )
-      ).pipe(
+      return Effect.tryPromise(() => check(client)).pipe(
         Effect.timeout(FENCE_TIMEOUT),
         Effect.map((result) => result.rows[0]?.held === true),
-        Effect.catchAll((error) => Effect.as(lose(`the lock's connection failed: ${messageOf(error)}`), false)),
+        // An answer of a connection since replaced says nothing about the current one.
+        Effect.catchAll((error) => Effect.as(session === client ? lose(`the lock's connection failed: ${messageOf(error)}`) : Effect.void, false)),
         Effect.flatMap((held) => (held || !leading ? Effect.succeed(held) : Effect.as(lose("the lock is no longer held"), false)))
       )
     })
