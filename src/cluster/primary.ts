@@ -12,7 +12,7 @@
  * worker to stop, kills one that has not stopped within STOP_GRACE, and ends once all have exited.
  */
 import cluster, { type Worker } from "node:cluster"
-import { Clock, Console, Deferred, Duration, Effect, Exit, Fiber, Ref, Schema } from "effect"
+import { Clock, Console, Deferred, Duration, Effect, Exit, FiberSet, Ref, Schema } from "effect"
 import { type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
 import { BATON_VERSION } from "../version.ts"
 import { isStarted, type Started, STOP } from "./worker.ts"
@@ -164,13 +164,15 @@ export const supervise = (options: SuperviseOptions) =>
         }
       })
 
-    const first = yield* Effect.forkScoped(slot(1))
-    // Fiber.join fails when the first worker never serves; it never succeeds (a slot runs forever).
-    yield* Effect.raceFirst(Deferred.await(firstServed), Fiber.join(first))
-    const others = yield* Effect.forEach(Array.from({ length: options.workers - 1 }, (_, i) => i + 2), (n) => Effect.forkScoped(slot(n)))
+    // Closed, the set interrupts every slot at once: the workers are asked to stop together.
+    const slots = yield* FiberSet.make<never, ClusterError>()
+    yield* FiberSet.run(slots, slot(1))
+    // The join fails when the first worker never serves; it never succeeds (a slot runs forever).
+    yield* Effect.raceFirst(Deferred.await(firstServed), FiberSet.join(slots))
+    for (let n = 2; n <= options.workers; n++) yield* FiberSet.run(slots, slot(n))
     const port = yield* Deferred.await(allServing)
     yield* print(`Baton ${BATON_VERSION}: ${options.workers} workers on port ${port}`)
-    return yield* Fiber.joinAll([first, ...others]).pipe(Effect.zipRight(Effect.never))
+    return yield* FiberSet.join(slots).pipe(Effect.zipRight(Effect.never))
   }).pipe(Effect.scoped)
 
 /** Forks a worker of this program (node:cluster runs the same command line in it). */

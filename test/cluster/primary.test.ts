@@ -152,21 +152,32 @@ describe("the primary of several workers", () => {
       expect(forked.length).toBe(2)
     }))
 
-  it.scoped("kills a worker that has not stopped within the grace", () =>
+  it.scoped("asks every worker to stop at once, and kills those that have not stopped within the grace", () =>
     Effect.gen(function* () {
       const { fork, forked, print } = yield* fakes({ stubborn: true })
-      const primary = yield* Effect.fork(supervise({ workers: 1, fork, print }))
+      const primary = yield* Effect.fork(supervise({ workers: 3, fork, print }))
       yield* settle
       yield* forked[0]!.serve
       yield* settle
+      yield* forked[1]!.serve
+      yield* forked[2]!.serve
+      yield* settle
       const stopping = yield* Effect.fork(Fiber.interrupt(primary))
       yield* settle
+      expect(forked.map((worker) => worker.stopAsked())).toEqual([true, true, true])
+      // One stops in time; the other two are killed together when the grace is over.
+      yield* forked[1]!.die({ code: 0, signal: null })
       yield* TestClock.adjust(Duration.subtract(STOP_GRACE, Duration.millis(1)))
       yield* settle
-      expect(yield* forked[0]!.hasExited).toBe(false)
+      expect(yield* Effect.all(forked.map((worker) => worker.hasExited))).toEqual([false, true, false])
       yield* TestClock.adjust(Duration.millis(1))
       yield* Fiber.join(stopping)
-      expect(yield* forked[0]!.exited).toEqual({ code: null, signal: "SIGKILL" })
+      expect(yield* Effect.all(forked.map((worker) => worker.exited))).toEqual([
+        { code: null, signal: "SIGKILL" },
+        { code: 0, signal: null },
+        { code: null, signal: "SIGKILL" }
+      ])
+      expect(forked.length).toBe(3)
     }))
 
   it.effect("refuses more than one worker on the embedded database or with leases in memory, in one line", () =>
