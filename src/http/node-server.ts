@@ -168,11 +168,28 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
   // The platform attaches its own "request" and "upgrade" listeners; intercepting the events lets
   // the fast path and the bounds answer first and keeps everything else on the platform's handlers.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
+  // The port opens before the platform attaches its "request" listener (the Api's handlers are built
+  // after the server): a request in between waits for it instead of going unanswered for ever. A
+  // worker of --workers started beside serving ones is handed connections as soon as it listens.
+  let early: Array<ReadonlyArray<unknown>> = []
+  server.on("newListener", (event) => {
+    if (event !== "request" || early.length === 0) return
+    // Told before the listener is added: replayed once it is.
+    queueMicrotask(() => {
+      const waiting = early
+      early = []
+      for (const args of waiting) emit("request", ...args)
+    })
+  })
   server.emit = ((event: string | symbol, ...args: Array<unknown>) => {
     if (event === "request") {
       const response = args[1] as ServerResponse
       if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
       if (shed !== undefined && shed(response)) return true
+      if (server.listenerCount("request") === 0) {
+        early.push(args)
+        return true
+      }
     }
     if (event === "upgrade" && admit(args[1] as Duplex)) return true
     return emit(event, ...args)
