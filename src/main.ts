@@ -173,8 +173,11 @@ const reportExpected = (cause: Cause.Cause<unknown>) => {
 const teardown: Teardown = (exit, onExit) =>
   defaultTeardown(exit, (code) => {
     onExit(code)
-    // Without a code, process.exit takes process.exitCode (set when a start-up problem was reported).
-    if (ClusterWorker.isWorker) process.exit(code === 0 ? undefined : code)
+    if (!ClusterWorker.isWorker) return
+    // Called without an argument, process.exit takes process.exitCode (set when a start-up problem
+    // was reported); node 20 takes an explicit undefined for 0.
+    if (code === 0) process.exit()
+    else process.exit(code)
   })
 
 cli(process.argv).pipe(

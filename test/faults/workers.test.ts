@@ -3,7 +3,8 @@
  * the port and both serve, one of them leads the singleton services, a worker killed with SIGKILL is
  * replaced by the primary while the other serves on, SIGTERM to the primary stops every worker
  * cleanly, and a primary killed with SIGKILL leaves no worker behind. On either database: more than
- * one worker on the embedded database, and 0 workers, are refused with one line. The primary's
+ * one worker on the embedded database, and 0 workers, are refused with one line, and a first worker
+ * that cannot start stops the primary with its error printed once. The primary's
  * supervision on the TestClock: test/cluster/primary.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -105,8 +106,10 @@ const portOf = (server: ServerProcess) => Number(new URL(server.api).port)
 const runToExit = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.promise(() =>
     new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
-      const environment: Record<string, string> = { ...(process.env as Record<string, string>), ...env }
+      // Nothing of the test run's own database settings leaks in.
+      const environment: Record<string, string> = { ...(process.env as Record<string, string>) }
       delete environment.BATON_SERVER_DATABASE_CONNECTION_URL
+      Object.assign(environment, env)
       const child = spawn(process.execPath, [BUNDLE, ...args], { env: environment, stdio: ["ignore", "pipe", "pipe"] })
       let stdout = ""
       let stderr = ""
@@ -137,6 +140,22 @@ describe("baton server start --workers", { concurrent: true }, () => {
           stderr: `Invalid setting server.api.workers="${workers}": expected integer >= 1\n`
         })
       }
+    }), 60_000)
+
+  it.scopedLive("stops, with the first worker's one line and its own, when the first worker cannot start", () =>
+    Effect.gen(function* () {
+      yield* Effect.promise(ensureBundle)
+      const home = yield* scopedEmptyHome
+      // Nothing listens on port 1: the first worker cannot reach the database; no second one is started.
+      const result = yield* runToExit(["server", "start", "--port", "0", "--workers", "2"], {
+        BATON_HOME: home,
+        BATON_SERVER_DATABASE_CONNECTION_URL: "postgresql://postgres@127.0.0.1:1/nothing"
+      })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toMatch(
+        /^Cannot connect to PostgreSQL at 127\.0\.0\.1:1\/nothing: connect ECONNREFUSED 127\.0\.0\.1:1\nThe first worker \(pid \d+\) exited with code 1 before it served\.\n$/
+      )
     }), 60_000)
 
   it.scopedLive.skipIf(!onServer())(
