@@ -12,7 +12,7 @@
  * worker to stop, kills one that has not stopped within STOP_GRACE, and ends once all have exited.
  */
 import cluster, { type Worker } from "node:cluster"
-import { Clock, Console, Deferred, Duration, Effect, Exit, FiberSet, Ref, Schema } from "effect"
+import { Clock, Console, Deferred, Duration, Effect, Exit, FiberSet, Ref, Schedule, Schema } from "effect"
 import { type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
 import { BATON_VERSION } from "../version.ts"
 import { isStarted, type Started, STOP } from "./worker.ts"
@@ -34,7 +34,7 @@ export interface WorkerProcess {
   readonly started: Effect.Effect<Started>
   /** Succeeds once the worker has exited. */
   readonly exited: Effect.Effect<WorkerExit>
-  /** Asks the worker to stop: it finishes what it serves and closes. Nothing once it has exited. */
+  /** Asks the worker to stop: it finishes what it serves and closes. Nothing once it has exited; asking again does no harm. */
   readonly stop: Effect.Effect<void>
   /** Ends the worker at once (SIGKILL). */
   readonly kill: Effect.Effect<void>
@@ -109,15 +109,18 @@ export const supervise = (options: SuperviseOptions) =>
         if (now.size === options.workers) yield* Deferred.succeed(allServing, started.port)
       })
 
-    /** Asks `worker` to stop and waits for it to exit, killing it after STOP_GRACE. */
+    /**
+     * Asks `worker` to stop and waits for it to exit, killing it after STOP_GRACE. The request is
+     * sent again every second: a worker still loading its modules has no listener for it yet.
+     */
     const stop = (slot: number, worker: WorkerProcess) =>
       Effect.gen(function* () {
-        yield* worker.stop
+        const asking = Effect.zipRight(Effect.repeat(worker.stop, Schedule.spaced(Duration.seconds(1))), Effect.never)
         // Run as a release, this is uninterruptible, and so would be the racers without `interruptible`:
         // the race would then wait for its loser (the grace's sleep, or a worker that never exits).
         const exited = yield* Effect.raceFirst(
           Effect.interruptible(Effect.as(worker.exited, true)),
-          Effect.interruptible(Effect.as(Effect.sleep(STOP_GRACE), false))
+          Effect.interruptible(Effect.raceFirst(Effect.as(Effect.sleep(STOP_GRACE), false), asking))
         )
         if (exited) return
         yield* Effect.logWarning(`Worker ${slot} (pid ${worker.pid}) did not stop within ${Duration.format(STOP_GRACE)}; killing it`)
@@ -186,6 +189,7 @@ export const forkWorker: Effect.Effect<WorkerProcess> = Effect.gen(function* () 
   worker.once("exit", (code, signal) => Deferred.unsafeDone(exited, Exit.succeed({ code, signal })))
   // Sending to a worker that has just died fails here rather than ending the primary.
   worker.on("error", () => undefined)
+  let signalled = false
   return {
     pid: worker.process.pid!,
     started: Deferred.await(started),
@@ -193,7 +197,8 @@ export const forkWorker: Effect.Effect<WorkerProcess> = Effect.gen(function* () 
     stop: Effect.sync(() => {
       if (worker.isDead()) return
       if (worker.isConnected()) worker.send(STOP, undefined, () => undefined)
-      else worker.process.kill("SIGTERM")
+      // A second SIGTERM would end it at once rather than cleanly.
+      else if (!signalled) signalled = worker.process.kill("SIGTERM")
     }),
     kill: Effect.sync(() => {
       if (!worker.isDead()) worker.process.kill("SIGKILL")

@@ -26,11 +26,12 @@ interface FakeWorker extends WorkerProcess {
   readonly serve: Effect.Effect<void>
   readonly die: (exit: WorkerExit) => Effect.Effect<void>
   readonly stopAsked: () => boolean
+  readonly timesAsked: () => number
   readonly hasExited: Effect.Effect<boolean>
 }
 
-/** Fake workers: each serves when told, dies when told, and stops when asked unless `stubborn`. */
-const fakes = (options: { readonly stubborn?: boolean } = {}) =>
+/** Fake workers: each serves when told, dies when told, and stops when asked, but only after `ignores` requests. */
+const fakes = (options: { readonly ignores?: number } = {}) =>
   Effect.gen(function* () {
     const forked: Array<FakeWorker> = []
     const lines: Array<string> = []
@@ -38,7 +39,7 @@ const fakes = (options: { readonly stubborn?: boolean } = {}) =>
     const fork = Effect.gen(function* () {
       const started = yield* Deferred.make<Started>()
       const exited = yield* Deferred.make<WorkerExit>()
-      let asked = false
+      let asked = 0
       const pid = next++
       const die = (exit: WorkerExit) => Effect.asVoid(Deferred.succeed(exited, exit))
       const worker: FakeWorker = {
@@ -46,13 +47,14 @@ const fakes = (options: { readonly stubborn?: boolean } = {}) =>
         started: Deferred.await(started),
         exited: Deferred.await(exited),
         stop: Effect.suspend(() => {
-          asked = true
-          return options.stubborn === true ? Effect.void : die({ code: 0, signal: null })
+          asked++
+          return asked > (options.ignores ?? 0) ? die({ code: 0, signal: null }) : Effect.void
         }),
         kill: die({ code: null, signal: "SIGKILL" }),
         serve: Effect.asVoid(Deferred.succeed(started, { type: "baton:started", port: 4200, lines: [`API at ${pid}`, "UI at …"] })),
         die,
-        stopAsked: () => asked,
+        stopAsked: () => asked > 0,
+        timesAsked: () => asked,
         hasExited: Deferred.isDone(exited)
       }
       forked.push(worker)
@@ -154,7 +156,7 @@ describe("the primary of several workers", () => {
 
   it.scoped("asks every worker to stop at once, and kills those that have not stopped within the grace", () =>
     Effect.gen(function* () {
-      const { fork, forked, print } = yield* fakes({ stubborn: true })
+      const { fork, forked, print } = yield* fakes({ ignores: Infinity })
       const primary = yield* Effect.fork(supervise({ workers: 3, fork, print }))
       yield* settle
       yield* forked[0]!.serve
@@ -178,6 +180,25 @@ describe("the primary of several workers", () => {
         { code: null, signal: "SIGKILL" }
       ])
       expect(forked.length).toBe(3)
+    }))
+
+  it.scoped("asks again every second a worker that has not heard (one still loading its modules)", () =>
+    Effect.gen(function* () {
+      const { fork, forked, print } = yield* fakes({ ignores: 2 })
+      const primary = yield* Effect.fork(supervise({ workers: 1, fork, print }))
+      yield* settle
+      yield* forked[0]!.serve
+      yield* settle
+      const stopping = yield* Effect.fork(Fiber.interrupt(primary))
+      yield* settle
+      expect(forked[0]!.timesAsked()).toBe(1)
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* settle
+      expect(forked[0]!.timesAsked()).toBe(2)
+      expect(yield* forked[0]!.hasExited).toBe(false)
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* Fiber.join(stopping)
+      expect(yield* forked[0]!.exited).toEqual({ code: 0, signal: null })
     }))
 
   it.effect("refuses more than one worker on the embedded database or with leases in memory, in one line", () =>
