@@ -3,10 +3,13 @@
  */
 import { Args, Command, Options, Prompt } from "@effect/cli"
 import { HttpServer } from "@effect/platform"
+import { defaultTeardown, type Teardown } from "@effect/platform/Runtime"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Context, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { apiServer, servicesServer } from "./server.ts"
 import * as Backup from "./database/backup.ts"
+import { checkWorkers, forkWorker, supervise } from "./cluster/primary.ts"
+import * as ClusterWorker from "./cluster/worker.ts"
 import * as Migrator from "./database/migrator.ts"
 import * as Database from "./database/client.ts"
 import { layer as settingsLayer, Settings, settingsReport, type SettingsOverrides } from "./settings/settings.ts"
@@ -21,21 +24,38 @@ const logLevels = {
   CRITICAL: LogLevel.Fatal
 } as const
 
-/** Logging for the server process: logfmt lines at `server.logging_level`. */
-const withServerLogging = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(Settings, (settings) =>
-    effect.pipe(Logger.withMinimumLogLevel(logLevels[settings.server.logging_level]))
-  )
+/**
+ * A worker of `--workers N` runs until its primary asks it to stop, listened for from the start so
+ * that a request that comes while the worker starts is not missed.
+ */
+const stopRequested = ClusterWorker.isWorker ? ClusterWorker.stopRequested() : undefined
+const untilStopped = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  stopRequested === undefined ? effect : Effect.raceFirst(effect, Effect.promise(() => stopRequested))
 
-const overridesFrom = (host: Option.Option<string>, port: Option.Option<number>): SettingsOverrides => ({
+/** Logging for the server process: logfmt lines at `server.logging_level`, naming the worker in a cluster. */
+const withServerLogging = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Settings, (settings) => {
+    const id = ClusterWorker.workerId()
+    return effect.pipe(
+      Logger.withMinimumLogLevel(logLevels[settings.server.logging_level]),
+      id === undefined ? (e) => e : Effect.annotateLogs("worker", id)
+    )
+  })
+
+const overridesFrom = (host: Option.Option<string>, port: Option.Option<number>, workers: Option.Option<number>): SettingsOverrides => ({
   ...Option.match(host, { onNone: () => ({}), onSome: (h) => ({ "server.api.host": h }) }),
-  ...Option.match(port, { onNone: () => ({}), onSome: (p) => ({ "server.api.port": p }) })
+  ...Option.match(port, { onNone: () => ({}), onSome: (p) => ({ "server.api.port": p }) }),
+  ...Option.match(workers, { onNone: () => ({}), onSome: (w) => ({ "server.api.workers": w }) })
 })
 
 const host = Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.optional)
 const port = Options.integer("port").pipe(Options.withDescription("Port to listen on"), Options.optional)
 const noServices = Options.boolean("no-services").pipe(
   Options.withDescription("Serve the API only; run the background services elsewhere")
+)
+const workers = Options.integer("workers").pipe(
+  Options.withDescription("API processes sharing the port, the services led by one of them (PostgreSQL only)"),
+  Options.optional
 )
 
 /**
@@ -44,26 +64,41 @@ const noServices = Options.boolean("no-services").pipe(
  */
 const startedUp = Effect.sync(() => (process.emit as (event: string) => boolean)("baton:started"))
 
-/** Builds `layer`, says where the API is, and runs until interrupted (SIGINT/SIGTERM). */
+/**
+ * Builds `layer`, says where the API is, and runs until interrupted (SIGINT/SIGTERM), or, as a
+ * worker, until the primary asks it to stop; a worker hands what it would print to the primary.
+ */
 const serve = (layer: Layer.Layer<HttpServer.HttpServer, unknown, never>) =>
   Effect.scoped(
     Effect.gen(function* () {
       const context = yield* Layer.build(layer)
       const settings = yield* Settings
-      const address = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
-      yield* Console.log(`Baton ${BATON_VERSION}: API at ${address}${settings.server.api.base_path}`)
+      const served = Context.get(context, HttpServer.HttpServer).address
+      const address = HttpServer.formatAddress(served)
+      const lines = [`API at ${address}${settings.server.api.base_path}`]
       const ui = Context.getOption(context, UiStatic)
-      if (Option.isSome(ui)) {
-        for (const line of uiStartLines(settings, ui.value.bundles, address)) yield* Console.log(`Baton ${BATON_VERSION}: ${line}`)
-      }
+      if (Option.isSome(ui)) lines.push(...uiStartLines(settings, ui.value.bundles, address))
+      const said = lines.map((line) => `Baton ${BATON_VERSION}: ${line}`)
+      if (ClusterWorker.isWorker) yield* ClusterWorker.announce(served._tag === "TcpAddress" ? served.port : 0, said)
+      else for (const line of said) yield* Console.log(line)
       yield* startedUp
       return yield* Effect.never
     })
-  )
+  ).pipe(untilStopped)
 
-const serverStart = Command.make("start", { host, port, noServices }, ({ host, port, noServices }) => {
-  const overrides = overridesFrom(host, port)
-  return serve(apiServer({ overrides, services: !noServices })).pipe(
+const serverStart = Command.make("start", { host, port, noServices, workers }, ({ host, port, noServices, workers }) => {
+  const overrides = overridesFrom(host, port, workers)
+  return Effect.gen(function* () {
+    const settings = yield* Settings
+    // A worker runs the plain server, whatever number of workers its command line names.
+    if (ClusterWorker.isWorker || settings.server.api.workers === 1) {
+      return yield* serve(apiServer({ overrides, services: !noServices }))
+    }
+    yield* checkWorkers(settings)
+    // The primary's own start-up is over: it builds no server.
+    yield* startedUp
+    return yield* supervise({ workers: settings.server.api.workers, fork: forkWorker })
+  }).pipe(
     withServerLogging,
     Effect.provide(settingsLayer(overrides))
   )
@@ -146,15 +181,26 @@ const reportExpected = (cause: Cause.Cause<unknown>) => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value as { _tag?: string; message?: string }
-    if (["SettingsError", "DatabaseError", "MigrationError", "BackupError"].includes(error._tag ?? "")) {
+    if (["SettingsError", "DatabaseError", "MigrationError", "BackupError", "ClusterError"].includes(error._tag ?? "")) {
       return Console.error(error.message).pipe(Effect.zipRight(Effect.sync(() => (process.exitCode = 1))))
     }
   }
   return Effect.failCause(cause)
 }
 
+/** As usual; but a worker exits once its server has closed, which its channel to the primary would prevent. */
+const teardown: Teardown = (exit, onExit) =>
+  defaultTeardown(exit, (code) => {
+    onExit(code)
+    if (!ClusterWorker.isWorker) return
+    // Called without an argument, process.exit takes process.exitCode (set when a start-up problem
+    // was reported); node 20 takes an explicit undefined for 0.
+    if (code === 0) process.exit()
+    else process.exit(code)
+  })
+
 cli(process.argv).pipe(
   Effect.catchAllCause(reportExpected),
   Effect.provide(NodeContext.layer),
-  NodeRuntime.runMain
+  NodeRuntime.runMain({ teardown })
 )

@@ -6,6 +6,9 @@
  *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--quick]
  *     [--only health,create,lifecycle,events,workers,tasks,scheduler,soak,queries,startup]
  *
+ * With PostgreSQL, the lifecycle also runs through two servers (replicas) and through one server of
+ * two worker processes (`--workers 2`).
+ *
  * The server runs as `baton server start` does (bin/baton.mjs: the bundle in dist/, which
  * `npm run bench` builds first) against a fresh database `baton_bench` on the PostgreSQL at --pg, or
  * with --embedded on a fresh embedded database (the SQL, pg-boss and 1M-run rows then still use
@@ -183,6 +186,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
   })
   if (!options.embedded) await twoReplicas(baton.throughput, setup)
+  if (!options.embedded) await twoWorkers(baton.throughput, setup)
 }
 
 /** Background task runs created through one server, delivered to task workers on two servers. */
@@ -239,6 +243,44 @@ const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof 
     })
   } finally {
     await second.stop()
+  }
+}
+
+/**
+ * The same lifecycle through one server of two worker processes (`baton server start --workers 2`)
+ * on the same PostgreSQL; the one-process server stays up beside it, idle.
+ */
+const twoWorkers = async (oneWorker: number, setup: Awaited<ReturnType<typeof setUpLifecycle>>) => {
+  const port = options.port + 4
+  const listed = async (api: JsonClient) => ((await api.get("/admin/instances")) as Array<unknown>).length
+  const before = await listed(jsonClient(`http://127.0.0.1:${options.port}/v2/api`))
+  const cluster = await startServer({
+    home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-workers-")),
+    port,
+    databaseUrl,
+    args: ["--workers", "2"],
+    env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+    stdio: "inherit",
+    timeoutMs: 120_000
+  })
+  try {
+    // /health answers once the first worker serves: wait until the second is listed too.
+    const api = jsonClient(`http://127.0.0.1:${port}/v2/api`)
+    const deadline = performance.now() + 60_000
+    while ((await listed(api)) < before + 2 && performance.now() < deadline) await sleep(200)
+    const result = await closedLoop(options.workers, options.seconds * 1.5, apiLifecycle(api, setup))
+    record({
+      scenario: `run lifecycle via API, --workers 2 (${options.workers} workers)`,
+      throughput: result.throughput,
+      unit: "runs/s",
+      p50: result.p50,
+      p99: result.p99,
+      versus: "--workers 1",
+      ratio: result.throughput / oneWorker,
+      note: "one server of two worker processes sharing the port, on one PostgreSQL"
+    })
+  } finally {
+    await cluster.stop()
   }
 }
 

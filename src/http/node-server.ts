@@ -169,7 +169,8 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
   // the fast path and the bounds answer first and keeps everything else on the platform's handlers.
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
   // The port opens before the platform attaches its listeners: what comes in meanwhile (a request
-  // right after the first liveness answer) waits for them, where Node would leave it unanswered.
+  // right after the first liveness answer; a worker of --workers is handed connections as soon as
+  // it listens) waits for them, where Node would leave it unanswered.
   const early: Array<[string, Array<unknown>]> = []
   server.on("newListener", (event) => {
     if (event === "request" || event === "upgrade") setImmediate(() => {

@@ -53,6 +53,12 @@ export const server = {
       "Requests handled at once; beyond that the server answers 503 with Retry-After (0: no limit). Open websockets are counted apart (websockets.max_open).",
       { min: 0 }
     ),
+    // A Baton extension, like the limits above: the spec's server.api keys come first, unchanged.
+    workers: S.integer(
+      1,
+      "API processes serving the port (node:cluster): each a full Baton process, the background services led by one of them. More than 1 needs PostgreSQL. Also `baton server start --workers N`.",
+      { min: 1 }
+    ),
     websockets: {
       max_open: S.integer(
         1024,

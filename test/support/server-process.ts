@@ -106,6 +106,8 @@ export interface ServerProcess {
   /** Sends `signal` and waits for the process to exit. */
   readonly kill: (signal: NodeJS.Signals) => Promise<void>
   readonly exited: () => boolean
+  /** The exit code once it has exited (null when a signal ended it), undefined before. */
+  readonly exitCode: () => number | null | undefined
 }
 
 export interface ServerProcessOptions {
@@ -197,6 +199,7 @@ export const startServerProcess = async (options: ServerProcessOptions): Promise
     api: `http://127.0.0.1:${port}/v2/api`,
     output: () => output,
     exited: () => exitCode !== undefined,
+    exitCode: () => exitCode,
     kill: async (signal) => {
       if (exitCode === undefined) child.kill(signal)
       await exit
