@@ -13,6 +13,7 @@
  */
 import { Clock, Duration, Effect, PubSub, Queue, Schema, type Scope } from "effect"
 import { hostname } from "node:os"
+import { RecentSet } from "../domain/recent.ts"
 import { realClock } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
 import { redisConnection } from "./redis.ts"
@@ -70,13 +71,8 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
     // A subscriber that falls further behind than this loses the oldest events, not the server its memory.
     const capacity = settings.server.services.event_persister.queue_max_size
     const hub = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(capacity), PubSub.shutdown)
-    const recent = new Set<string>()
-    const rememberLocally = (id: string) => {
-      if (recent.has(id)) return false
-      recent.add(id)
-      if (recent.size > RECENT_IDS) recent.delete(recent.values().next().value!)
-      return true
-    }
+    const recent = new RecentSet<string>(RECENT_IDS)
+    const rememberLocally = (id: string) => recent.add(id)
 
     const connect = () => redisConnection(events.redis_url)
     const redis = broker === "redis" || events.messaging_cache === "redis" ? yield* connect() : undefined

@@ -21,6 +21,7 @@ import { databaseMessage, isDataException } from "../database/errors.ts"
 import type { LogPosition } from "../database/log-order.ts"
 import * as Notifications from "../database/notifications.ts"
 import { afterCommit, transaction } from "../database/transactions.ts"
+import { RecentSet } from "../domain/recent.ts"
 import { realClock } from "../domain/time.ts"
 import { makeWakeups } from "../domain/wakeups.ts"
 import { loop } from "../services/runner.ts"
@@ -206,13 +207,10 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     // The live tail: one reader per process, started by the first subscriber. Events this process
     // received reach its subscribers at once (`receivedHere`); the tail skips them when it reads them.
     const live = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), PubSub.shutdown)
-    const deliveredHere = new Set<string>()
+    const deliveredHere = new RecentSet<string>(DELIVERED_HERE)
     const receivedHere = (events: ReadonlyArray<ReceivedEvent>) =>
       Effect.suspend(() => {
-        for (const event of events) {
-          deliveredHere.add(event.id)
-          if (deliveredHere.size > DELIVERED_HERE) deliveredHere.delete(deliveredHere.values().next().value!)
-        }
+        for (const event of events) deliveredHere.add(event.id)
         return Effect.asVoid(PubSub.publishAll(live, events))
       })
     const scope = yield* Effect.scope
