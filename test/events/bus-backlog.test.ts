@@ -1,19 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
 import { EventLog, SUBSCRIPTION_BACKLOG } from "../../src/events/log.ts"
-import type { ReceivedEvent } from "../../src/events/schemas.ts"
 import { testServer } from "../support/server.ts"
+import { numberedEvent } from "../support/events.ts"
 
-const event = (n: number): ReceivedEvent => ({
-  id: `00000000-0000-4000-b000-${String(n).padStart(12, "0")}`,
-  occurred: new Date("2026-11-24T10:00:00Z"),
-  received: new Date("2026-11-24T10:00:01Z"),
-  event: `backlog.${n}`,
-  resource: { "prefect.resource.id": `thing.${n}` },
-  related: [],
-  payload: {},
-  follows: null
-})
+const event = (n: number) => numberedEvent("backlog", n)
 
 describe("live subscribers of the event log", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {

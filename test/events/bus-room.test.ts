@@ -2,19 +2,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Queue } from "effect"
 import { EventBus } from "../../src/events/bus.ts"
-import type { ReceivedEvent } from "../../src/events/schemas.ts"
 import { layer as settingsLayer } from "../../src/settings/settings.ts"
+import { numberedEvent } from "../support/events.ts"
 
-const event = (n: number): ReceivedEvent => ({
-  id: `00000000-0000-4000-b000-${String(n).padStart(12, "0")}`,
-  occurred: new Date("2026-11-27T10:00:00Z"),
-  received: new Date("2026-11-27T10:00:01Z"),
-  event: `room.${n}`,
-  resource: { "prefect.resource.id": `thing.${n}` },
-  related: [],
-  payload: {},
-  follows: null
-})
+const event = (n: number) => numberedEvent("room", n)
 
 const realMillis = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 

@@ -102,6 +102,19 @@ const listed = async (server: ServerProcess, pids: ReadonlyArray<number>) => {
 
 const portOf = (server: ServerProcess) => Number(new URL(server.api).port)
 
+/** `baton server start --workers 2` on a database of its own, once both workers serve. */
+const twoWorkerServer = Effect.gen(function* () {
+  yield* Effect.promise(ensureBundle)
+  const database = yield* scopedDatabase({ migrated: true })
+  const primary = yield* scopedServerProcess({
+    home: yield* scopedEmptyHome,
+    databaseUrl: database.url!,
+    command: ["server", "start", "--workers", "2"]
+  })
+  yield* waitFor("both workers serving", () => primary.output().includes(`2 workers on port ${portOf(primary)}`), 30_000)
+  return { primary, databaseUrl: database.url! }
+})
+
 /** Runs `baton` to its end: its exit code and what it wrote. */
 const runToExit = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.promise(() =>
@@ -162,15 +175,8 @@ describe("baton server start --workers", { concurrent: true }, () => {
     "2 workers on PostgreSQL: both serve, one leads, a killed worker is replaced, SIGTERM stops them all cleanly",
     () =>
       Effect.gen(function* () {
-        yield* Effect.promise(ensureBundle)
-        const database = yield* scopedDatabase({ migrated: true })
-        const primary = yield* scopedServerProcess({
-          home: yield* scopedEmptyHome,
-          databaseUrl: database.url!,
-          command: ["server", "start", "--workers", "2"]
-        })
+        const { primary, databaseUrl } = yield* twoWorkerServer
         const port = portOf(primary)
-        yield* waitFor("both workers serving", () => primary.output().includes(`2 workers on port ${port}`), 30_000)
         // The start lines once, not once per worker.
         expect(primary.output().split(`API at ${primary.api}`).length - 1).toBe(1)
 
@@ -217,7 +223,7 @@ describe("baton server start --workers", { concurrent: true }, () => {
         yield* Effect.promise(() => primary.kill("SIGTERM"))
         expect(primary.exitCode()).toBe(0)
         expect([...replaced, ...workers].filter(alive)).toEqual([])
-        const client = new pg.Client({ connectionString: database.url! })
+        const client = new pg.Client({ connectionString: databaseUrl })
         yield* Effect.promise(() => client.connect())
         const rows = yield* Effect.promise(() => client.query<{ pid: number }>("SELECT pid FROM baton_instance"))
         yield* Effect.promise(() => client.end())
@@ -229,14 +235,7 @@ describe("baton server start --workers", { concurrent: true }, () => {
 
   it.scopedLive.skipIf(!onServer())("a primary killed with SIGKILL leaves no worker behind", () =>
     Effect.gen(function* () {
-      yield* Effect.promise(ensureBundle)
-      const database = yield* scopedDatabase({ migrated: true })
-      const primary = yield* scopedServerProcess({
-        home: yield* scopedEmptyHome,
-        databaseUrl: database.url!,
-        command: ["server", "start", "--workers", "2"]
-      })
-      yield* waitFor("both workers serving", () => primary.output().includes("2 workers on port"), 30_000)
+      const { primary } = yield* twoWorkerServer
       const workers = childrenOf(primary.pid)
       expect(workers).toHaveLength(2)
       yield* Effect.promise(() => primary.kill("SIGKILL"))
