@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { TaskRunDeliveries } from "../../src/task-workers/deliveries.ts"
 import { idOf, ok } from "../support/api.ts"
+import { eventually } from "../support/eventually.ts"
 import { request, testServer } from "../support/server.ts"
 import { connect, opened, type TestSocket } from "../support/websocket.ts"
 
@@ -89,6 +90,8 @@ describe("the task-run subscription websocket", () => {
         expect((yield* receive(first)).id).toBe(dropped)
         first.close()
         yield* closedWith(first)
+        // The server gives the run back before it forgets the worker: once it is no longer listed.
+        yield* eventually(Effect.map(workersFor(["drop"]), (workers) => expect(workers).toEqual([])))
         const second = yield* worker({ keys: ["drop"], client_id: "catcher" })
         expect((yield* receive(second)).id).toBe(dropped)
         second.send({ type: "ack" })
