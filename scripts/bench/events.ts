@@ -28,6 +28,12 @@ const BATCH = 50
 const PROBE_EVERY = 200
 /** Bytes a websocket client lets wait in its send buffer before it waits for the socket to drain. */
 const WS_HIGH_WATER = 256 * 1024
+/**
+ * Events the websocket clients keep in flight (sent, and not yet known stored through the probes):
+ * a websocket client gets no answer per event, so without a window the clients would fill the
+ * kernel's socket buffers with hundreds of thousands, spending the CPU the server shares with them.
+ */
+const WS_WINDOW = 20_000
 
 const makeEvent = (name: string, i: number) => ({
   id: crypto.randomUUID(),
@@ -40,9 +46,11 @@ const makeEvent = (name: string, i: number) => ({
 /** Looks the probes up by id until each is stored (or `waitAfterMs` after the run ends). */
 const probeReader = (apiUrl: string) => {
   const api = jsonClient(apiUrl)
-  const waiting = new Map<string, number>()
+  const waiting = new Map<string, { readonly at: number; readonly seq: number }>()
   const lags: Array<number> = []
   let lastStored = 0
+  /** The highest sequence number of a probe found stored. */
+  let storedUpTo = 0
   let running = true
   const loop = (async () => {
     while (running || waiting.size > 0) {
@@ -57,8 +65,10 @@ const probeReader = (apiUrl: string) => {
         const found = new Set<string>(res.body.events.map((e: { id: string }) => e.id))
         const at = performance.now()
         for (const id of found) {
+          const probe = waiting.get(id)!
           lastStored = at
-          lags.push(at - waiting.get(id)!)
+          storedUpTo = Math.max(storedUpTo, probe.seq)
+          lags.push(at - probe.at)
           waiting.delete(id)
         }
       }
@@ -66,7 +76,8 @@ const probeReader = (apiUrl: string) => {
     }
   })()
   return {
-    probe: (id: string) => void waiting.set(id, performance.now()),
+    probe: (id: string, seq = 0) => void waiting.set(id, { at: performance.now(), seq }),
+    storedUpTo: () => storedUpTo,
     /** Stops once every probe is found, or after `waitAfterMs`; the probes left are lost. */
     finish: async (waitAfterMs: number) => {
       running = false
@@ -154,8 +165,10 @@ export const ingestByWebsocket = async (apiUrl: string, seconds: number, rate?: 
         for (let i = 0; i < BATCH; i++) {
           const event = makeEvent("bench.ws.happened", sent)
           socket.send(JSON.stringify(event))
-          if ((sent++ % PROBE_EVERY) === 0 || (i === BATCH - 1 && performance.now() >= deadline)) reader.probe(event.id)
+          const seq = sent++
+          if ((seq % PROBE_EVERY) === 0 || (i === BATCH - 1 && performance.now() >= deadline)) reader.probe(event.id, seq)
         }
+        while (sent - reader.storedUpTo() > WS_WINDOW && performance.now() < deadline) await sleep(5)
         while (socket.bufferedAmount > WS_HIGH_WATER) await sleep(1)
         if (socket.readyState !== WebSocket.OPEN) throw new Error("/events/in closed the socket")
         if (rate !== undefined) await sleep(pauseMs(rate))

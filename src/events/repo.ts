@@ -87,21 +87,8 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
               received: e.received.toISOString(),
               follows: e.follows
             }))
-            const inserted = yield* sql<{ id: string }>`
-              INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
-              SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received,
-                     ${recorded}, r.follows
-              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-                id uuid, occurred timestamptz, event text, resource_id text, resource jsonb, related_resource_ids jsonb,
-                related jsonb, payload jsonb, received timestamptz, follows uuid)
-              ON CONFLICT (id) DO NOTHING
-              RETURNING id
-            `
-            const fresh = new Set(inserted.map((r) => r.id))
-            written += fresh.size
             const resourceRows: Array<Record<string, unknown>> = []
             for (const e of batch) {
-              if (!fresh.has(e.id)) continue
               for (const resource of [e.resource, ...e.related]) {
                 resourceRows.push({
                   id: yield* newId,
@@ -113,14 +100,27 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
                 })
               }
             }
-            if (resourceRows.length > 0) {
-              yield* sql`
+            // One statement: the events not stored yet, and the resources of those alone.
+            const inserted = yield* sql<{ id: string }>`
+              WITH inserted AS (
+                INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
+                SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received,
+                       ${recorded}, r.follows
+                FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+                  id uuid, occurred timestamptz, event text, resource_id text, resource jsonb, related_resource_ids jsonb,
+                  related jsonb, payload jsonb, received timestamptz, follows uuid)
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id
+              ), resources AS (
                 INSERT INTO event_resources (id, occurred, resource_id, resource_role, resource, event_id)
                 SELECT r.id, r.occurred, r.resource_id, r.resource_role, r.resource, r.event_id
                 FROM jsonb_to_recordset(${JSON.stringify(resourceRows)}::jsonb) AS r(
                   id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
-              `
-            }
+                WHERE r.event_id IN (SELECT id FROM inserted)
+              )
+              SELECT id FROM inserted
+            `
+            written += inserted.length
           }
         })
       )
