@@ -127,15 +127,14 @@ describe("the task-run subscription websocket", () => {
     it.scoped("task_workers/filter lists the workers while they are connected, by task key, and not after", () =>
       Effect.gen(function* () {
         const socket = yield* worker({ keys: ["listed", "also"], client_id: "lister" })
-        // The subscription is taken once the socket waits for runs.
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
-        expect(yield* workersFor(["listed"])).toMatchObject([{ identifier: "lister", task_keys: ["also", "listed"] }])
+        // Listed once the subscription is taken (the socket then waits for runs).
+        yield* eventually(Effect.map(workersFor(["listed"]), (workers) =>
+          expect(workers).toMatchObject([{ identifier: "lister", task_keys: ["also", "listed"] }])))
         expect(yield* workersFor(["nobody"])).toEqual([])
         expect((yield* workersFor()).map((w) => w.identifier)).toContain("lister")
         socket.close()
         yield* closedWith(socket)
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
-        expect(yield* workersFor(["listed"])).toEqual([])
+        yield* eventually(Effect.map(workersFor(["listed"]), (workers) => expect(workers).toEqual([])))
       })
     )
 
