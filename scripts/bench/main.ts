@@ -27,7 +27,7 @@ import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./l
 import { cannon, closedLoop, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
 import { seedRuns } from "./seed.ts"
-import { idleRss, startServer, type StartedServer, startupReport } from "./startup.ts"
+import { cpuTime, idleRss, startServer, type StartedServer, startupReport } from "./startup.ts"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -145,7 +145,9 @@ const create = async (server: StartedServer, api: JsonClient, apiUrl: string) =>
 const lifecycle = async (server: StartedServer, api: JsonClient) => {
   const setup = await setUpLifecycle(api, options.workers)
   const seconds = options.seconds * 1.5
+  const cpuBefore = cpuTime(server.pid)
   const baton = await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
+  const cpuMsPerOp = (cpuTime(server.pid) - cpuBefore) / baton.count
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers })
   const sql = await closedLoop(options.workers, seconds, sqlLifecycle(pool, setup))
   await pool.end()
@@ -180,6 +182,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     p50: baton.p50,
     p99: baton.p99,
     rssMiB: rssOf(server),
+    cpuMsPerOp,
     versus: "lifecycle SQL",
     ratio,
     ...target(ratio >= 0.5 && baton.throughput > bossResult.throughput, ">= 50% of SQL, > pg-boss"),

@@ -13,6 +13,8 @@ export interface Row {
   readonly p99?: number
   /** Server resident memory (MiB) at the end of the scenario. */
   readonly rssMiB?: number
+  /** The server's CPU time (user + system) per operation, in milliseconds, over the scenario. */
+  readonly cpuMsPerOp?: number
   /** What the row is compared with, and the ratio of its throughput to that row's. */
   readonly versus?: string
   readonly ratio?: number
@@ -31,6 +33,7 @@ const columns: ReadonlyArray<[string, (row: Row) => string]> = [
   ["p50 ms", (r) => fixed(r.p50)],
   ["p99 ms", (r) => fixed(r.p99)],
   ["RSS MiB", (r) => fixed(r.rssMiB, 0)],
+  ["server CPU ms/op", (r) => fixed(r.cpuMsPerOp, 2)],
   ["vs baseline", (r) => (r.ratio === undefined ? "" : `${(r.ratio * 100).toFixed(0)}% of ${r.versus}`)],
   ["target", (r) => (r.target === undefined ? "" : `${r.target} ${r.met === undefined ? "" : r.met ? "met" : "NOT MET"}`)],
   ["note", (r) => r.note ?? ""]
