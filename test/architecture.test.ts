@@ -1,7 +1,7 @@
 /**
  * The folder rule, read from the imports of every file under src/: folders import downward only.
  *
- *   settings ← domain ← database ← metrics ← http (the HTTP kit) ← areas ← api.ts ← handlers ← server.ts ← main.ts, index.ts
+ *   settings ← domain ← database ← http (the HTTP kit) ← areas ← api.ts ← handlers ← server.ts ← main.ts, index.ts
  *
  * An area is every other folder (flows, deployments, services, orchestration …); areas may import
  * each other, but never another area's handlers (its http.ts). Handlers (an area's http.ts and
@@ -20,17 +20,14 @@ const files = (dir: string): Array<string> =>
     return entry.isDirectory() ? files(full) : entry.name.endsWith(".ts") ? [full] : []
   })
 
-const TIERS: Record<string, number> = { settings: 0, version: 0, domain: 1, database: 2, metrics: 3, http: 4, api: 6, server: 8, main: 9, index: 9 }
-const AREAS = 5
-const HANDLERS = 7
-
 /** Where a file of src/ stands: its folder (or its own name at the top) and its tier. */
 const place = (file: string): { readonly folder: string; readonly tier: number; readonly handler: boolean } => {
   const parts = path.relative(SRC, file).split(path.sep)
   const folder = parts.length > 1 ? parts[0]! : parts[0]!.replace(/\.ts$/, "")
   const name = parts.at(-1)!
   const handler = parts.length > 1 && (name === "http.ts" || name.endsWith("-http.ts")) && !["http", "database", "domain", "settings"].includes(folder)
-  return { folder, tier: handler ? HANDLERS : TIERS[folder] ?? AREAS, handler }
+  const tiers: Record<string, number> = { settings: 0, version: 0, domain: 1, database: 2, http: 3, api: 5, server: 7, main: 8, index: 8 }
+  return { folder, tier: handler ? 6 : tiers[folder] ?? 4, handler }
 }
 
 /** The files under src/ each file imports (relative specifiers only). */
@@ -48,8 +45,8 @@ describe("the folder rule", () => {
       for (const target of importsOf(file)) {
         const to = place(target)
         if (to.folder === from.folder) continue
-        const upward = to.tier > from.tier || (to.tier === from.tier && to.tier !== AREAS)
-        const intoHandlers = to.handler && from.tier < TIERS.server!
+        const upward = to.tier > from.tier || (to.tier === from.tier && to.tier !== 4)
+        const intoHandlers = to.handler && from.tier < 7
         if (upward || intoHandlers) wrong.push(`${path.relative(SRC, file)} -> ${path.relative(SRC, target)}`)
       }
     }
@@ -60,8 +57,7 @@ describe("the folder rule", () => {
     // The rule above would pass vacuously if no import were found.
     const api = importsOf(path.join(SRC, "api.ts")).map((target) => path.relative(SRC, target))
     expect(api).toContain(path.join("flows", "api.ts"))
-    expect(place(path.join(SRC, "flows", "http.ts"))).toEqual({ folder: "flows", tier: HANDLERS, handler: true })
-    expect(place(path.join(SRC, "http", "edge.ts"))).toEqual({ folder: "http", tier: 4, handler: false })
-    expect(place(path.join(SRC, "metrics", "metrics.ts"))).toEqual({ folder: "metrics", tier: 3, handler: false })
+    expect(place(path.join(SRC, "flows", "http.ts"))).toEqual({ folder: "flows", tier: 6, handler: true })
+    expect(place(path.join(SRC, "http", "edge.ts"))).toEqual({ folder: "http", tier: 3, handler: false })
   })
 })

@@ -5,7 +5,7 @@
  * the vacuum deletes them, so counting them would cost more with every run kept, on every refresh.
  */
 import { Effect, Layer } from "effect"
-import { ACTIVE_STATE_TYPES, Metrics } from "../metrics/metrics.ts"
+import { ACTIVE_STATE_TYPES, Metrics } from "../http/metrics-registry.ts"
 import { FlowRunsRepo } from "./repo.ts"
 
 export const FlowRunMetricsLive = Layer.scopedDiscard(

@@ -1,5 +1,5 @@
 /**
- * The HTTP side of the metrics (../metrics/metrics.ts): `GET {base}/metrics`, and each request's
+ * The HTTP side of the metrics (./metrics-registry.ts): `GET {base}/metrics`, and each request's
  * answer recorded by its route template.
  *
  * The route is a plain route beside the Api, as the websockets and the docs are, not an endpoint
@@ -13,7 +13,7 @@
  */
 import { type HttpApi, HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { Metrics, type MetricsShape, OUTSIDE_ROUTE, UNMATCHED_ROUTE } from "../metrics/metrics.ts"
+import { Metrics, type MetricsShape, OUTSIDE_ROUTE, UNMATCHED_ROUTE } from "./metrics-registry.ts"
 import { normalizeBasePath, pathnameOf, stripBasePath, stripTrailingSlash } from "./paths.ts"
 import { routesOf } from "./routes.ts"
 

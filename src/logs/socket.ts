@@ -5,7 +5,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import { POLICY_VIOLATION, PROTOCOL_ERROR, servePrefectSocket } from "../http/websocket.ts"
-import { Metrics } from "../metrics/metrics.ts"
+import { Metrics } from "../http/metrics-registry.ts"
 import { Settings } from "../settings/settings.ts"
 import { Log, LogFilter } from "./schemas.ts"
 import { LogStream, logMatches } from "./stream.ts"

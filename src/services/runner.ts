@@ -10,7 +10,7 @@ import { Cause, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { unavailability, unavailabilityReason } from "../database/errors.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 import { Leadership } from "../database/leadership.ts"
-import { Metrics } from "../metrics/metrics.ts"
+import { Metrics } from "../http/metrics-registry.ts"
 
 export type ServiceName = keyof SettingsValue["server"]["services"]
 
@@ -72,7 +72,7 @@ export const loop = <R>(
 
 /**
  * Forks every enabled service into the Layer's scope; closing the scope (server shutdown)
- * interrupts them all. Each iteration is measured (../metrics/metrics.ts); a singleton's only when
+ * interrupts them all. Each iteration is measured (../http/metrics-registry.ts); a singleton's only when
  * this process leads and it runs.
  */
 export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): Layer.Layer<never, never, Settings | Leadership | R> =>
