@@ -172,6 +172,8 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
   // right after the first liveness answer; a worker of --workers is handed connections as soon as
   // it listens) waits for them, where Node would leave it unanswered.
   const early: Array<[string, Array<unknown>]> = []
+  // What was held is counted (shed, admitted) once, when it first came.
+  const held = new WeakSet<object>()
   server.on("newListener", (event) => {
     if (event === "request" || event === "upgrade") setImmediate(() => {
       for (const [held, args] of early.splice(0)) server.emit(held, ...args)
@@ -181,12 +183,19 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
     if (event === "request") {
       const response = args[1] as ServerResponse
       if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
-      if (server.listenerCount("request") === 0) return early.push(["request", args]) > 0
-      if (shed !== undefined && shed(response)) return true
+      // A held request counts as in flight: the bound covers what waits too.
+      if (!held.has(response) && shed !== undefined && shed(response)) return true
+      if (server.listenerCount("request") === 0) {
+        held.add(response)
+        return early.push(["request", args]) > 0
+      }
     }
     if (event === "upgrade") {
-      if (server.listenerCount("upgrade") === 0) return early.push(["upgrade", args]) > 0
-      if (admit(args[1] as Duplex)) return true
+      if (!held.has(args[1] as object) && admit(args[1] as Duplex)) return true
+      if (server.listenerCount("upgrade") === 0) {
+        held.add(args[1] as object)
+        return early.push(["upgrade", args]) > 0
+      }
     }
     return emit(event, ...args)
   }) as Server["emit"]
