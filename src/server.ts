@@ -279,6 +279,9 @@ export const HandlersLive = Layer.mergeAll(
 
 const DOCS = { openApiPath: "/openapi.json", docsPath: "/docs" } as const
 
+/** Whether DEBUG lines are logged where the server is built (requests are logged at DEBUG). */
+const logsAtDebug = Effect.map(FiberRef.get(FiberRef.currentMinimumLogLevel), (level) => LogLevel.lessThanEqual(level, LogLevel.Debug))
+
 /**
  * Serves `api` (with the handlers `handlers` provide) under `server.api.base_path`, with its
  * OpenAPI document and docs page, its metrics when they are on, and the UI beside it when the
@@ -286,9 +289,9 @@ const DOCS = { openApiPath: "/openapi.json", docsPath: "/docs" } as const
  */
 export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<HttpApi.Api, E, R>) =>
   Layer.unwrapEffect(
-    Effect.map(Effect.all([Settings, UiStatic, Metrics, tracingEnabled]), ([settings, ui, metrics, tracing]) => {
+    Effect.map(Effect.all([Settings, UiStatic, Metrics, tracingEnabled, logsAtDebug]), ([settings, ui, metrics, tracing, logsRequests]) => {
       const record = requestRecorder(metrics, settings.server.api.base_path, api, [DOCS.openApiPath, DOCS.docsPath, METRICS_PATH])
-      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles), record)).pipe(
+      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles), record, logsRequests)).pipe(
         // A tracer span per request costs throughput: made only when spans are exported.
         HttpMiddleware.withTracerDisabledWhen(() => !tracing),
         Layer.provide(apiMiddleware(api)),
@@ -309,7 +312,7 @@ export const HttpServerLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const settings = yield* Settings
     // Requests are logged at DEBUG: whether that level is on is the logger's, set where the server runs.
-    const logsRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+    const logsRequests = yield* logsAtDebug
     return NodeHttpServer.layer(() => makeNodeServer(settings, { logsRequests }), {
       host: settings.server.api.host,
       port: settings.server.api.port

@@ -1,14 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
-import { FlowRun } from "../flow-runs/schemas.ts"
+import { flowRunJson } from "../flow-runs/wire.ts"
 import { BatonApi } from "../api.ts"
 import { DeploymentsRepo } from "./repo.ts"
 import { DeploymentRuns } from "./runs.ts"
 import { Deployment } from "./schemas.ts"
 import { DeploymentNotFound } from "./errors.ts"
 import { Deployments } from "./service.ts"
-import { createdOrFound } from "../http/responses.ts"
+import { createdOrFound, jsonTextCreatedOrFound } from "../http/responses.ts"
 import { orFail } from "../domain/errors.ts"
 
 export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (handlers) =>
@@ -56,7 +56,7 @@ export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (ha
       .handle("pause", ({ path }) => Effect.as(deployments.pause(path.id), null))
       .handle("resume", ({ path }) => Effect.as(deployments.resume(path.id), null))
       .handle("createFlowRun", ({ path, payload }) =>
-        Effect.flatMap(runs.createFlowRun(path.id, payload), ({ run, created }) => createdOrFound(FlowRun, run, created))
+        Effect.map(runs.createFlowRun(path.id, payload), ({ run, created }) => jsonTextCreatedOrFound(flowRunJson(run), created))
       )
       .handle("createFlowRuns", ({ path, payload }) => runs.createFlowRuns(path.id, payload))
       .handle("workQueueCheck", ({ path }) => runs.workQueueCheck(path.id))

@@ -6,23 +6,21 @@ import { historyWindow } from "../orchestration/history.ts"
 import { BatonApi } from "../api.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
-import { createdOrFound } from "../http/responses.ts"
+import { jsonTextCreatedOrFound } from "../http/responses.ts"
 import { FlowRunInputNotFound, FlowRunNotFound, FlowRunStateNotFound } from "./errors.ts"
 import { FlowRunInputsRepo } from "./inputs-repo.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import { FlowRunResume } from "./resume.ts"
 import { FlowRuns } from "./service.ts"
-import { flowRunsJson } from "./wire.ts"
-import { FlowRun, OrchestrationResult } from "./schemas.ts"
+import { flowRunJson, flowRunsJson, orchestrationResultJson } from "./wire.ts"
+import type { OrchestrationResult } from "./schemas.ts"
 
 /** Logs read per page of a download. */
 const LOG_PAGE = 1000
 
-/** An orchestration result: 201 when a new state was stored, 200 otherwise. */
-const answer = (result: { readonly created: boolean } & typeof OrchestrationResult.Type) => {
-  const { created, ...body } = result
-  return createdOrFound(OrchestrationResult, body, created)
-}
+/** An orchestration result: 201 when a new state was stored, 200 otherwise (written by wire.ts, as its schema encodes it). */
+const answer = (result: { readonly created: boolean } & typeof OrchestrationResult.Type) =>
+  Effect.succeed(jsonTextCreatedOrFound(orchestrationResultJson(result), result.created))
 
 export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers) =>
   Effect.gen(function* () {
@@ -34,9 +32,10 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
 
     return handlers
       .handle("create", ({ payload }) =>
-        Effect.flatMap(flowRuns.create(payload), ({ run, created }) => createdOrFound(FlowRun, run, created))
+        Effect.map(flowRuns.create(payload), ({ run, created }) => jsonTextCreatedOrFound(flowRunJson(run), created))
       )
-      .handle("read", ({ path }) => flowRuns.find(path.id))
+      .handle("read", ({ path }) =>
+        Effect.map(flowRuns.find(path.id), (run) => HttpServerResponse.text(flowRunJson(run), { contentType: "application/json" })))
       .handle("update", ({ path, payload }) => flowRuns.update(path.id, payload))
       .handle("delete", ({ path }) =>
         Effect.flatMap(runs.remove(path.id), (deleted) => (deleted ? Effect.void : new FlowRunNotFound()))

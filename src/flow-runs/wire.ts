@@ -52,7 +52,7 @@ export const decodePolicy = (raw: unknown): FlowRunPolicy => {
 const time = (date: Date | null) => (date === null ? null : date.toISOString())
 
 /** A state as the schema encodes it. */
-const stateWire = (state: State) => {
+export const stateWire = (state: State) => {
   const d = state.state_details
   return {
     id: state.id,
@@ -139,3 +139,31 @@ export const flowRunWire = (run: FlowRun) => {
 
 /** The JSON text of a list of flow runs, as HttpApi writes `Schema.Array(FlowRun)`. */
 export const flowRunsJson = (runs: ReadonlyArray<FlowRun>) => JSON.stringify(runs.map(flowRunWire))
+
+/** The JSON text of one flow run, as `Schema.encode(FlowRun)` gives it. */
+export const flowRunJson = (run: FlowRun) => JSON.stringify(flowRunWire(run))
+
+/** A run as a worker's poll lists it (WorkerFlowRunResponse: the run without its pool's id and name). */
+export const workerFlowRunsJson = (
+  runs: ReadonlyArray<{ readonly work_pool_id: string; readonly work_queue_id: string; readonly flow_run: FlowRun }>
+) =>
+  JSON.stringify(runs.map(({ work_pool_id, work_queue_id, flow_run }) => {
+    const { work_pool_id: _id, work_pool_name: _name, ...run } = flowRunWire(flow_run)
+    return { work_pool_id, work_queue_id, flow_run: run }
+  }))
+
+type Details =
+  | { readonly type: "accept_details" }
+  | { readonly type: "reject_details" | "abort_details"; readonly reason: string | null }
+  | { readonly type: "wait_details"; readonly delay_seconds: number; readonly reason: string | null }
+
+/** The JSON text of an orchestration result (OrchestrationResult), as its schema encodes it. */
+export const orchestrationResultJson = (result: { readonly state: State | null; readonly status: string; readonly details: Details }) => {
+  const d = result.details
+  const details = d.type === "accept_details"
+    ? { type: d.type }
+    : d.type === "wait_details"
+    ? { type: d.type, delay_seconds: d.delay_seconds, reason: d.reason }
+    : { type: d.type, reason: d.reason }
+  return JSON.stringify({ state: result.state === null ? null : stateWire(result.state), status: result.status, details })
+}

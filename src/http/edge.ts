@@ -60,9 +60,15 @@ export const nothingOutside: Outside = { first: () => undefined, serve: () => Ef
 
 /**
  * Serves `api` under the base path, and `outside` beside it; every answer goes to `record` when
- * there is one (metrics on).
+ * there is one (metrics on), and is logged at DEBUG when `logsRequests` (the logger's level is
+ * DEBUG or lower: otherwise timing and annotating each request would be work for nothing).
  */
-export const edge = (settings: SettingsValue, outside: Outside = nothingOutside, record?: RequestRecorder) => {
+export const edge = (
+  settings: SettingsValue,
+  outside: Outside = nothingOutside,
+  record?: RequestRecorder,
+  logsRequests = true
+) => {
   const basePath = normalizeBasePath(settings.server.api.base_path)
   const cors = corsMiddleware(settings.server.api)
   const refusedWithoutCredential = basicAuth(settings)
@@ -102,7 +108,7 @@ export const edge = (settings: SettingsValue, outside: Outside = nothingOutside,
         return Effect.as(Effect.logError("Unexpected failure while handling a request", safeCause(cause)), internalError)
       })
     )
-    const served = logRequests(cors(guarded))
+    const served = logsRequests ? logRequests(cors(guarded)) : cors(guarded)
     return record === undefined ? served : recorded(served, record)
   }
 }
