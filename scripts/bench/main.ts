@@ -145,6 +145,8 @@ const create = async (server: StartedServer, api: JsonClient, apiUrl: string) =>
 const lifecycle = async (server: StartedServer, api: JsonClient) => {
   const setup = await setUpLifecycle(api, options.workers)
   const seconds = options.seconds * 1.5
+  // Warmed up first, as the replica and --workers rows are.
+  await closedLoop(options.workers, 3, apiLifecycle(api, setup))
   const cpuBefore = cpuTime(server.pid)
   const baton = await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
   const cpuMsPerOp = (cpuTime(server.pid) - cpuBefore) / baton.count
@@ -188,7 +190,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     ...target(ratio >= 0.5 && baton.throughput > bossResult.throughput, ">= 50% of SQL, > pg-boss"),
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
   })
-  if (!options.embedded) await twoReplicas(baton.throughput, setup)
+  if (!options.embedded) await twoReplicas(baton.throughput, setup, server)
   if (!options.embedded) await twoWorkers(baton.throughput, setup)
 }
 
@@ -220,8 +222,28 @@ const backgroundTasks = async () => {
   }
 }
 
+/** The parent process of `pid` (from /proc: the bench runs its servers on this machine). */
+const parentOf = (pid: number): number | undefined => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+  } catch {
+    return undefined
+  }
+}
+
+/** Runs the lifecycle through `clients` (worker i through clients[i % n]) after a warm-up; the CPU of `pids` per lifecycle. */
+const measuredLifecycle = async (clients: ReadonlyArray<JsonClient>, setup: Awaited<ReturnType<typeof setUpLifecycle>>, pids: () => ReadonlyArray<number>) => {
+  const drive = (worker: number) => apiLifecycle(clients[worker % clients.length]!, setup)(worker)
+  await closedLoop(options.workers, 3, drive)
+  const cpu = () => pids().reduce((sum, pid) => sum + cpuTime(pid), 0)
+  const before = cpu()
+  const result = await closedLoop(options.workers, options.seconds * 1.5, drive)
+  return { result, cpuMsPerOp: (cpu() - before) / result.count }
+}
+
 /** The same lifecycle through two full servers on the same PostgreSQL, the workers split between them. */
-const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof setUpLifecycle>>) => {
+const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof setUpLifecycle>>, first: StartedServer) => {
   const port = options.port + 2
   const second = await startServer({
     home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-replica-")),
@@ -233,16 +255,17 @@ const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof 
   })
   try {
     const clients = [jsonClient(`http://127.0.0.1:${options.port}/v2/api`), jsonClient(`http://127.0.0.1:${port}/v2/api`)]
-    const both = await closedLoop(options.workers, options.seconds * 1.5, (worker) => apiLifecycle(clients[worker % 2]!, setup)(worker))
+    const { result: both, cpuMsPerOp } = await measuredLifecycle(clients, setup, () => [first.pid, second.pid])
     record({
       scenario: `run lifecycle via API, 2 replicas (${options.workers} workers)`,
       throughput: both.throughput,
       unit: "runs/s",
       p50: both.p50,
       p99: both.p99,
+      cpuMsPerOp,
       versus: "1 replica",
       ratio: both.throughput / oneReplica,
-      note: "two full servers on one PostgreSQL, each worker through one of them"
+      note: "two full servers on one PostgreSQL, each worker through one of them; CPU of both"
     })
   } finally {
     await second.stop()
@@ -255,8 +278,6 @@ const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof 
  */
 const twoWorkers = async (oneWorker: number, setup: Awaited<ReturnType<typeof setUpLifecycle>>) => {
   const port = options.port + 4
-  const listed = async (api: JsonClient) => ((await api.get("/admin/instances")) as Array<unknown>).length
-  const before = await listed(jsonClient(`http://127.0.0.1:${options.port}/v2/api`))
   const cluster = await startServer({
     home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-workers-")),
     port,
@@ -267,20 +288,28 @@ const twoWorkers = async (oneWorker: number, setup: Awaited<ReturnType<typeof se
     timeoutMs: 120_000
   })
   try {
-    // /health answers once the first worker serves: wait until the second is listed too.
+    // /health answers once the first worker serves: wait until both of the primary's workers are listed.
     const api = jsonClient(`http://127.0.0.1:${port}/v2/api`)
+    const workers = async () =>
+      ((await api.get("/admin/instances")) as Array<{ pid: number }>).map((i) => i.pid).filter((pid) => parentOf(pid) === cluster.pid)
     const deadline = performance.now() + 60_000
-    while ((await listed(api)) < before + 2 && performance.now() < deadline) await sleep(200)
-    const result = await closedLoop(options.workers, options.seconds * 1.5, apiLifecycle(api, setup))
+    let pids = await workers()
+    while (pids.length < 2 && performance.now() < deadline) {
+      await sleep(200)
+      pids = await workers()
+    }
+    if (pids.length < 2) throw new Error(`--workers 2: ${pids.length} worker(s) listed after 60 s`)
+    const { result, cpuMsPerOp } = await measuredLifecycle([api], setup, () => [cluster.pid, ...pids])
     record({
       scenario: `run lifecycle via API, --workers 2 (${options.workers} workers)`,
       throughput: result.throughput,
       unit: "runs/s",
       p50: result.p50,
       p99: result.p99,
+      cpuMsPerOp,
       versus: "--workers 1",
       ratio: result.throughput / oneWorker,
-      note: "one server of two worker processes sharing the port, on one PostgreSQL"
+      note: "one server of two worker processes sharing the port, on one PostgreSQL; CPU of the primary and both workers"
     })
   } finally {
     await cluster.stop()
