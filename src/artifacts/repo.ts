@@ -19,6 +19,7 @@ import {
   type ArtifactSort,
   GraphArtifact
 } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `artifact`: its wire record, decoded (its timestamps Dates, its data and metadata parsed jsonb). */
 export const ArtifactRow = Schema.typeSchema(Artifact)
@@ -69,7 +70,7 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
         `
     })
 
-    const create = Effect.fn("ArtifactsRepo.create")(function* (input: ArtifactCreate) {
+    const create = traced("ArtifactsRepo.create")(function* (input: ArtifactCreate) {
       const id = yield* newId
       const at = yield* now
       return yield* sql.withTransaction(
@@ -109,7 +110,7 @@ export class ArtifactsRepo extends Effect.Service<ArtifactsRepo>()("baton/Artifa
     })
 
     /** Sets the given fields on the artifact, and on its key's collection when it is the latest; false without it. */
-    const update = Effect.fn("ArtifactsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const update = traced("ArtifactsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const columns = { ...changes, updated: at }
       return yield* sql.withTransaction(

@@ -8,6 +8,7 @@ import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { isObject } from "../domain/schemas.ts"
 import { type Action, Automation, AutomationFilter, type AutomationSort, type AutomationUpdate, type Trigger } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /**
  * A trigger or action as stored: what the body schema decoded (and checked) before it was written.
@@ -68,7 +69,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
       execute: (row) => sql`INSERT INTO automation ${sql.insert(row)} RETURNING *`
     })
 
-    const create = Effect.fn("AutomationsRepo.create")(function* (fields: AutomationFields) {
+    const create = traced("AutomationsRepo.create")(function* (fields: AutomationFields) {
       const at = yield* now
       return yield* insert({ id: yield* newId, created: at, updated: at, ...columns(fields) })
     })
@@ -96,7 +97,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
     )
 
     /** Replaces every field; false when there is no such automation. */
-    const replace = Effect.fn("AutomationsRepo.replace")(function* (id: string, fields: AutomationFields) {
+    const replace = traced("AutomationsRepo.replace")(function* (id: string, fields: AutomationFields) {
       const at = yield* now
       const rows = yield* sql`UPDATE automation SET ${sql.update({ ...columns(fields), updated: at })} WHERE id = ${id} RETURNING id`
       // Its triggers have new ids: what the old ones were counting no longer applies.
@@ -105,7 +106,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
       return rows.length > 0
     })
 
-    const setEnabled = Effect.fn("AutomationsRepo.setEnabled")(function* (id: string, enabled: boolean) {
+    const setEnabled = traced("AutomationsRepo.setEnabled")(function* (id: string, enabled: boolean) {
       const at = yield* now
       const rows = yield* sql`UPDATE automation SET enabled = ${enabled}, updated = ${at} WHERE id = ${id} RETURNING id`
       return rows.length > 0
@@ -120,7 +121,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
     const remove = (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([] as ReadonlyArray<Automation>) : deleteMany(ids))
 
     /** Relates the automation to a resource; once owned by it, it stays owned. */
-    const relate = Effect.fn("AutomationsRepo.relate")(function* (automationId: string, resourceId: string, owned: boolean) {
+    const relate = traced("AutomationsRepo.relate")(function* (automationId: string, resourceId: string, owned: boolean) {
       const at = yield* now
       yield* sql`
         INSERT INTO automation_related_resource (id, created, updated, automation_id, resource_id, automation_owned_by_resource)
@@ -132,7 +133,7 @@ export class AutomationsRepo extends Effect.Service<AutomationsRepo>()("baton/Au
     })
 
     /** The deployments the automation runs are related to it, and no others (ownership is kept). */
-    const relateDeployments = Effect.fn("AutomationsRepo.relateDeployments")(function* (
+    const relateDeployments = traced("AutomationsRepo.relateDeployments")(function* (
       automationId: string,
       deploymentIds: ReadonlyArray<string>
     ) {

@@ -22,6 +22,7 @@ import { AutomationNotFound } from "./errors.ts"
 import { type AutomationFields, AutomationsRepo } from "./repo.ts"
 import { runDeploymentLoop } from "./body-checks.ts"
 import { type Action, Automation, type AutomationCreate, type AutomationUpdate, MIN_PROACTIVE_WITHIN, type Trigger } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 const encodeAutomation = Schema.encodeSync(Automation)
 
@@ -101,7 +102,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
       actions_on_resolve: body.actions_on_resolve
     })
 
-    const create = Effect.fn("Automations.create")(function* (body: AutomationCreate) {
+    const create = traced("Automations.create")(function* (body: AutomationCreate) {
       yield* checkRunDeployments(body.actions, false)
       const created = yield* inTransaction(
         sql,
@@ -119,7 +120,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
     const find = (id: string) => repo.find(id).pipe(orFail(() => new AutomationNotFound()))
 
     /** PUT: the automation becomes exactly the body (defaults for what it leaves out). */
-    const replace = Effect.fn("Automations.replace")(function* (id: string, body: AutomationUpdate) {
+    const replace = traced("Automations.replace")(function* (id: string, body: AutomationUpdate) {
       yield* checkRunDeployments(body.actions, true)
       yield* find(id)
       const fields = settle(body)
@@ -135,7 +136,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
     })
 
     /** PATCH: switches the automation on or off; switching on must not make a run-deployment loop. */
-    const setEnabled = Effect.fn("Automations.setEnabled")(function* (id: string, enabled: boolean) {
+    const setEnabled = traced("Automations.setEnabled")(function* (id: string, enabled: boolean) {
       const automation = yield* find(id)
       const loop = runDeploymentLoop({ ...automation, enabled })
       if (loop !== undefined) {
@@ -152,7 +153,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
       )
     })
 
-    const remove = Effect.fn("Automations.remove")(function* (id: string) {
+    const remove = traced("Automations.remove")(function* (id: string) {
       yield* inTransaction(
         sql,
         Effect.gen(function* () {
@@ -164,7 +165,7 @@ export class Automations extends Effect.Service<Automations>()("baton/Automation
     })
 
     /** Deletes the automations the resource owns (those created up to now). */
-    const removeOwnedBy = Effect.fn("Automations.removeOwnedBy")(function* (resourceId: string) {
+    const removeOwnedBy = traced("Automations.removeOwnedBy")(function* (resourceId: string) {
       const owned = yield* repo.relatedTo(resourceId, { ownedOnly: true, createdBefore: yield* now })
       yield* inTransaction(
         sql,

@@ -9,6 +9,7 @@ import { now } from "../domain/time.ts"
 import { BlockDocumentConflict, BlockDocumentNameTaken } from "./errors.ts"
 import { BlockDocumentFilter, type BlockDocumentQuery, type BlockDocumentSort } from "./documents-schemas.ts"
 import { BlockSchemaFilter, BlockTypeFilter } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `block_document`: a stored document as its row holds it (data still sealed). */
 export const DocumentRow = Schema.Struct({
@@ -112,7 +113,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     const documentRows = findRowsByIds(sql, "block_document", DocumentRow)
 
     /** The documents with these ids and every document they reference, directly or not, with the edges. */
-    const readGraph = Effect.fn("BlockDocumentsRepo.readGraph")(function* (ids: ReadonlyArray<string>) {
+    const readGraph = traced("BlockDocumentsRepo.readGraph")(function* (ids: ReadonlyArray<string>) {
       if (ids.length === 0) return { rows: [] as ReadonlyArray<DocumentRow>, references: [] as ReadonlyArray<ReferenceRow> }
       const references = yield* referencesBelow(ids)
       const all = [...new Set([...ids, ...references.map((r) => r.reference_block_document_id)])]
@@ -159,7 +160,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
      * Creates the document; BlockDocumentNameTaken when its type already has a document of that
      * name, BlockDocumentConflict when its type or schema is gone.
      */
-    const insert = Effect.fn("BlockDocumentsRepo.insert")(function* (row: Omit<DocumentRow, "id" | "created" | "updated">) {
+    const insert = traced("BlockDocumentsRepo.insert")(function* (row: Omit<DocumentRow, "id" | "created" | "updated">) {
       const at = yield* now
       const id = yield* newId
       const rows = yield* sql`
@@ -172,7 +173,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     })
 
     /** Sets the given columns (and `updated`); BlockDocumentConflict when a new schema is gone. */
-    const update = Effect.fn("BlockDocumentsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const update = traced("BlockDocumentsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       yield* sql`UPDATE block_document SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id}`.pipe(missingReferent)
     })
@@ -186,7 +187,7 @@ export class BlockDocumentsRepo extends Effect.Service<BlockDocumentsRepo>()("ba
     })
 
     /** Adds the edges; BlockDocumentConflict when a referenced document is gone. */
-    const addReferences = Effect.fn("BlockDocumentsRepo.addReferences")(function* (
+    const addReferences = traced("BlockDocumentsRepo.addReferences")(function* (
       parent: string,
       references: ReadonlyArray<{ readonly name: string; readonly id: string }>
     ) {

@@ -29,6 +29,7 @@ import { BlockSchemasRepo } from "./schemas-repo.ts"
 import { obfuscateSecrets, restoreSecrets, secretPaths } from "./secrets.ts"
 import { StorageDefaults } from "./storage-defaults.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
+import { traced } from "../domain/traced.ts"
 
 type Data = Record<string, unknown>
 
@@ -63,7 +64,7 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
     const storage = yield* StorageDefaults
 
     /** The documents `ids` names, whole: nested documents in place, their schema and type. */
-    const readMany = Effect.fn("BlockDocuments.readMany")(function* (ids: ReadonlyArray<string>, includeSecrets: boolean) {
+    const readMany = traced("BlockDocuments.readMany")(function* (ids: ReadonlyArray<string>, includeSecrets: boolean) {
       const { rows, references } = yield* documents.readGraph(ids)
       const byId = new Map(rows.map((r) => [r.id, r]))
       const schemaList = yield* schemas.readMany([...new Set(rows.map((r) => r.block_schema_id))])
@@ -137,7 +138,7 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
         Option.match({ onNone: () => Effect.succeedNone, onSome: (id) => find(id, includeSecrets) })
       )
 
-    const filter = Effect.fn("BlockDocuments.filter")(function* (
+    const filter = traced("BlockDocuments.filter")(function* (
       query: BlockDocumentQuery & {
         readonly include_secrets: boolean
         readonly sort: BlockDocumentSort | null
@@ -158,7 +159,7 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
         references.every((r) => existing.has(r.id)) ? Effect.void : Effect.fail(new BlockDocumentConflict())
       )
 
-    const create = Effect.fn("BlockDocuments.create")(function* (body: BlockDocumentCreate) {
+    const create = traced("BlockDocuments.create")(function* (body: BlockDocumentCreate) {
       const id = yield* documents.transaction(
         Effect.gen(function* () {
           const type = yield* types.find(body.block_type_id).pipe(orFail(() => new BlockDocumentConflict()))
@@ -185,7 +186,7 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
       return yield* find(id, false).pipe(orFail(() => new BlockDocumentNotFound()))
     })
 
-    const update = Effect.fn("BlockDocuments.update")(function* (id: string, body: BlockDocumentUpdate) {
+    const update = traced("BlockDocuments.update")(function* (id: string, body: BlockDocumentUpdate) {
       yield* documents.transaction(
         Effect.gen(function* () {
           const row = yield* documents.lockRow(id).pipe(orFail(() => new BlockDocumentNotFound()))
@@ -224,7 +225,7 @@ export class BlockDocuments extends Effect.Service<BlockDocuments>()("baton/Bloc
     })
 
     /** Deletes the document; one that other documents reference is kept (409), so none loses a nested block. */
-    const remove = Effect.fn("BlockDocuments.remove")(function* (id: string) {
+    const remove = traced("BlockDocuments.remove")(function* (id: string) {
       yield* documents.transaction(
         Effect.gen(function* () {
           yield* documents.lockRow(id).pipe(orFail(() => new BlockDocumentNotFound()))

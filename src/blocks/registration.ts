@@ -12,6 +12,7 @@ import { pythonJson } from "./checksum.ts"
 import { BlockSchemas } from "./schemas-service.ts"
 import { blockTypeOf, systemBlocks } from "./system-blocks.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
+import { traced } from "../domain/traced.ts"
 
 /** The version system block schemas are registered with. */
 export const SYSTEM_BLOCK_SCHEMA_VERSION = COMPATIBLE_SERVER_VERSION
@@ -34,7 +35,7 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
      * Creates or updates every system block type (by slug) and adds its schema when missing: a few
      * statements for all of them, since every server start (and every test's) runs it.
      */
-    const registerAll = Effect.fn("BlockRegistration.registerAll")(function* () {
+    const registerAll = traced("BlockRegistration.registerAll")(function* () {
       const stored = yield* types.upsertMany(systemBlocks.map((block) => ({ ...blockTypeOf(block), is_protected: block.is_protected })))
       const idOfSlug = new Map(stored.map((type) => [type.slug, type.id]))
       // Fails only when a block type is deleted while its schema is being stored (or the system
@@ -48,7 +49,7 @@ export class BlockRegistration extends Effect.Service<BlockRegistration>()("bato
     })
 
     /** The start-time registration, as the settings ask for it; whether it ran. */
-    const registerOnStart = Effect.fn("BlockRegistration.registerOnStart")(function* () {
+    const registerOnStart = traced("BlockRegistration.registerOnStart")(function* () {
       if (!settings.server.register_blocks_on_start) return false
       const memoize = settings.server.memoize_block_auto_registration
       if (memoize && Option.getOrUndefined(yield* configuration.find(MEMO_KEY)) === registrationHash) return false

@@ -14,6 +14,7 @@ import { now } from "../domain/time.ts"
 import { BlockSchemaConflict } from "./errors.ts"
 import { type BlockSchema, BlockSchemaFilter, type BlockType, type SchemaReference } from "./schemas.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
+import { traced } from "../domain/traced.ts"
 
 /**
  * A row of `block_schema`. Not the wire's record: the fields are stored without the nested schemas
@@ -110,7 +111,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     const schemaRows = findRowsByIds(sql, "block_schema", SchemaRow)
 
     /** The schemas with these ids, each with its nested schemas put back, in the order of `ids`. */
-    const readMany = Effect.fn("BlockSchemasRepo.readMany")(function* (ids: ReadonlyArray<string>) {
+    const readMany = traced("BlockSchemasRepo.readMany")(function* (ids: ReadonlyArray<string>) {
       if (ids.length === 0) return []
       const referenceRows = yield* referencesBelow(ids)
       const all = [...new Set([...ids, ...referenceRows.map((r) => r.reference_block_schema_id)])]
@@ -171,7 +172,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
      * and version that a concurrent create stored first (`created` false). BlockSchemaConflict when
      * its type was deleted meanwhile.
      */
-    const insert = Effect.fn("BlockSchemasRepo.insert")(function* (row: {
+    const insert = traced("BlockSchemasRepo.insert")(function* (row: {
       readonly checksum: string
       readonly fields: Record<string, unknown>
       readonly capabilities: ReadonlyArray<string>
@@ -199,7 +200,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
      * Inserts many schema rows in one statement, each unless one with its checksum and version is
      * stored. BlockSchemaConflict when a type was deleted meanwhile.
      */
-    const insertMany = Effect.fn("BlockSchemasRepo.insertMany")(function* (rows: ReadonlyArray<{
+    const insertMany = traced("BlockSchemasRepo.insertMany")(function* (rows: ReadonlyArray<{
       readonly checksum: string
       readonly fields: Record<string, unknown>
       readonly capabilities: ReadonlyArray<string>
@@ -224,7 +225,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
      * Records that `parent`'s property `name` holds a block of schema `child`, once;
      * BlockSchemaConflict when `child` was deleted meanwhile.
      */
-    const addReference = Effect.fn("BlockSchemasRepo.addReference")(function* (parent: string, child: string, name: string) {
+    const addReference = traced("BlockSchemasRepo.addReference")(function* (parent: string, child: string, name: string) {
       const at = yield* now
       yield* sql`
         INSERT INTO block_schema_reference (id, created, updated, name, parent_block_schema_id, reference_block_schema_id)
@@ -247,7 +248,7 @@ export class BlockSchemasRepo extends Effect.Service<BlockSchemasRepo>()("baton/
     })
 
     /** Schemas matching the filter, newest first. */
-    const filter = Effect.fn("BlockSchemasRepo.filter")(function* (options: { readonly filter: BlockSchemaFilter | null | undefined } & Page) {
+    const filter = traced("BlockSchemasRepo.filter")(function* (options: { readonly filter: BlockSchemaFilter | null | undefined } & Page) {
       const ids = yield* filteredIds(options)
       return yield* readMany(ids.map((r) => r.id))
     })

@@ -10,6 +10,7 @@ import { blockSchemaChecksum, collectRefs, definitionKey, nonBlockDefinitions } 
 import { type BlockSchemaCreate, DEFAULT_BLOCK_SCHEMA_VERSION } from "./schemas.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
 import { BlockTypesRepo } from "./types-repo.ts"
+import { traced } from "../domain/traced.ts"
 
 type Fields = Record<string, unknown>
 
@@ -109,7 +110,7 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
      * Creates the schema of `body`, or finds the one with its checksum and version; a concurrent
      * create of the same schema finds the one that won (BlockSchemasRepo.insert).
      */
-    const create = Effect.fn("BlockSchemas.create")(function* (body: BlockSchemaCreate) {
+    const create = traced("BlockSchemas.create")(function* (body: BlockSchemaCreate) {
       yield* types.find(body.block_type_id).pipe(
         orFail(() => new BlockSchemaTypeNotFound({ detail: `Block type ${body.block_type_id} not found.` }))
       )
@@ -125,7 +126,7 @@ export class BlockSchemas extends Effect.Service<BlockSchemas>()("baton/BlockSch
      * Creates many schemas, each as `create` does, for types known to exist (the system blocks at
      * start): the ones without nested blocks in one statement, the others one by one.
      */
-    const createAll = Effect.fn("BlockSchemas.createAll")(function* (bodies: ReadonlyArray<BlockSchemaCreate>) {
+    const createAll = traced("BlockSchemas.createAll")(function* (bodies: ReadonlyArray<BlockSchemaCreate>) {
       const plain = []
       for (const body of bodies) {
         const { checksum, fields, references } = prepared(body.fields, undefined)

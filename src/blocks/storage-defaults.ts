@@ -9,6 +9,7 @@ import { orFail, ValidationError } from "../domain/errors.ts"
 import { BlockDocumentsRepo } from "./documents-repo.ts"
 import { StorageBlockDocumentNotFound } from "./errors.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
+import { traced } from "../domain/traced.ts"
 
 const KEY = "server-default-result-storage"
 
@@ -41,7 +42,7 @@ export class StorageDefaults extends Effect.Service<StorageDefaults>()("baton/St
     })
 
     /** Makes document `id` the default result storage: it must exist and be able to write paths. */
-    const set = Effect.fn("StorageDefaults.set")(function* (id: string) {
+    const set = traced("StorageDefaults.set")(function* (id: string) {
       const document = yield* documents.findRow(id).pipe(
         orFail(() => new StorageBlockDocumentNotFound({ detail: `Block document ${id} not found.` }))
       )

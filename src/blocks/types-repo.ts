@@ -7,6 +7,7 @@ import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { BlockTypeNameTaken } from "./errors.ts"
 import { BlockSchemaFilter, BlockType, BlockTypeFilter } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A block type's own fields. */
 export type BlockTypeValues = Omit<BlockType, "id" | "created" | "updated" | "is_protected">
@@ -42,7 +43,7 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
     })
 
     /** Creates the type; BlockTypeNameTaken when its slug is taken. */
-    const create = Effect.fn("BlockTypesRepo.create")(function* (values: BlockTypeValues) {
+    const create = traced("BlockTypesRepo.create")(function* (values: BlockTypeValues) {
       const at = yield* now
       const inserted = yield* insert({ id: yield* newId, created: at, updated: at, ...values, is_protected: false })
       if (Option.isNone(inserted)) return yield* new BlockTypeNameTaken({ detail: `Block type with name "${values.name}" already exists` })
@@ -53,7 +54,7 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
      * Creates each type, or makes the one with its slug match its values (keeping its id), in one
      * statement (their slugs distinct); the rows, in no particular order.
      */
-    const upsertMany = Effect.fn("BlockTypesRepo.upsertMany")(function* (
+    const upsertMany = traced("BlockTypesRepo.upsertMany")(function* (
       values: ReadonlyArray<BlockTypeValues & { readonly is_protected: boolean }>
     ) {
       if (values.length === 0) return []
@@ -81,7 +82,7 @@ export class BlockTypesRepo extends Effect.Service<BlockTypesRepo>()("baton/Bloc
     }
 
     /** Sets the given columns (and `updated`); false when there is no such type. */
-    const update = Effect.fn("BlockTypesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const update = traced("BlockTypesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const rows = yield* sql`UPDATE block_type SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`
       return rows.length > 0

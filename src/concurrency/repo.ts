@@ -12,6 +12,7 @@ import { ConcurrencyLimitNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Settings } from "../settings/settings.ts"
+import { traced } from "../domain/traced.ts"
 
 /**
  * A row of `concurrency_limit_v2` (v1's tag limits are its rows named `tag:…`), with its active slots
@@ -81,7 +82,7 @@ export class ConcurrencyLimitsRepo extends Effect.Service<ConcurrencyLimitsRepo>
         tail: sql`ORDER BY name LIMIT ${options.limit} OFFSET ${options.offset}`
       })
 
-    const create = Effect.fn("ConcurrencyLimitsRepo.create")(function* (input: {
+    const create = traced("ConcurrencyLimitsRepo.create")(function* (input: {
       readonly name: string
       readonly limit: number
       readonly active?: boolean

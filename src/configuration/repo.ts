@@ -4,6 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
+import { traced } from "../domain/traced.ts"
 
 /** The value of a row of `configuration`: any parsed jsonb, JSON null included. */
 const ValueRow = Schema.Struct({ value: Schema.Unknown })
@@ -22,7 +23,7 @@ export class ConfigurationRepo extends Effect.Service<ConfigurationRepo>()("bato
     const find = (key: string) => Effect.map(findValue(key), Option.map((row) => row.value))
 
     /** Sets the value of `key`, replacing what was there. */
-    const write = Effect.fn("ConfigurationRepo.write")(function* (key: string, value: unknown) {
+    const write = traced("ConfigurationRepo.write")(function* (key: string, value: unknown) {
       const at = yield* now
       yield* sql`
         INSERT INTO configuration (id, created, updated, key, value)
@@ -35,7 +36,7 @@ export class ConfigurationRepo extends Effect.Service<ConfigurationRepo>()("bato
      * The value of `key`, storing `value` first when there is none. Two callers racing both get the
      * one value that was stored first.
      */
-    const readOrCreate = Effect.fn("ConfigurationRepo.readOrCreate")(function* (key: string, value: unknown) {
+    const readOrCreate = traced("ConfigurationRepo.readOrCreate")(function* (key: string, value: unknown) {
       const at = yield* now
       yield* sql`
         INSERT INTO configuration (id, created, updated, key, value)

@@ -6,6 +6,7 @@ import { AsGiven } from "../database/rows.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { CsrfToken } from "./api.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `csrf_token`: its wire record, decoded (its timestamps Dates). */
 export const CsrfTokenRow = Schema.typeSchema(CsrfToken)
@@ -29,7 +30,7 @@ export class CsrfTokensRepo extends Effect.Service<CsrfTokensRepo>()("baton/Csrf
     })
 
     /** Gives `client` the token `token` until `expiration` (its previous token stops working). */
-    const issue = Effect.fn("CsrfTokensRepo.issue")(function* (client: string, token: string, expiration: Date) {
+    const issue = traced("CsrfTokensRepo.issue")(function* (client: string, token: string, expiration: Date) {
       return yield* upsert({ id: yield* newId, at: yield* now, client, token, expiration })
     })
 

@@ -12,6 +12,7 @@ import { now } from "../domain/time.ts"
 import { Deployment, type DeploymentFilter, DeploymentSchedule, type DeploymentSort } from "./schemas.ts"
 import { DeploymentConflict, deploymentNotFoundDot, ScheduleSlugTaken } from "./errors.ts"
 import type { Schedule } from "./schedules.ts"
+import { traced } from "../domain/traced.ts"
 
 /** The filters a deployment query combines: the deployments' own and those of related objects. */
 export type DeploymentQuery = Readonly<Record<string, unknown>>
@@ -165,7 +166,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
      * Inserts the deployment, or on a flow and name already taken overwrites that one with
      * `changes` only. Says which, and the row's id.
      */
-    const upsert = Effect.fn("DeploymentsRepo.upsert")(function* (insert: Columns, changes: Columns) {
+    const upsert = traced("DeploymentsRepo.upsert")(function* (insert: Columns, changes: Columns) {
       const id = yield* newId
       const at = yield* now
       const row = yield* upsertRow({ insert: { ...insert, id, created: at, updated: at }, changes: { ...changes, updated: at } })
@@ -173,7 +174,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     })
 
     /** Sets the given columns (and `updated`); false when there is no such deployment. */
-    const update = Effect.fn("DeploymentsRepo.update")(function* (id: string, changes: Columns) {
+    const update = traced("DeploymentsRepo.update")(function* (id: string, changes: Columns) {
       const at = yield* now
       const rows = yield* sql`UPDATE deployment SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`
       return rows.length > 0
@@ -257,7 +258,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
      * this statement inserted: a read of the deployment's schedules afterwards could already see
      * another request's replacement. One JSON parameter carries every row, however many there are.
      */
-    const createSchedules = Effect.fn("DeploymentsRepo.createSchedules")(function* (
+    const createSchedules = traced("DeploymentsRepo.createSchedules")(function* (
       deploymentId: string,
       schedules: ReadonlyArray<NewSchedule>
     ) {
@@ -288,7 +289,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     })
 
     /** Changes one schedule of the deployment, by id or by slug; false when it has no such schedule. */
-    const updateSchedule = Effect.fn("DeploymentsRepo.updateSchedule")(function* (
+    const updateSchedule = traced("DeploymentsRepo.updateSchedule")(function* (
       deploymentId: string,
       target: { readonly id: string } | { readonly slug: string },
       changes: ScheduleChanges

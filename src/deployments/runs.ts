@@ -32,6 +32,7 @@ import {
   TooManyFlowRuns,
   valueError
 } from "./errors.ts"
+import { traced } from "../domain/traced.ts"
 
 /** Why a run could not be created; the single and bulk routes word these differently, as the reference does. */
 type RunProblem =
@@ -134,7 +135,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     }
 
     /** POST /deployments/{id}/create_flow_run: the new run, or the one its idempotency key names. */
-    const createFlowRun = Effect.fn("DeploymentRuns.createFlowRun")(function* (
+    const createFlowRun = traced("DeploymentRuns.createFlowRun")(function* (
       id: string,
       body: DeploymentFlowRunCreate,
       createdBy: FlowRun["created_by"] = null
@@ -193,7 +194,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     }
 
     /** POST /deployments/{id}/create_flow_run/bulk: each run created or reported as failed, in order. */
-    const createFlowRuns = Effect.fn("DeploymentRuns.createFlowRuns")(function* (id: string, bodies: ReadonlyArray<DeploymentFlowRunCreate>) {
+    const createFlowRuns = traced("DeploymentRuns.createFlowRuns")(function* (id: string, bodies: ReadonlyArray<DeploymentFlowRunCreate>) {
       if (bodies.length > MAX_BULK_RUNS) {
         return yield* new TooManyFlowRuns({ detail: `Cannot create more than ${MAX_BULK_RUNS} flow runs at once.` })
       }
@@ -220,7 +221,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
      * The worker's poll: Scheduled runs of the deployments due by `before` (no bound without it),
      * soonest first. The deployments count as polled: READY.
      */
-    const scheduledFlowRuns = Effect.fn("DeploymentRuns.scheduledFlowRuns")(function* (
+    const scheduledFlowRuns = traced("DeploymentRuns.scheduledFlowRuns")(function* (
       ids: ReadonlyArray<string>,
       before: Date | undefined,
       limit: number
@@ -245,7 +246,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const scheduleRuns = (id: string, window: WindowOptions) => Effect.asVoid(scheduler.schedule([id], window))
 
     /** The queues whose legacy filter would take the deployment's runs. */
-    const workQueueCheck = Effect.fn("DeploymentRuns.workQueueCheck")(function* (id: string) {
+    const workQueueCheck = traced("DeploymentRuns.workQueueCheck")(function* (id: string) {
       const deployment = yield* repo.find(id).pipe(orFail(() => new DeploymentNotFound()))
       return yield* workQueues.queuesAccepting(deployment)
     })

@@ -13,6 +13,7 @@ import { DeploymentConflict, deploymentNotFoundDot, ScheduleNotFound, unprocessa
 import { DeploymentsRepo, type NewSchedule } from "./repo.ts"
 import { type Schedule, Schedule as ScheduleSchema } from "./schedules.ts"
 import type { DeploymentScheduleCreate, DeploymentScheduleUpdate } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 const encodeSchedule = Schema.encodeSync(ScheduleSchema)
 const decodeSchedule = Schema.decodeSync(ScheduleSchema)
@@ -150,7 +151,7 @@ export const makeScheduleChanges = Effect.gen(function* () {
   const listSchedules = (id: string) => Effect.map(requireDeployment(id), (deployment) => deployment.schedules)
 
   /** Adds schedules; slugs must stay unique within the deployment. Answers them in request order. */
-  const createSchedules = Effect.fn("Deployments.createSchedules")(function* (id: string, schedules: ReadonlyArray<DeploymentScheduleCreate>) {
+  const createSchedules = traced("Deployments.createSchedules")(function* (id: string, schedules: ReadonlyArray<DeploymentScheduleCreate>) {
     yield* checkScheduleLimits(schedules, [])
     yield* requireDeployment(id)
     const at = yield* now
@@ -158,7 +159,7 @@ export const makeScheduleChanges = Effect.gen(function* () {
     return yield* repo.createSchedules(id, newSchedules(schedules, at))
   })
 
-  const updateSchedule = Effect.fn("Deployments.updateSchedule")(function* (id: string, scheduleId: string, body: DeploymentScheduleUpdate) {
+  const updateSchedule = traced("Deployments.updateSchedule")(function* (id: string, scheduleId: string, body: DeploymentScheduleUpdate) {
     yield* checkScheduleLimits([body], [])
     yield* requireDeployment(id)
     const at = yield* now
@@ -173,7 +174,7 @@ export const makeScheduleChanges = Effect.gen(function* () {
     if (!found) return yield* new ScheduleNotFound()
   })
 
-  const deleteSchedule = Effect.fn("Deployments.deleteSchedule")(function* (id: string, scheduleId: string) {
+  const deleteSchedule = traced("Deployments.deleteSchedule")(function* (id: string, scheduleId: string) {
     yield* requireDeployment(id)
     const found = yield* inTransaction(sql, Effect.gen(function* () {
       if ((yield* repo.deleteSchedules(id, scheduleId)) === 0) return false

@@ -12,6 +12,7 @@ import { defaultFlowRunPolicy } from "../flow-runs/schemas.ts"
 import { DeploymentConflict } from "./errors.ts"
 import { Schedule } from "./schedules.ts"
 import type { ScheduledRun, SchedulingDeployment, SchedulingSchedule } from "./scheduling.ts"
+import { traced } from "../domain/traced.ts"
 
 const decodeSchedule = Schema.decodeUnknownSync(Schedule)
 const encodeDetails = Schema.encodeSync(StateDetails)
@@ -103,7 +104,7 @@ export class ScheduledRunsRepo extends Effect.Service<ScheduledRunsRepo>()("bato
      * Inserts the runs in the Scheduled state, skipping any whose key the flow already has; the ids
      * of the new ones. One statement for the runs, one for their states.
      */
-    const insert = Effect.fn("ScheduledRunsRepo.insert")(function* (runs: ReadonlyArray<ScheduledRun>, at: Date) {
+    const insert = traced("ScheduledRunsRepo.insert")(function* (runs: ReadonlyArray<ScheduledRun>, at: Date) {
       if (runs.length === 0) return [] as Array<string>
       const rows: Array<Record<string, unknown>> = []
       for (const run of runs) {

@@ -9,6 +9,7 @@ import { Settings } from "../settings/settings.ts"
 import { RunsDue } from "../work-pools/runs-due.ts"
 import { ScheduledRunsRepo } from "./scheduled-runs-repo.ts"
 import { scheduledRuns, type ScheduleWindow } from "./scheduling.ts"
+import { traced } from "../domain/traced.ts"
 
 export interface WindowOptions {
   readonly start?: Date | undefined
@@ -38,7 +39,7 @@ export class DeploymentScheduler extends Effect.Service<DeploymentScheduler>()("
     }
 
     /** Inserts the runs the deployments' active schedules ask for; how many were new. */
-    const schedule = Effect.fn("DeploymentScheduler.schedule")(function* (
+    const schedule = traced("DeploymentScheduler.schedule")(function* (
       ids: ReadonlyArray<string>,
       options: WindowOptions,
       autoScheduled = true

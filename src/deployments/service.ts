@@ -32,6 +32,7 @@ import { type Columns, DeploymentsRepo } from "./repo.ts"
 import { makeScheduleChanges } from "./schedule-changes.ts"
 import type { DeploymentCreate, DeploymentUpdate } from "./schemas.ts"
 import { inTransaction } from "../database/errors.ts"
+import { traced } from "../domain/traced.ts"
 
 const json = (value: unknown) => JSON.stringify(value)
 
@@ -103,7 +104,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
       })
 
     /** Creates the deployment, or updates the one of that flow and name with what was sent. */
-    const create = Effect.fn("Deployments.create")(function* (body: DeploymentCreate) {
+    const create = traced("Deployments.create")(function* (body: DeploymentCreate) {
       const has = (key: keyof DeploymentCreate) => body[key] !== undefined
       if (body.parameters !== undefined) yield* checkParameterSize(body.parameters)
       // Templates are stored unrendered (each run renders them): refused now when they could never render.
@@ -174,7 +175,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     })
 
     /** PATCH /deployments/{id}: changes what was sent; stale future auto-scheduled runs go. */
-    const update = Effect.fn("Deployments.update")(function* (id: string, body: DeploymentUpdate) {
+    const update = traced("Deployments.update")(function* (id: string, body: DeploymentUpdate) {
       // As the reference validates the body: the parameters sent, before anything is read.
       if (body.parameters != null) yield* checkParameterSize(body.parameters)
       yield* checkLimitsExclusive(body)
@@ -241,7 +242,7 @@ export class Deployments extends Effect.Service<Deployments>()("baton/Deployment
     })
 
     /** Pauses: no runs are scheduled while paused, and the auto-scheduled ones waiting go. */
-    const pause = Effect.fn("Deployments.pause")(function* (id: string) {
+    const pause = traced("Deployments.pause")(function* (id: string) {
       const found = yield* inTransaction(sql, Effect.gen(function* () {
         if (!(yield* repo.update(id, { paused: true }))) return false
         yield* repo.deleteScheduledRuns(id, { autoScheduledOnly: true })

@@ -9,6 +9,7 @@ import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.t
 import { compileEventFilter, type ResolvedEventFilter } from "./filter.ts"
 import { type ReceivedEvent, resourceId, resourceRole } from "./schemas.ts"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
+import { traced } from "../domain/traced.ts"
 
 // Rows typed and decoded by hand, not through a row schema (SqlSchema): writing and reading events is on the hot path (the bench's POST /events and run lifecycle).
 interface EventRow {
@@ -67,7 +68,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     const sql = yield* SqlClient.SqlClient
 
     /** Stores the events not stored yet (by id) and their resources, in one transaction. */
-    const write = Effect.fn("EventsRepo.write")(function* (events: ReadonlyArray<ReceivedEvent>) {
+    const write = traced("EventsRepo.write")(function* (events: ReadonlyArray<ReceivedEvent>) {
       if (events.length === 0) return 0
       const recorded = yield* now
       let written = 0
@@ -197,7 +198,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
         : Effect.map(sql<{ id: string }>`SELECT id FROM events WHERE id = ANY(${ids}::uuid[])`, (rows) => rows.map((r) => r.id))
 
     /** Deletes up to `limit` events (and their resources) that occurred before `before`; how many. */
-    const deleteOlderThan = Effect.fn("EventsRepo.deleteOlderThan")(function* (before: Date, limit: number) {
+    const deleteOlderThan = traced("EventsRepo.deleteOlderThan")(function* (before: Date, limit: number) {
       return yield* sql.withTransaction(
         Effect.gen(function* () {
           const deleted = yield* sql<{ id: string }>`

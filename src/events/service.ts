@@ -15,6 +15,7 @@ import { Settings } from "../settings/settings.ts"
 import { EventBus } from "./bus.ts"
 import { EventLog } from "./log.ts"
 import type { Event, ReceivedEvent } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 export class Events extends Effect.Service<Events>()("baton/Events", {
   effect: Effect.gen(function* () {
@@ -57,7 +58,7 @@ export class Events extends Effect.Service<Events>()("baton/Events", {
     const emit = (events: ReadonlyArray<Event>) => Effect.tap(stamp(events), (stamped) => log.write(stamped))
 
     /** Checks every event against the limits, then publishes them all as received now. */
-    const receive = Effect.fn("Events.receive")(function* (events: ReadonlyArray<Event>, loc: ReadonlyArray<string | number> = ["body"]) {
+    const receive = traced("Events.receive")(function* (events: ReadonlyArray<Event>, loc: ReadonlyArray<string | number> = ["body"]) {
       const received = yield* now
       const found = events.flatMap((event, i) => problems(event, received, [...loc, i]))
       if (found.length > 0) return yield* new ValidationError({ detail: found })

@@ -21,6 +21,7 @@ import {
 } from "./schemas.ts"
 import { FlowRunConflict } from "./errors.ts"
 import { type SortedPage } from "../database/rows.ts"
+import { traced } from "../domain/traced.ts"
 
 export interface NewFlowRun {
   readonly flow_id: string
@@ -76,7 +77,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       Effect.flatMap(readRow(id), (row) => Effect.map(now, (at) => (row === undefined ? undefined : toFlowRun(row, at))))
 
     /** Creates a run in its first state; with an idempotency key already used for the flow, returns that run. */
-    const create = Effect.fn("FlowRunsRepo.create")(function* (input: NewFlowRun) {
+    const create = traced("FlowRunsRepo.create")(function* (input: NewFlowRun) {
       const id = yield* newId
       const at = yield* now
       const plan = yield* states.planFirstState("flow_run", { id, parent_task_run_id: input.parent_task_run_id }, input.state, input.empirical_policy, at)
@@ -126,7 +127,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     const readStates = (flowRunId: string) => states.readStates("flow_run", flowRunId)
 
     /** Sets the given fields; false when there is no such run. */
-    const update = Effect.fn("FlowRunsRepo.update")(function* (id: string, changes: FlowRunUpdate) {
+    const update = traced("FlowRunsRepo.update")(function* (id: string, changes: FlowRunUpdate) {
       const at = yield* now
       const sets = [sql`updated = ${at}`]
       if (changes.name != null) sets.push(sql`name = ${changes.name}`)

@@ -12,6 +12,7 @@ import { Orchestrator } from "../orchestration/orchestrator.ts"
 import { FlowRunInputsRepo } from "./inputs-repo.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import type { FlowRun, OrchestrationResult } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 export type ResumeResult = { readonly created: boolean } & typeof OrchestrationResult.Type
 
@@ -37,7 +38,7 @@ export class FlowRunResume extends Effect.Service<FlowRunResume>()("baton/FlowRu
         onSome: (run) => Effect.asSome(resumeRun(run, runInput))
       }))
 
-    const resumeRun = Effect.fn("FlowRunResume.resume")(function* (run: FlowRun, runInput: Record<string, unknown> | null) {
+    const resumeRun = traced("FlowRunResume.resume")(function* (run: FlowRun, runInput: Record<string, unknown> | null) {
       const id = run.id
       const state = run.state
       if (state === null || state.type !== "PAUSED") {

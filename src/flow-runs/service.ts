@@ -19,6 +19,7 @@ import { FlowRunConflict, FlowRunNotFound } from "./errors.ts"
 import { dependencies, nodeGraph } from "./graph.ts"
 import { FlowRunsRepo } from "./repo.ts"
 import type { FlowRunCreate, FlowRunFilter, FlowRunUpdate } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
   effect: Effect.gen(function* () {
@@ -35,7 +36,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
     const find = (id: string) => runs.find(id).pipe(orFail(() => new FlowRunNotFound()))
 
     /** A new run (or, for a used idempotency key, the flow's run with that key), and whether it was made. */
-    const create = Effect.fn("FlowRuns.create")(function* (payload: FlowRunCreate) {
+    const create = traced("FlowRuns.create")(function* (payload: FlowRunCreate) {
       yield* checkParameterSize(payload.parameters, maxParameterSize)
       // A pool (and queue) named here must exist: the run goes to that queue, or the pool's default one.
       const queue = payload.work_pool_name === null
@@ -79,7 +80,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
         }
       })
 
-    const update = Effect.fn("FlowRuns.update")(function* (id: string, payload: FlowRunUpdate) {
+    const update = traced("FlowRuns.update")(function* (id: string, payload: FlowRunUpdate) {
       yield* checkParameterSize(payload.parameters, maxParameterSize)
       if (payload.job_variables != null) yield* checkJobVariablesUpdate(id, payload.job_variables)
       if (!(yield* runs.update(id, payload))) return yield* new FlowRunNotFound()
@@ -89,7 +90,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
       orchestrator.setFlowRunState(id, state, { force }).pipe(orFail(() => new FlowRunNotFound()))
 
     /** Proposes `state` to each matching run in turn, each in its own transaction; a failure answers ABORT for that run. */
-    const bulkSetState = Effect.fn("FlowRuns.bulkSetState")(function* (
+    const bulkSetState = traced("FlowRuns.bulkSetState")(function* (
       filter: FlowRunFilter | null | undefined,
       limit: number,
       state: StateCreate,
@@ -119,7 +120,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
       Effect.zipRight(find(id), Effect.map(taskRuns.forGraph(id), dependencies))
 
     /** The v2 graph: task runs and subflow runs as nodes (at most `max_nodes`), artifacts, and the run's states. */
-    const graphV2 = Effect.fn("FlowRuns.graphV2")(function* (id: string, since: Date | undefined) {
+    const graphV2 = traced("FlowRuns.graphV2")(function* (id: string, since: Date | undefined) {
       const run = yield* find(id)
       const tasks = yield* taskRuns.forGraph(id)
       const maxNodes = settings.server.flow_run_graph.max_nodes

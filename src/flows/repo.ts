@@ -7,6 +7,7 @@ import { queryCondition, type RelatedFilters } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Flow, type FlowFilter, type FlowSort } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `flow`: its wire record, decoded (its timestamps Dates, its tags and labels parsed jsonb). */
 export const FlowRow = Schema.typeSchema(Flow)
@@ -50,7 +51,7 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     const findByName = findRowBy(sql, "flow", "name", FlowRow)
 
     /** Creates the flow, or returns the one with that name; says which. */
-    const create = Effect.fn("FlowsRepo.create")(function* (input: NewFlow) {
+    const create = traced("FlowsRepo.create")(function* (input: NewFlow) {
       const inserted = yield* insert({ ...input, id: yield* newId, at: yield* now })
       if (Option.isSome(inserted)) return { flow: inserted.value, created: true }
       // The name was taken: answer the flow that has it (one deleted in the instant since is a defect).
@@ -59,7 +60,7 @@ export class FlowsRepo extends Effect.Service<FlowsRepo>()("baton/FlowsRepo", {
     })
 
     /** Sets the given fields; false when there is no such flow. */
-    const update = Effect.fn("FlowsRepo.update")(function* (
+    const update = traced("FlowsRepo.update")(function* (
       id: string,
       changes: { readonly tags?: ReadonlyArray<string> | undefined }
     ) {

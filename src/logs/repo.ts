@@ -6,6 +6,7 @@ import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Log, type LogCreate, LogFilter, type LogSort } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `log`: its wire record, decoded (its timestamps Dates). */
 export const LogRow = Schema.typeSchema(Log)
@@ -27,7 +28,7 @@ export class LogsRepo extends Effect.Service<LogsRepo>()("baton/LogsRepo", {
     const sql = yield* SqlClient.SqlClient
 
     /** Stores the logs, a statement per thousand; the logs as stored. */
-    const create = Effect.fn("LogsRepo.create")(function* (logs: ReadonlyArray<LogCreate>) {
+    const create = traced("LogsRepo.create")(function* (logs: ReadonlyArray<LogCreate>) {
       const at = yield* now
       const stored: Array<Log> = []
       for (let i = 0; i < logs.length; i += INSERT_BATCH) {

@@ -16,6 +16,7 @@ import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./g
 import { historyBuckets, type HistoryWindow } from "./history.ts"
 import { Settings } from "../settings/settings.ts"
 import { transitionNote, Transitions } from "./transitions.ts"
+import { traced } from "../domain/traced.ts"
 
 export type RunKind = "flow_run" | "task_run"
 
@@ -170,7 +171,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
      * A new run's first state, planned before the run's row exists (a fresh run's clock); `links` are
      * the runs it belongs to (`id` is the new run's).
      */
-    const planFirstState = Effect.fn("RunStatesRepo.planFirstState")(function* (
+    const planFirstState = traced("RunStatesRepo.planFirstState")(function* (
       kind: RunKind,
       links: RunLinks,
       proposed: RuleState,
@@ -199,7 +200,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
      * Stores `proposed` as the run's new state and applies the global bookkeeping; `policy` is the
      * run's policy after the transition. Runs inside the caller's transaction.
      */
-    const writeState = Effect.fn("RunStatesRepo.writeState")(function* (
+    const writeState = traced("RunStatesRepo.writeState")(function* (
       kind: RunKind,
       row: RunStateRow,
       proposed: RuleState,
@@ -269,7 +270,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
      * row is locked for the whole transaction, so two proposals for one run are decided one after
      * the other. Undefined when there is no such run.
      */
-    const transition = Effect.fn("RunStatesRepo.transition")(function* <Row extends RunStateRow, Run extends RuleRunBase>(
+    const transition = traced("RunStatesRepo.transition")(function* <Row extends RunStateRow, Run extends RuleRunBase>(
       input: TransitionInput<Row, Run>
     ) {
       const t = tables[input.kind]
@@ -344,7 +345,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
      * Runs matching `where`, counted per interval of expected start time and per current state, as
      * the reference's history: at most 500 buckets from `start`, each `interval` seconds long.
      */
-    const history = Effect.fn("RunStatesRepo.history")(function* (
+    const history = traced("RunStatesRepo.history")(function* (
       kind: RunKind,
       where: ReturnType<typeof sql.and>,
       options: HistoryWindow

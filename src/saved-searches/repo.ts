@@ -6,6 +6,7 @@ import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { SavedSearch, SavedSearchFilter } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 const encodeFilters = Schema.encodeSync(Schema.Array(SavedSearchFilter))
 
@@ -40,7 +41,7 @@ export class SavedSearchesRepo extends Effect.Service<SavedSearchesRepo>()("bato
     })
 
     /** Creates the search, or replaces the filters of the one with that name; says which. */
-    const upsert = Effect.fn("SavedSearchesRepo.upsert")(function* (input: {
+    const upsert = traced("SavedSearchesRepo.upsert")(function* (input: {
       readonly name: string
       readonly filters: SavedSearch["filters"]
     }) {

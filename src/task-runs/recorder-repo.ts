@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { now } from "../domain/time.ts"
+import { traced } from "../domain/traced.ts"
 
 export interface RecordedTaskRun {
   readonly id: string
@@ -45,7 +46,7 @@ export class TaskRunRecorderRepo extends Effect.Service<TaskRunRecorderRepo>()("
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const record = Effect.fn("TaskRunRecorderRepo.record")(function* (runs: ReadonlyArray<RecordedTaskRun>) {
+    const record = traced("TaskRunRecorderRepo.record")(function* (runs: ReadonlyArray<RecordedTaskRun>) {
       if (runs.length === 0) return
       const at = yield* now
       yield* sql.withTransaction(

@@ -13,6 +13,7 @@ import type { HistoryWindow } from "../orchestration/history.ts"
 import { RunStatesRepo, type StateRow, toState } from "../orchestration/repo.ts"
 import { type TaskRun, type TaskRunCreate, TaskRunPolicy, type TaskRunSort } from "./schemas.ts"
 import { type SortedPage } from "../database/rows.ts"
+import { traced } from "../domain/traced.ts"
 
 const orderBy: Record<TaskRunSort, string> = {
   ID_DESC: "task_run.id DESC",
@@ -81,7 +82,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
      * The run answered is read in the same transaction, so a delete racing the create cannot take
      * it away from the answer.
      */
-    const create = Effect.fn("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
+    const create = traced("TaskRunsRepo.create")(function* (input: TaskRunCreate & { readonly name: string; readonly state: StateCreate }) {
       const id = input.id ?? (yield* newId)
       const at = yield* now
       // A task run's labels: its flow run's, the flow run id, then the caller's.
@@ -145,7 +146,7 @@ export class TaskRunsRepo extends Effect.Service<TaskRunsRepo>()("baton/TaskRuns
       return { id: result.id, created: result.created, run: result.run }
     })
 
-    const update = Effect.fn("TaskRunsRepo.update")(function* (id: string, changes: { readonly name?: string | undefined }) {
+    const update = traced("TaskRunsRepo.update")(function* (id: string, changes: { readonly name?: string | undefined }) {
       const at = yield* now
       const rows = yield* sql`
         UPDATE task_run SET updated = ${at}${changes.name !== undefined ? sql`, name = ${changes.name}` : sql``}

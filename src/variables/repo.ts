@@ -8,6 +8,7 @@ import { VariableNameTaken } from "./errors.ts"
 import { newId } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { Variable, VariableFilter, type VariableSort } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `variable`: its wire record, decoded (its timestamps Dates, its value and tags parsed jsonb). */
 export const VariableRow = Schema.typeSchema(Variable)
@@ -46,7 +47,7 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
     })
 
     /** Creates the variable; VariableNameTaken when another has its name. */
-    const create = Effect.fn("VariablesRepo.create")(function* (input: NewVariable) {
+    const create = traced("VariablesRepo.create")(function* (input: NewVariable) {
       const inserted = yield* insert({ ...input, id: yield* newId, at: yield* now })
       if (Option.isNone(inserted)) {
         return yield* new VariableNameTaken({ detail: `A variable with the name '${input.name}' already exists.` })
@@ -79,7 +80,7 @@ export class VariablesRepo extends Effect.Service<VariablesRepo>()("baton/Variab
      * Sets the given columns (and `updated`); false when there is no such variable, VariableNameTaken
      * (with the reference's integrity conflict) when another variable has the new name.
      */
-    const update = Effect.fn("VariablesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const update = traced("VariablesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const rows = yield* sql`UPDATE variable SET ${sql.update({ ...changes, updated: at })} WHERE id = ${id} RETURNING id`.pipe(
         Effect.catchIf(isUniqueViolation, () => new VariableNameTaken({ detail: INTEGRITY_CONFLICT }))

@@ -26,6 +26,7 @@ import {
   WorkQueueNameTaken,
   WorkQueueNotFound
 } from "./errors.ts"
+import { traced } from "../domain/traced.ts"
 
 const isReserved = (name: string) => name.toLowerCase().startsWith("prefect")
 
@@ -56,7 +57,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
 
     const record = (name: string) => pools.findRecord(name).pipe(orFail(() => workPoolNotFound(name)))
 
-    const create = Effect.fn("WorkPools.create")(function* (body: WorkPoolCreate) {
+    const create = traced("WorkPools.create")(function* (body: WorkPoolCreate) {
       if (isReserved(body.name)) {
         return yield* new WorkPoolNameReserved({ detail: "Work pools starting with 'Prefect' are reserved for internal use." })
       }
@@ -65,7 +66,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       return yield* record(body.name)
     })
 
-    const update = Effect.fn("WorkPools.update")(function* (name: string, body: WorkPoolUpdate) {
+    const update = traced("WorkPools.update")(function* (name: string, body: WorkPoolUpdate) {
       const sent = Object.keys(body).filter((key) => body[key as keyof WorkPoolUpdate] !== undefined)
       if (isReserved(name) && sent.some((key) => key !== "is_paused" && key !== "concurrency_limit")) {
         return yield* new WorkPoolNameReserved({
@@ -88,7 +89,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       yield* pools.update(found.id, changes)
     })
 
-    const remove = Effect.fn("WorkPools.remove")(function* (name: string) {
+    const remove = traced("WorkPools.remove")(function* (name: string) {
       if (isReserved(name)) {
         return yield* new WorkPoolNameReserved({ detail: "Work pools starting with 'Prefect' are reserved for internal use and can not be deleted." })
       }
@@ -100,7 +101,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     const queueRecord = (id: string, slots: "pool" | "legacy", missing: () => WorkQueueNotFound) =>
       queues.findRecord(id, slots).pipe(orFail(missing))
 
-    const createQueue = Effect.fn("WorkPools.createQueue")(function* (poolName: string, body: WorkQueueCreate) {
+    const createQueue = traced("WorkPools.createQueue")(function* (poolName: string, body: WorkQueueCreate) {
       const found = yield* pool(poolName)
       const queue = yield* inTransaction(sql, queues.createQueue(found.id, body)).pipe(
         Effect.catchTag("WorkQueueNameTaken", () =>
@@ -110,7 +111,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     })
 
     /** A queue made without a pool goes to the default agent pool (created on demand). */
-    const createAgentQueue = Effect.fn("WorkPools.createAgentQueue")(function* (body: WorkQueueCreate) {
+    const createAgentQueue = traced("WorkPools.createAgentQueue")(function* (body: WorkQueueCreate) {
       const queue = yield* inTransaction(sql, Effect.gen(function* () {
         const existing = yield* pools.findByName(DEFAULT_AGENT_POOL)
         if (Option.isNone(existing)) {
@@ -135,7 +136,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
      * Changes a queue. Pausing makes it PAUSED; unpausing a PAUSED queue makes it READY when it was
      * polled lately, NOT_READY otherwise. A new priority moves the pool's other queues when `rebalance`.
      */
-    const updateQueue = Effect.fn("WorkPools.updateQueue")(function* (
+    const updateQueue = traced("WorkPools.updateQueue")(function* (
       queue: { readonly id: string; readonly work_pool_id: string; readonly status: string; readonly last_polled: Date | null },
       body: WorkQueueUpdate,
       options: { readonly rebalance: boolean }
@@ -167,14 +168,14 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
     })
 
     /** Deletes a queue; a pool's default queue stays. */
-    const removeQueue = Effect.fn("WorkPools.removeQueue")(function* (queue: { readonly id: string; readonly work_pool_id: string }) {
+    const removeQueue = traced("WorkPools.removeQueue")(function* (queue: { readonly id: string; readonly work_pool_id: string }) {
       const owner = yield* pools.findById(queue.work_pool_id)
       if (Option.exists(owner, (found) => found.default_queue_id === queue.id)) return yield* new DefaultQueueKept()
       yield* queues.remove(queue.id)
     })
 
     /** A worker's heartbeat: ONLINE now; its pool, when NOT_READY, becomes READY. */
-    const heartbeat = Effect.fn("WorkPools.heartbeat")(function* (
+    const heartbeat = traced("WorkPools.heartbeat")(function* (
       poolName: string,
       worker: { readonly name: string; readonly heartbeat_interval_seconds?: number | null | undefined }
     ) {
@@ -188,7 +189,7 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
      * time; the queues and their deployments count as polled now. With `waitSeconds`, a poll that
      * finds nothing is held until a run becomes due or the wait ends (long-poll.ts).
      */
-    const scheduledRuns = Effect.fn("WorkPools.scheduledRuns")(function* (
+    const scheduledRuns = traced("WorkPools.scheduledRuns")(function* (
       poolName: string,
       options: {
         readonly queueNames: ReadonlyArray<string> | null | undefined

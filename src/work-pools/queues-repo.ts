@@ -10,6 +10,7 @@ import { now } from "../domain/time.ts"
 import { WorkPoolConflict, WorkQueueNameTaken } from "./errors.ts"
 import { WorkQueueFilter } from "./filter.ts"
 import { QueueFilter, WorkQueue, WorkQueueStatus } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /** A row of `work_queue` with its pool's name (what the rules read). */
 export const WorkQueueRow = Schema.Struct({
@@ -194,7 +195,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
     const updateRow = updateWithPreviousStatus(sql, "work_queue")
 
     /** Gives the `moved` queues their priorities and moves the pool's others out of their way. */
-    const rebalancePriorities = Effect.fn("WorkQueuesRepo.rebalancePriorities")(function* (
+    const rebalancePriorities = traced("WorkQueuesRepo.rebalancePriorities")(function* (
       poolId: string,
       moved: ReadonlyMap<string, number>
     ) {
@@ -212,7 +213,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
     })
 
     /** Adds a queue to a pool; priorities stay unique within the pool. Call inside a transaction. */
-    const insertQueue = Effect.fn("WorkQueuesRepo.createQueue")(function* (poolId: string, queue: NewWorkQueue) {
+    const insertQueue = traced("WorkQueuesRepo.createQueue")(function* (poolId: string, queue: NewWorkQueue) {
       const id = yield* newId
       const at = yield* now
       let priority = queue.priority ?? null
@@ -238,7 +239,7 @@ export class WorkQueuesRepo extends Effect.Service<WorkQueuesRepo>()("baton/Work
       )
 
     /** Sets the given columns (and `updated`); false when there is no such queue. */
-    const updateColumns = Effect.fn("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const updateColumns = traced("WorkQueuesRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
       // The change and its status event's note commit together.

@@ -12,6 +12,7 @@ import { WorkPoolConflict, WorkPoolNameTaken } from "./errors.ts"
 import { WorkerFilter, WorkPoolFilter } from "./filter.ts"
 import { updateWithPreviousStatus, type WorkQueueRow, WorkQueuesRepo } from "./queues-repo.ts"
 import { Worker, WorkPool, WorkPoolStatus } from "./schemas.ts"
+import { traced } from "../domain/traced.ts"
 
 /**
  * A row of `work_pool`. Not the wire's record, which shows no status for the agent pool, fills the
@@ -115,7 +116,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
      * Creates a pool with its `default` queue; answers both. WorkPoolNameTaken when another pool has
      * the name. Call inside a transaction.
      */
-    const createPool = Effect.fn("WorkPoolsRepo.createPool")(function* (pool: NewWorkPool) {
+    const createPool = traced("WorkPoolsRepo.createPool")(function* (pool: NewWorkPool) {
       const id = yield* newId
       const at = yield* now
       yield* sql`
@@ -133,7 +134,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
     })
 
     /** Sets the given columns (and `updated`); false when there is no such pool. */
-    const update = Effect.fn("WorkPoolsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
+    const update = traced("WorkPoolsRepo.update")(function* (id: string, changes: Readonly<Record<string, unknown>>) {
       const at = yield* now
       const status = changes.status as "READY" | "NOT_READY" | "PAUSED" | undefined
       const transitioned = status === undefined ? {} : { last_transitioned_status_at: at }
@@ -165,7 +166,7 @@ export class WorkPoolsRepo extends Effect.Service<WorkPoolsRepo>()("baton/WorkPo
       )
 
     /** A worker's heartbeat: the worker (created on its first) is ONLINE as of now. */
-    const beat = Effect.fn("WorkPoolsRepo.heartbeat")(function* (
+    const beat = traced("WorkPoolsRepo.heartbeat")(function* (
       poolId: string,
       worker: { readonly name: string; readonly heartbeat_interval_seconds?: number | null | undefined }
     ) {
