@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import type { State } from "../domain/states.ts"
+import { stateWire } from "../domain/state-wire.ts"
 import { type FlowRun, FlowRunPolicy } from "./schemas.ts"
 
 const decodePolicySchema = Schema.decodeUnknownSync(FlowRunPolicy)
@@ -50,39 +51,6 @@ export const decodePolicy = (raw: unknown): FlowRunPolicy => {
 }
 
 const time = (date: Date | null) => (date === null ? null : date.toISOString())
-
-/** A state as the schema encodes it. */
-export const stateWire = (state: State) => {
-  const d = state.state_details
-  return {
-    id: state.id,
-    type: state.type,
-    name: state.name,
-    timestamp: state.timestamp.toISOString(),
-    message: state.message,
-    data: state.data,
-    state_details: {
-      flow_run_id: d.flow_run_id,
-      task_run_id: d.task_run_id,
-      child_flow_run_id: d.child_flow_run_id,
-      scheduled_time: time(d.scheduled_time),
-      cache_key: d.cache_key,
-      cache_expiration: time(d.cache_expiration),
-      deferred: d.deferred,
-      untrackable_result: d.untrackable_result,
-      pause_timeout: time(d.pause_timeout),
-      pause_reschedule: d.pause_reschedule,
-      pause_key: d.pause_key,
-      run_input_keyset: d.run_input_keyset,
-      refresh_cache: d.refresh_cache,
-      retriable: d.retriable,
-      transition_id: d.transition_id,
-      task_parameters_id: d.task_parameters_id,
-      traceparent: d.traceparent,
-      deployment_concurrency_lease_id: d.deployment_concurrency_lease_id
-    }
-  }
-}
 
 /** A flow run as the schema encodes it (FlowRunResponse). */
 export const flowRunWire = (run: FlowRun) => {

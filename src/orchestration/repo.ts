@@ -4,10 +4,11 @@
  * note in the event outbox, and publishes the committed transition.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { decodeStateDetails } from "../domain/fast-decode.ts"
+import { stateDetailsWire } from "../domain/state-wire.ts"
 import { newId } from "../domain/ids.ts"
-import { defaultStateName, type State, StateDetails, type StateCreate, type StateType } from "../domain/states.ts"
+import { defaultStateName, type State, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
 import { afterCommit, transaction } from "../database/transactions.ts"
@@ -45,7 +46,6 @@ export interface StateRow {
   readonly state_details: unknown
 }
 
-const encodeDetails = Schema.encodeSync(StateDetails)
 
 export const toState = (row: StateRow): State => ({
   id: row.id,
@@ -150,7 +150,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         ...(kind === "flow_run" ? { ...policy, resuming: next.resuming ?? resuming } : policy),
         ...options.policyAfter
       }
-      const storedDetails = encodeDetails({ ...details, ...stateLinks(kind, row) })
+      const storedDetails = stateDetailsWire({ ...details, ...stateLinks(kind, row) })
       /** The state's row as a typed select list (it serves in VALUES and in INSERT … SELECT alike). */
       const stateValues = sql`${stateId}::uuid, ${at}::timestamptz, ${at}::timestamptz, ${row.id}::uuid, ${proposed.type}::text,
         ${name}::text, ${timestamp}::timestamptz, ${proposed.message}::text, ${JSON.stringify(proposed.data ?? null)}::jsonb,

@@ -8,6 +8,8 @@ import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
 import { FlowRun, OrchestrationResult } from "../../src/flow-runs/schemas.ts"
 import { flowRunJson, orchestrationResultJson, workerFlowRunsJson } from "../../src/flow-runs/wire.ts"
 import { WorkerFlowRun } from "../../src/work-pools/schemas.ts"
+import { stateDetailsWire } from "../../src/domain/state-wire.ts"
+import { StateDetails } from "../../src/domain/states.ts"
 import { idOf } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
@@ -72,5 +74,23 @@ describe("the lifecycle's answers", () => {
         }
       })
     )
+  })
+})
+
+describe("state details", () => {
+  it("are written as their schema encodes them", () => {
+    const decode = Schema.decodeUnknownSync(StateDetails)
+    for (
+      const raw of [
+        {},
+        { flow_run_id: "00000000-0000-4000-8000-000000000001", scheduled_time: "2031-01-01T00:00:00Z", cache_key: "k" },
+        { pause_timeout: "2031-01-01T10:00:00+02:00", pause_reschedule: true, pause_key: "p", run_input_keyset: { a: "b" } },
+        { deferred: null, untrackable_result: true, refresh_cache: false, retriable: true, cache_expiration: "2030-05-05T05:05:05.5Z" },
+        { transition_id: "00000000-0000-4000-8000-000000000002", traceparent: "00-x", deployment_concurrency_lease_id: "00000000-0000-4000-8000-000000000003" }
+      ]
+    ) {
+      const details = decode(raw)
+      expect(JSON.stringify(stateDetailsWire(details))).toBe(JSON.stringify(Schema.encodeSync(StateDetails)(details)))
+    }
   })
 })
