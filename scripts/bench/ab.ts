@@ -1,0 +1,86 @@
+/**
+ * `npm run bench:ab -- --a DIR/main.js --b DIR/main.js`: the server's CPU per run lifecycle for two
+ * builds of Baton at once. Each bundle serves its own fresh database, and one load drives both
+ * (simulated worker i through server i % 2), so both see the same machine: a busy machine inflates
+ * CPU time per operation, but alike for both. Prints each round and the ratio B/A.
+ *
+ * A bundle outside dist/ must sit inside the checkout (its packages resolve from node_modules):
+ * e.g. `git stash; npm run build; cp -r dist .bench-a; git stash pop; npm run build`, then
+ * `--a .bench-a/main.js --b dist/main.js`.
+ *
+ * Options: --seconds (per round, default 10), --rounds (3), --workers (8, split between the two),
+ * --pg (the PostgreSQL server, default postgresql://postgres@127.0.0.1:5432), --port (4390 and the next).
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+import { apiLifecycle, setUpLifecycle } from "./lifecycle.ts"
+import { closedLoop, jsonClient } from "./load.ts"
+import { cpuTime, startServer, type StartedServer } from "./startup.ts"
+
+const argument = (name: string, fallback: string) => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at === -1 ? fallback : process.argv[at + 1] ?? fallback
+}
+const entries = [argument("a", "dist/main.js"), argument("b", "dist/main.js")]
+const seconds = Number(argument("seconds", "10"))
+const rounds = Number(argument("rounds", "3"))
+const workers = Number(argument("workers", "8"))
+const pgUrl = argument("pg", "postgresql://postgres@127.0.0.1:5432").replace(/\/$/, "")
+const port = Number(argument("port", "4390"))
+
+const main = async () => {
+  const admin = new pg.Client({ connectionString: `${pgUrl}/postgres` })
+  await admin.connect()
+  const servers: Array<{ server: StartedServer; setup: Awaited<ReturnType<typeof setUpLifecycle>>; api: ReturnType<typeof jsonClient> }> = []
+  try {
+    for (const [i, entry] of entries.entries()) {
+      const database = `baton_bench_ab${i}`
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      await admin.query(`CREATE DATABASE ${database}`)
+      const server = await startServer({
+        entry,
+        home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-ab-")),
+        port: port + i,
+        databaseUrl: `${pgUrl}/${database}`,
+        env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+        timeoutMs: 120_000
+      })
+      const api = jsonClient(`http://127.0.0.1:${port + i}/v2/api`)
+      servers.push({ server, api, setup: await setUpLifecycle(api, workers) })
+    }
+    const counts = [0, 0]
+    const drive = (worker: number) => {
+      const side = worker % 2
+      return apiLifecycle(servers[side]!.api, servers[side]!.setup)(Math.floor(worker / 2)).then(() => void counts[side]!++)
+    }
+    await closedLoop(workers, 3, drive)
+    const totals = [{ cpu: 0, runs: 0 }, { cpu: 0, runs: 0 }]
+    for (let round = 0; round < rounds; round++) {
+      counts[0] = 0
+      counts[1] = 0
+      const before = servers.map((s) => cpuTime(s.server.pid))
+      await closedLoop(workers, seconds, drive)
+      const used = servers.map((s, i) => cpuTime(s.server.pid) - before[i]!)
+      for (const i of [0, 1]) {
+        totals[i]!.cpu += used[i]!
+        totals[i]!.runs += counts[i]!
+      }
+      console.log(
+        `round ${round + 1}: A ${(used[0]! / counts[0]!).toFixed(2)} ms (${counts[0]} runs), B ${(used[1]! / counts[1]!).toFixed(2)} ms (${counts[1]} runs), load average ${os.loadavg()[0]!.toFixed(1)}`
+      )
+    }
+    const [a, b] = totals.map((t) => t.cpu / t.runs)
+    console.log(`server CPU per lifecycle: A ${a!.toFixed(2)} ms, B ${b!.toFixed(2)} ms, B/A ${(b! / a!).toFixed(3)}`)
+  } finally {
+    for (const s of servers) await s.server.stop()
+    for (const i of [0, 1]) await admin.query(`DROP DATABASE IF EXISTS baton_bench_ab${i} WITH (FORCE)`)
+    await admin.end()
+  }
+}
+
+main().then(() => process.exit(0), (error) => {
+  console.error(error)
+  process.exit(1)
+})
