@@ -196,9 +196,8 @@ const runConditions = (sql: SqlClient, filter: RollupFilter): Array<Fragment> =>
 
 /**
  * The three sources of a rollup answer: the rollup's whole slots, the runs not final yet, the final
- * runs of the cut slots. Each a query of rows with an expected start (or slot) as `at_time`, a state,
- * how many runs, and (for a history) their summed run time (numeric) and lateness (microseconds); a
- * count asks only for `count(*)` or the rollup's counts.
+ * runs of the cut slots. A history asks for their rows per bucket and state; a count only for
+ * `count(*)` or the rollup's counts.
  */
 const sources = (
   sql: SqlClient,
@@ -238,15 +237,27 @@ const sources = (
         OFFSET 0
       ) edge
   `
-  const run = sql`flow_run.expected_start_time, flow_run.state_type, flow_run.state_name, 1,
-    ${runTime(sql, at)}, ${latenessMicros(sql, at)}`
   return {
-    rows: sql`
-      ${rollup(sql`rollup.slot, rollup.state_type, rollup.state_name, rollup.count_runs,
-        rollup.sum_run_time, rollup.sum_lateness * 1000000`)}
-      UNION ALL ${live(run)}
-      UNION ALL ${edges(run)}
-    `,
+    /**
+     * Rows of a bucket (`bucket` of the expected start time or slot), a state, how many runs, their
+     * summed run time (numeric) and lateness (microseconds), added up source by source: a few hundred
+     * rows reach the final aggregate instead of every rollup row and run, which it would sort.
+     */
+    rows: (bucket: (time: Fragment) => Fragment) => {
+      const group = (source: Fragment) => sql`
+        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time), sum(lateness)
+        FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
+        GROUP BY 1, 2, 3
+      `
+      const perRun = sql`${bucket(sql`flow_run.expected_start_time`)}, flow_run.state_type, flow_run.state_name, 1,
+        ${runTime(sql, at)}, ${latenessMicros(sql, at)}`
+      return sql`
+        ${group(rollup(sql`${bucket(sql`rollup.slot`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
+          rollup.sum_run_time, rollup.sum_lateness * 1000000`))}
+        UNION ALL ${group(live(perRun))}
+        UNION ALL ${group(edges(perRun))}
+      `
+    },
     count: sql`
       SELECT (${rollup(sql`coalesce(sum(rollup.count_runs), 0)`)})
         + (${live(sql`count(*)`)})
@@ -294,11 +305,11 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
         sum_estimated_run_time: number
         sum_estimated_lateness: number
       }>`
-        SELECT date_bin(make_interval(secs => ${options.intervalSeconds}), at_time, ${options.start}::timestamptz) AS bucket_start,
-          state_type, state_name, sum(count_runs) AS count_runs,
+        SELECT bucket_start, state_type, state_name, sum(count_runs) AS count_runs,
           sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
-        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at).rows})
-          parts (at_time, state_type, state_name, count_runs, run_time, lateness)
+        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at).rows((time) =>
+          sql`date_bin(make_interval(secs => ${options.intervalSeconds}), ${time}, ${options.start}::timestamptz)`)})
+          parts (bucket_start, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
         HAVING sum(count_runs) > 0
         ORDER BY 1, 2, 3
