@@ -109,9 +109,18 @@ const isoMicros = (us: number) => {
  * Which slots come from the rollup and which time ranges from the runs. The rows wanted are those
  * with `start` <= expected start time < `until` (either open) and inside the filter's after_ and
  * before_ (both inclusive); `boundaries` cut the window into intervals. Slots with a boundary or the
- * filter's after_ strictly inside, and the slot holding before_, are read from the runs (the ranges
- * already cut to the window and the filter, to the microsecond); whole slots inside everything from
- * the rollup.
+ * filter's after_ strictly inside, and the slot holding before_, are cut; whole slots inside
+ * everything come from the rollup.
+ *
+ * A cut slot falls into pieces (at its boundaries and the window's ends), each inside one interval or
+ * outside the window. For a count, and for a history where nothing is gained, the runs of the pieces
+ * inside are read (`cutFrom`, `cutTo`: ranges already cut to the window and the filter, to the
+ * microsecond). For a history, when the slot's largest piece inside is longer than the rest of the
+ * slot, that piece is the slot's rollup row less the runs of the rest: only the rest is read
+ * (`pieceFrom`, `pieceTo`, with `pieceInside` for a piece that also counts in its own interval and
+ * `pieceLess` the time in the largest piece whose interval it is taken from), and the slot's rollup row
+ * counts at that time (`derivedSlots`, `derivedAt`). Its runs' numbers are final: taking them from the
+ * rollup's exact sums leaves exact sums.
  */
 export const rollupPlan = (options: {
   readonly start?: number
@@ -129,14 +138,49 @@ export const rollupPlan = (options: {
   // In microseconds: before_ is inclusive.
   const high = Math.min((options.until ?? Infinity) * 1000, before !== undefined ? before * 1000 + 1 : Infinity)
   const cutSlots = [...cut].sort((a, b) => a - b)
-  const ranges: Array<[number, number]> = []
+  const pieces: Array<{ from: number; to: number; inside: boolean; less: number | undefined }> = []
+  const derived: Array<{ slot: number; at: number }> = []
+  /** Adds a piece to read, one range with the last when they meet and count alike. */
+  const read = (piece: { from: number; to: number; inside: boolean }, less: number | undefined) => {
+    const last = pieces[pieces.length - 1]
+    if (last !== undefined && last.to === piece.from && last.inside === piece.inside && last.less === less) last.to = piece.to
+    else pieces.push({ from: piece.from, to: piece.to, inside: piece.inside, less })
+  }
+  for (const slot of cutSlots) {
+    const slotFrom = slot * 1000
+    const slotTo = (slot + SLOT_MS) * 1000
+    // The slot's pieces: split at each boundary and window end strictly inside it.
+    const points = new Set([slotFrom, slotTo])
+    for (const point of [...options.boundaries.map((b) => b * 1000), low * 1000, high]) {
+      if (point > slotFrom && point < slotTo) points.add(point)
+    }
+    const sorted = [...points].sort((a, b) => a - b)
+    const split = sorted.slice(1).map((to, i) => ({ from: sorted[i]!, to, inside: sorted[i]! >= low * 1000 && to <= high }))
+    const wanted = split.filter((piece) => piece.inside)
+    const largest = wanted.reduce<(typeof split)[number] | undefined>(
+      (best, piece) => (best === undefined || piece.to - piece.from > best.to - best.from ? piece : best),
+      undefined
+    )
+    const wantedLength = wanted.reduce((sum, piece) => sum + piece.to - piece.from, 0)
+    if (largest !== undefined && slotTo - slotFrom - (largest.to - largest.from) < wantedLength) {
+      // In milliseconds: the largest piece's start, or the first millisecond inside it (it is longer
+      // than half a slot).
+      const at = Math.ceil(largest.from / 1000)
+      derived.push({ slot, at })
+      for (const piece of split) if (piece !== largest) read(piece, at)
+    } else {
+      for (const piece of wanted) read(piece, undefined)
+    }
+  }
+  // Count: every piece inside from the runs (merged).
+  const countRanges: Array<[number, number]> = []
   for (const slot of cutSlots) {
     const from = Math.max(slot, low) * 1000
     const to = Math.min((slot + SLOT_MS) * 1000, high)
     if (from >= to) continue
-    const last = ranges[ranges.length - 1]
+    const last = countRanges[countRanges.length - 1]
     if (last !== undefined && last[1] === from) last[1] = to
-    else ranges.push([from, to])
+    else countRanges.push([from, to])
   }
   const wholeTo = Math.min(
     options.until !== undefined ? slotOf(options.until) : Infinity,
@@ -146,8 +190,14 @@ export const rollupPlan = (options: {
     wholeFrom: low === -Infinity ? undefined : iso(Math.ceil(low / SLOT_MS) * SLOT_MS),
     wholeTo: wholeTo === Infinity ? undefined : iso(wholeTo),
     cutSlots: cutSlots.map(iso),
-    cutFrom: ranges.map(([from]) => isoMicros(from)),
-    cutTo: ranges.map(([, to]) => isoMicros(to))
+    cutFrom: countRanges.map(([from]) => isoMicros(from)),
+    cutTo: countRanges.map(([, to]) => isoMicros(to)),
+    pieceFrom: pieces.map((piece) => isoMicros(piece.from)),
+    pieceTo: pieces.map((piece) => isoMicros(piece.to)),
+    pieceInside: pieces.map((piece) => piece.inside),
+    pieceLess: pieces.map((piece) => (piece.less === undefined ? null : iso(piece.less))),
+    derivedSlots: derived.map((d) => iso(d.slot)),
+    derivedAt: derived.map((d) => iso(d.at))
   }
 }
 
@@ -251,11 +301,45 @@ const sources = (
       `
       const perRun = sql`${bucket(sql`flow_run.expected_start_time`)}, flow_run.state_type, flow_run.state_name, 1,
         ${runTime(sql, at)}, ${latenessMicros(sql, at)}`
+      // The runs of the cut slots' pieces (see rollupPlan) per piece, interval and state.
+      const pieces = sql`
+        SELECT piece.inside, piece.less, ${bucket(sql`run.expected_start_time`)} AS own, run.state_type, run.state_name,
+          count(*) AS count_runs, sum(run.run_time) AS run_time, sum(run.lateness) AS lateness
+        FROM unnest(${plan.pieceFrom}::timestamptz[], ${plan.pieceTo}::timestamptz[], ${plan.pieceInside}::boolean[],
+            ${plan.pieceLess}::timestamptz[]) AS piece (lo, hi, inside, less)
+          CROSS JOIN LATERAL (
+            SELECT flow_run.expected_start_time, flow_run.state_type, flow_run.state_name,
+              ${runTime(sql, at)} AS run_time, ${latenessMicros(sql, at)} AS lateness
+            FROM flow_run
+            WHERE flow_run.expected_start_time >= piece.lo AND flow_run.expected_start_time < piece.hi
+              AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(ROLLED_UP)}
+            OFFSET 0
+          ) run
+        GROUP BY 1, 2, 3, 4, 5
+      `
+      // A piece inside counts in its own interval; one of a slot whose largest piece is derived is
+      // taken from that piece's interval, where the slot's rollup row counts.
+      const edgeRows = sql`
+        SELECT * FROM (
+          WITH pieces AS MATERIALIZED (${pieces})
+          SELECT own, state_type, state_name, count_runs, run_time, lateness FROM pieces WHERE inside
+          UNION ALL
+          SELECT ${bucket(sql`less`)}, state_type, state_name, -count_runs, -run_time, -lateness
+          FROM pieces WHERE less IS NOT NULL
+          UNION ALL
+          SELECT ${bucket(sql`derived.at`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
+            rollup.sum_run_time, rollup.sum_lateness * 1000000
+          FROM unnest(${plan.derivedSlots}::timestamptz[], ${plan.derivedAt}::timestamptz[]) AS derived (slot, at)
+            JOIN (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup ON rollup.slot = derived.slot
+          -- Also as a condition on the rollup's key, for its index (a join alone hashes the whole rollup).
+          WHERE rollup.slot = ANY(${plan.derivedSlots}::timestamptz[]) AND ${all(sql, stateConditions(sql, filter, "rollup"))}
+        ) edges
+      `
       return sql`
         ${group(rollup(sql`${bucket(sql`rollup.slot`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
           rollup.sum_run_time, rollup.sum_lateness * 1000000`))}
         UNION ALL ${group(live(perRun))}
-        UNION ALL ${group(edges(perRun))}
+        UNION ALL ${group(edgeRows)}
       `
     },
     count: sql`

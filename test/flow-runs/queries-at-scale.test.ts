@@ -67,7 +67,11 @@ const windows = [
   { history_start: iso(BASE + 2 * HOUR), history_end: iso(BASE + 5 * HOUR), history_interval_seconds: 3600 },
   { history_start: iso(BASE - 24 * HOUR), history_end: iso(BASE + 3 * 24 * HOUR), history_interval_seconds: 7 * 3600 },
   { history_start: iso(Date.UTC(1999, 0, 1)), history_end: iso(Date.UTC(1999, 0, 2)), history_interval_seconds: 3600 },
-  { history_start: iso(BASE), history_end: iso(BASE), history_interval_seconds: 3600 }
+  { history_start: iso(BASE), history_end: iso(BASE), history_interval_seconds: 3600 },
+  // Several boundaries in each quarter hour, and one interval starting just inside one: a cut slot's
+  // largest piece is its rollup row less the runs of the others.
+  { history_start: iso(BASE + 2 * MINUTE + 7_001), history_end: iso(BASE + 8 * HOUR), history_interval_seconds: 300 },
+  { history_start: iso(BASE + 14 * MINUTE + 59_999), history_end: iso(BASE + 26 * HOUR + 1), history_interval_seconds: 8 * 3600 }
 ]
 
 /** Counts from the rollup and from the runs agree. */
@@ -169,7 +173,7 @@ describe("flow-run queries at scale", () => {
           for (const window of windows) yield* sameHistory(window)
           for (const filter of filters) {
             yield* sameCount(filter)
-            for (const window of windows.slice(0, 3)) yield* sameHistory(window, filter)
+            for (const window of [...windows.slice(0, 3), ...windows.slice(8)]) yield* sameHistory(window, filter)
           }
           // Folded into the rollup, the deltas give the same answers.
           yield* sql`SELECT flow_run_rollup_fold()`
@@ -182,7 +186,7 @@ describe("flow-run queries at scale", () => {
         // through a few windows and every filter (the whole set above costs ~120 requests).
         const recheck = Effect.gen(function* () {
           yield* rollupIsExact
-          for (const window of windows.slice(0, 3)) yield* sameHistory(window)
+          for (const window of [...windows.slice(0, 3), ...windows.slice(8)]) yield* sameHistory(window)
           for (const filter of filters) yield* sameCount(filter)
         })
         yield* check
@@ -207,6 +211,41 @@ describe("flow-run queries at scale", () => {
         expect((yield* request("DELETE", `/flows/${beta}`)).status).toBe(204)
         yield* recheck
       }), 120_000
+    )
+
+    it.effect("a cut quarter hour's largest piece, its rollup row less the runs of the other pieces, answers as the plain history", () =>
+      Effect.gen(function* () {
+        // Final runs 97 s apart over two hours before the others, each late by its own amount: every
+        // piece of a cut quarter hour holds some.
+        const flow = (yield* post("/flows/", { name: "pieces" })).id
+        const from = BASE - 10 * HOUR
+        for (let i = 0; i < 80; i++) {
+          const run = idOf(yield* post("/flow_runs/", {
+            flow_id: flow,
+            state: { type: "SCHEDULED", state_details: { scheduled_time: iso(from + i * 97_003) } }
+          }))
+          if (i % 9 === 8) continue
+          yield* setState(run, { type: "PENDING" })
+          yield* setState(run, { type: "RUNNING" })
+          yield* TestClock.adjust(`${(i % 6) * 1_237 + 11} millis`)
+          yield* setState(run, { type: i % 4 === 0 ? "FAILED" : "COMPLETED" })
+        }
+        const windows = [
+          [from + 2 * MINUTE + 7_001, 300],
+          [from + 14 * MINUTE + 59_999, 420],
+          [from + 7 * MINUTE + 30_000, 3600],
+          [from + 40_000, 960]
+        ] as const
+        for (const [start, seconds] of windows) {
+          const window = { history_start: iso(start), history_end: iso(start + 2 * HOUR + 13 * MINUTE), history_interval_seconds: seconds }
+          const answer = yield* sameHistory(window)
+          expect(answer.flatMap((bucket) => bucket.states).filter((s) => s.state_type === "COMPLETED").length).toBeGreaterThan(1)
+          yield* sameHistory(window, {
+            flow_runs: { expected_start_time: { after_: iso(from + 31 * MINUTE + 3_001), before_: iso(from + 100 * MINUTE + 17) } }
+          })
+          yield* sameHistory(window, { flow_runs: { state: { type: { any_: ["FAILED"] } } } })
+        }
+      })
     )
 
     it.effect("a filter on several state types reads them one at a time and answers the same page", () =>
