@@ -25,6 +25,7 @@ import m0020 from "./0020_event_log.ts"
 import m0021 from "./0021_instances.ts"
 import m0022 from "./0022_triggered_actions.ts"
 import m0023 from "./0023_background_tasks.ts"
+import m0024 from "./0024_flow_run_live_state_index.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -49,5 +50,6 @@ export const migrations = {
   "0020_event_log": m0020,
   "0021_instances": m0021,
   "0022_triggered_actions": m0022,
-  "0023_background_tasks": m0023
+  "0023_background_tasks": m0023,
+  "0024_flow_run_live_state_index": m0024
 }
