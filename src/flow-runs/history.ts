@@ -272,9 +272,9 @@ const sources = (
     SELECT ${select} FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup
     WHERE ${all(sql, slotConditions)}
   `
-  const live = (select: Fragment) => sql`
+  const live = (select: Fragment, ...more: ReadonlyArray<Fragment>) => sql`
     SELECT ${select} FROM flow_run
-    WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter)])} AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
+    WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter), ...more])} AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
   `
   const edges = (select: Fragment) => sql`
     SELECT edge.* FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
@@ -293,14 +293,23 @@ const sources = (
      * summed run time (numeric) and lateness (microseconds), added up source by source: a few hundred
      * rows reach the final aggregate instead of every rollup row and run, which it would sort.
      */
-    rows: (bucket: (time: Fragment) => Fragment) => {
+    rows: (bucket: (time: Fragment) => Fragment, intervals: { readonly from: ReadonlyArray<string>; readonly to: ReadonlyArray<string> }) => {
       const group = (source: Fragment) => sql`
         SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time), sum(lateness)
         FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
       `
-      const perRun = sql`${bucket(sql`flow_run.expected_start_time`)}, flow_run.state_type, flow_run.state_name, 1,
-        ${runTime(sql, at)}, ${latenessMicros(sql, at)}`
+      // The runs not final yet, one interval at a time (its start is the bucket: nothing to compute per
+      // run, and few groups, which the planner then hashes; by the bucket of each run it expected as
+      // many groups as runs and sorted them all, on disk over ten million runs).
+      const liveRows = sql`
+        SELECT span.lo, run.* FROM unnest(${intervals.from}::timestamptz[], ${intervals.to}::timestamptz[]) AS span (lo, hi)
+          CROSS JOIN LATERAL (
+            ${live(sql`flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})`,
+              sql`flow_run.expected_start_time >= span.lo AND flow_run.expected_start_time < span.hi`)}
+            GROUP BY 1, 2
+          ) run
+      `
       // The runs of the cut slots' pieces (see rollupPlan) per piece, interval and state.
       const pieces = sql`
         SELECT piece.inside, piece.less, ${bucket(sql`run.expected_start_time`)} AS own, run.state_type, run.state_name,
@@ -338,7 +347,7 @@ const sources = (
       return sql`
         ${group(rollup(sql`${bucket(sql`rollup.slot`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
           rollup.sum_run_time, rollup.sum_lateness * 1000000`))}
-        UNION ALL ${group(live(perRun))}
+        UNION ALL ${liveRows}
         UNION ALL ${group(edgeRows)}
       `
     },
@@ -391,8 +400,13 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
       }>`
         SELECT bucket_start, state_type, state_name, sum(count_runs) AS count_runs,
           sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
-        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at).rows((time) =>
-          sql`date_bin(make_interval(secs => ${options.intervalSeconds}), ${time}, ${options.start}::timestamptz)`)})
+        FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at).rows(
+          (time) => sql`date_bin(make_interval(secs => ${options.intervalSeconds}), ${time}, ${options.start}::timestamptz)`,
+          {
+            from: Array.from({ length: buckets }, (_, i) => iso(startMs + i * intervalMs)),
+            to: Array.from({ length: buckets }, (_, i) => iso(startMs + (i + 1) * intervalMs))
+          }
+        )})
           parts (bucket_start, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
         HAVING sum(count_runs) > 0
