@@ -218,14 +218,19 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     // received reach its subscribers at once (`receivedHere`); the tail skips them when it reads them.
     const live = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), PubSub.shutdown)
     const deliveredHere = new RecentSet<string>(DELIVERED_HERE)
+    // Until the first subscriber there is no one to deliver to, and no tail to skip what was: events
+    // received before then are left to the tail (they are in the log after it starts, or before).
+    let tailStarted = false
     const receivedHere = (events: ReadonlyArray<ReceivedEvent>) =>
       Effect.suspend(() => {
+        if (!tailStarted) return Effect.void
         for (const event of events) deliveredHere.add(event.id)
         return Effect.asVoid(PubSub.publishAll(live, events))
       })
     const scope = yield* Effect.scope
     const startTail = yield* Effect.cached(
       Effect.gen(function* () {
+        tailStarted = true
         const next = yield* Scope.extend(watch, scope)
         let position = yield* repo.position()
         // Live subscribers do not wait for events to become final (a long transaction anywhere on the
