@@ -56,7 +56,9 @@ export const machine = () => ({
   cpuModel: os.cpus()[0]?.model ?? "unknown",
   memoryGiB: Math.round(os.totalmem() / 2 ** 30),
   node: process.version,
-  platform: `${os.platform()} ${os.release()}`
+  platform: `${os.platform()} ${os.release()}`,
+  /** 1, 5 and 15 minutes: what else the (possibly shared) machine was doing. */
+  loadAverage: os.loadavg().map((load) => Number(load.toFixed(2)))
 })
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "results")

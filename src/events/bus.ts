@@ -11,10 +11,11 @@
  * an event is written by one of them, and what a replica read but did not acknowledge (it died) is
  * claimed by another after a minute. The cache of seen ids is then a Redis key per event (an hour).
  */
-import { Clock, Duration, Effect, PubSub, Queue, Schema, type Scope } from "effect"
+import { Clock, Duration, Effect, Option, PubSub, Queue, Schema, type Scope } from "effect"
 import { hostname } from "node:os"
 import { RecentSet } from "../domain/recent.ts"
 import { realClock } from "../domain/time.ts"
+import { Metrics } from "../http/metrics-registry.ts"
 import { Settings } from "../settings/settings.ts"
 import { redisConnection } from "./redis.ts"
 import { ReceivedEvent } from "./schemas.ts"
@@ -43,7 +44,8 @@ const SEEN_TTL_SECONDS = 3600
  * When the persister's backlog is full (memory broker), a publisher waits for room: the sender (a
  * POST, an /events/in socket, whose reading then pauses) is held back rather than the oldest
  * waiting events dropped, for as long as the persister is taking events. After this long without
- * it taking any (a database away, a persister that does not run), the oldest are dropped.
+ * it taking any (a database away, a persister that does not run), the oldest are dropped (and
+ * counted in baton_events_dropped_total).
  */
 const ROOM_WAIT_MS = 5_000
 /**
@@ -63,6 +65,7 @@ const encodeEvent = Schema.encodeSync(Schema.parseJson(ReceivedEvent))
 export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
   scoped: Effect.gen(function* () {
     const settings = yield* Settings
+    const metrics = yield* Metrics
     const events = settings.server.events
     const broker = events.messaging_broker === "redis" ? "redis" : "memory"
     if (broker !== events.messaging_broker) {
@@ -116,15 +119,24 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         }
       }).pipe(Effect.withClock(realClock))
 
+    /**
+     * Publishes on the memory broker. What does not fit (after roomFor gave up waiting) pushes the
+     * oldest waiting events out: counted as dropped.
+     */
+    const publishInMemory = (batch: ReadonlyArray<ReceivedEvent>) =>
+      Effect.suspend(() => {
+        const waiting = Option.getOrElse(hub.unsafeSize(), () => 0)
+        const dropped = Math.max(0, waiting + batch.length - capacity)
+        published += batch.length
+        return Effect.zipRight(PubSub.publishAll(hub, batch), dropped > 0 ? metrics.eventsDropped(dropped) : Effect.void)
+      })
+
     /** Publishes the events not published recently; those. */
     const publish = (batch: ReadonlyArray<ReceivedEvent>) =>
       Effect.flatMap(fresh(batch), (unseen) => {
         if (unseen.length === 0) return Effect.succeed(unseen)
         if (broker === "memory") {
-          return Effect.as(
-            Effect.zipRight(roomFor(unseen.length), Effect.tap(PubSub.publishAll(hub, unseen), () => Effect.sync(() => void (published += unseen.length)))),
-            unseen
-          )
+          return Effect.as(Effect.zipRight(roomFor(unseen.length), publishInMemory(unseen)), unseen)
         }
         return Effect.as(
           Effect.promise(async () => {
@@ -229,5 +241,6 @@ export class EventBus extends Effect.Service<EventBus>()("baton/EventBus", {
         })
 
     return { publish, consume, broker } as const
-  })
+  }),
+  dependencies: [Metrics.Default]
 }) {}

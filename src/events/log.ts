@@ -57,6 +57,12 @@ const nextRetry = (ms: number) => Math.min(ms * 2, PENDING_RETRY_MOST)
 /** How long a reader waits for a wake before looking anyway (a notification lost with its connection). */
 const LOOK_ANYWAY = Duration.seconds(5)
 
+/** What a write of events did: how many were new (not stored before), how many the database refused. */
+export interface WriteOutcome {
+  readonly written: number
+  readonly refused: number
+}
+
 const sleepReal = (duration: Duration.DurationInput) => Effect.withClock(Effect.sleep(duration), realClock)
 
 export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
@@ -90,13 +96,17 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      * `write`, except that an event the database refuses (a value too large for its index, see
      * isDataException) does not take the others with it: the batch is written one event at a time
      * and only the refused ones are dropped, with a warning. Each try is its own transaction, or
-     * savepoint inside the caller's, so a refusal leaves the caller's transaction usable.
+     * savepoint inside the caller's, so a refusal leaves the caller's transaction usable. How many
+     * were new, and how many were refused.
      */
-    const writeOrDropRefused = (events: ReadonlyArray<ReceivedEvent>): Effect.Effect<number, SqlError> =>
-      Effect.catchAllCause(write(events), (cause) => {
+    const writeOrDropRefused = (events: ReadonlyArray<ReceivedEvent>): Effect.Effect<WriteOutcome, SqlError> =>
+      Effect.catchAllCause(Effect.map(write(events), (written): WriteOutcome => ({ written, refused: 0 })), (cause) => {
         if (!isDataException(Cause.squash(cause))) return Effect.failCause(cause)
         if (events.length > 1) {
-          return Effect.map(Effect.forEach(events, (event) => writeOrDropRefused([event])), (counts) => counts.reduce((a, b) => a + b, 0))
+          return Effect.map(
+            Effect.forEach(events, (event) => writeOrDropRefused([event])),
+            (outcomes) => outcomes.reduce((a, b) => ({ written: a.written + b.written, refused: a.refused + b.refused }), { written: 0, refused: 0 })
+          )
         }
         return Effect.as(
           Effect.logWarning("Dropped an event the database refused", {
@@ -104,7 +114,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
             event: events[0]!.event.slice(0, 200),
             reason: databaseMessage(Cause.squash(cause)) ?? "refused"
           }),
-          0
+          { written: 0, refused: 1 }
         )
       })
 
@@ -208,14 +218,19 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     // received reach its subscribers at once (`receivedHere`); the tail skips them when it reads them.
     const live = yield* Effect.acquireRelease(PubSub.sliding<ReceivedEvent>(SUBSCRIPTION_BACKLOG), PubSub.shutdown)
     const deliveredHere = new RecentSet<string>(DELIVERED_HERE)
+    // Until the first subscriber there is no one to deliver to, and no tail to skip what was: events
+    // received before then are left to the tail (they are in the log after it starts, or before).
+    let tailStarted = false
     const receivedHere = (events: ReadonlyArray<ReceivedEvent>) =>
       Effect.suspend(() => {
+        if (!tailStarted) return Effect.void
         for (const event of events) deliveredHere.add(event.id)
         return Effect.asVoid(PubSub.publishAll(live, events))
       })
     const scope = yield* Effect.scope
     const startTail = yield* Effect.cached(
       Effect.gen(function* () {
+        tailStarted = true
         const next = yield* Scope.extend(watch, scope)
         let position = yield* repo.position()
         // Live subscribers do not wait for events to become final (a long transaction anywhere on the

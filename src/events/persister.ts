@@ -56,7 +56,8 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
       // failure here (every other statement error is a defect): worth another try.
       unavailabilityAsFailure(log.writeOrDropRefused(batch)).pipe(
         Effect.retry({ schedule: retries[retry] }),
-        Effect.flatMap(metrics.eventsPersisted),
+        Effect.flatMap(({ refused, written }) =>
+          Effect.zipRight(metrics.eventsPersisted(written), refused > 0 ? metrics.eventsDropped(refused) : Effect.void)),
         Effect.catchAllCause((cause) =>
           Effect.zipRight(
             Effect.logError(`Dropped ${batch.length} events that could not be written`, safeCause(cause)),

@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { currentPosition, finalAfter, horizon, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
-import { newId } from "../domain/ids.ts"
+import { idAt } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
 import { compileEventFilter, type ResolvedEventFilter } from "./filter.ts"
@@ -71,35 +71,40 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     const write = traced("EventsRepo.write")(function* (events: ReadonlyArray<ReceivedEvent>) {
       if (events.length === 0) return 0
       const recorded = yield* now
+      // The resources' ids, stamped when the events are recorded.
+      const recordedMs = recorded.getTime()
       let written = 0
       yield* sql.withTransaction(
         Effect.gen(function* () {
           for (let i = 0; i < events.length; i += INSERT_BATCH) {
             const batch = events.slice(i, i + INSERT_BATCH)
-            const rows = batch.map((e) => ({
-              id: e.id,
-              occurred: e.occurred.toISOString(),
-              event: e.event,
-              resource_id: resourceId(e.resource),
-              resource: e.resource,
-              related_resource_ids: e.related.map(resourceId),
-              related: e.related,
-              payload: e.payload,
-              received: e.received.toISOString(),
-              follows: e.follows
-            }))
+            const rows: Array<Record<string, unknown>> = []
             const resourceRows: Array<Record<string, unknown>> = []
             for (const e of batch) {
-              for (const resource of [e.resource, ...e.related]) {
+              const occurred = e.occurred.toISOString()
+              rows.push({
+                id: e.id,
+                occurred,
+                event: e.event,
+                resource_id: resourceId(e.resource),
+                resource: e.resource,
+                related_resource_ids: e.related.map(resourceId),
+                related: e.related,
+                payload: e.payload,
+                received: e.received.toISOString(),
+                follows: e.follows
+              })
+              const resourceRow = (resource: Record<string, string>, role: string) =>
                 resourceRows.push({
-                  id: yield* newId,
-                  occurred: e.occurred.toISOString(),
+                  id: idAt(recordedMs),
+                  occurred,
                   resource_id: resourceId(resource),
-                  resource_role: resource === e.resource ? "" : resourceRole(resource),
+                  resource_role: role,
                   resource: otherLabels(resource),
                   event_id: e.id
                 })
-              }
+              resourceRow(e.resource, "")
+              for (const related of e.related) resourceRow(related, resourceRole(related))
             }
             // One statement: the events not stored yet, and the resources of those alone.
             const inserted = yield* sql<{ id: string }>`

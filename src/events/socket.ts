@@ -11,6 +11,7 @@ import { now } from "../domain/time.ts"
 import { PROTOCOL_ERROR, POLICY_VIOLATION, servePrefectSocket } from "../http/websocket.ts"
 import { Metrics } from "../http/metrics-registry.ts"
 import { Settings } from "../settings/settings.ts"
+import { decodePlainEvent } from "./decode.ts"
 import { EventLog } from "./log.ts"
 import { EventFilter, eventMatches, resolveFilter } from "./filter.ts"
 import { EventsRepo } from "./repo.ts"
@@ -42,10 +43,10 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
         Effect.gen(function* () {
           const refuse = (detail: string) => socket.close(INVALID_PAYLOAD, `Invalid event: ${detail}`)
           /** Receives the events one at a time: what a batch with a refused event falls back to. */
-          const receiveEach = (batch: ReadonlyArray<Event>) =>
+          const receiveEach = (batch: ReadonlyArray<Event>, textBytes: ReadonlyArray<number>) =>
             Effect.gen(function* () {
-              for (const event of batch) {
-                const received = yield* Effect.either(events.receive([event], []))
+              for (let i = 0; i < batch.length; i++) {
+                const received = yield* Effect.either(events.receive([batch[i]!], [], () => textBytes[i]!))
                 if (Either.isLeft(received)) return Option.some(received.left.detail)
               }
               return Option.none()
@@ -55,18 +56,26 @@ export const EventSocketsLive = HttpApiBuilder.Router.use((router) =>
             const messages = yield* socket.nextUpTo(BATCH)
             if (messages.length === 0) return
             const batch: Array<Event> = []
+            // At most 3 bytes of UTF-8 per character of the message (or per byte of a binary one).
+            const textBytes: Array<number> = []
             let invalid: string | undefined
-            for (const message of messages) {
-              const event = decodeEvent(message)
-              if (Either.isLeft(event)) {
-                invalid = describe(event.left.issue)
-                break
+            for (const { length, message } of messages) {
+              const plain = decodePlainEvent(message)
+              if (plain === undefined) {
+                const event = decodeEvent(message)
+                if (Either.isLeft(event)) {
+                  invalid = describe(event.left.issue)
+                  break
+                }
+                batch.push(event.right)
+              } else {
+                batch.push(plain)
               }
-              batch.push(event.right)
+              textBytes.push(3 * length)
             }
             // The events before a refused one are received, as they would be one message at a time.
-            const received = yield* Effect.either(events.receive(batch, []))
-            const refused = Either.isRight(received) ? Option.none() : yield* receiveEach(batch)
+            const received = yield* Effect.either(events.receive(batch, [], (i) => textBytes[i]!))
+            const refused = Either.isRight(received) ? Option.none() : yield* receiveEach(batch, textBytes)
             if (Option.isSome(refused)) {
               const detail = refused.value
               return yield* refuse(typeof detail === "string" ? detail : detail[0]?.msg ?? "")

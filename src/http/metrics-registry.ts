@@ -66,7 +66,7 @@ export interface MetricsShape {
   readonly eventsReceived: (count: number) => Effect.Effect<void>
   /** Received events the persister wrote into the event log (those not stored before). */
   readonly eventsPersisted: (count: number) => Effect.Effect<void>
-  /** Received events the persister gave up on. */
+  /** Received events dropped: the persister could not write them, or its backlog (memory broker) overflowed. */
   readonly eventsDropped: (count: number) => Effect.Effect<void>
   /** Reads the persister's backlog from `size` at each scrape, for the scope's life. */
   readonly eventBacklog: (size: Effect.Effect<number>) => Effect.Effect<void, never, Scope.Scope>
@@ -149,7 +149,7 @@ const makeEnabled = (prom: typeof Prom): Effect.Effect<MetricsShape, never, Scop
     })
     const eventsDropped = new prom.Counter({
       name: "baton_events_dropped_total",
-      help: "Received events the event persister could not write and gave up on.",
+      help: "Received events dropped: the event persister could not write them, or its backlog was full and it took none for 5 s.",
       registers
     })
     const eventBacklog = new prom.Gauge({

@@ -34,12 +34,25 @@ export const PROTOCOL_ERROR = 1002
 const INBOX_SIZE = 256
 const INBOX_BYTES = 1024 * 1024
 
+/** A message received: parsed as JSON (undefined for text that is not JSON), and how long its text was. */
+export interface Incoming {
+  readonly message: unknown
+  /**
+   * The length of the message as received: UTF-16 code units for a text frame (its UTF-8 bytes
+   * are at most 3 times as many), bytes for a binary one.
+   */
+  readonly length: number
+}
+
 /** An accepted socket: JSON messages in, text frames out, and a way to close it with a reason. */
 export interface PrefectSocket {
   /** The next message parsed as JSON (undefined for text that is not JSON); none once the client is gone. */
   readonly next: Effect.Effect<Option.Option<unknown>>
-  /** The next message and those received after it, up to `most` in all; none once the client is gone. */
-  readonly nextUpTo: (most: number) => Effect.Effect<ReadonlyArray<unknown>>
+  /**
+   * The next message and those received after it, up to `most` in all, with their lengths; none
+   * once the client is gone.
+   */
+  readonly nextUpTo: (most: number) => Effect.Effect<ReadonlyArray<Incoming>>
   /** Sends a message; waits while the client is behind, and closes it when it stays behind too long. */
   readonly send: (message: unknown) => Effect.Effect<void>
   readonly close: (code: number, reason: string) => Effect.Effect<void>
@@ -155,27 +168,28 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
     }
     // Messages wait here for the session; past INBOX_SIZE or INBOX_BYTES the guard stops reading
     // from the client until the session has taken some.
-    const inbox: Array<{ readonly message: unknown; readonly bytes: number }> = []
+    const inbox: Array<Incoming> = []
     let inboxBytes = 0
     const full = () => inbox.length >= INBOX_SIZE || inboxBytes >= INBOX_BYTES
     let ended = false
     let discarding = false
-    let waiting: ((message: Option.Option<unknown>) => void) | undefined
-    const deliver = (message: Option.Option<unknown>) => {
+    let waiting: ((incoming: Incoming | undefined) => void) | undefined
+    const deliver = (incoming: Incoming | undefined) => {
       const waiter = waiting
       waiting = undefined
-      waiter?.(message)
+      waiter?.(incoming)
     }
     const opened = yield* Deferred.make<void>()
     const reader = yield* raw
       .runRaw(
         (data) => {
           if (discarding) return
-          const message = parse(typeof data === "string" ? data : decoder.decode(data))
-          if (waiting !== undefined) return deliver(Option.some(message))
-          const bytes = typeof data === "string" ? data.length : data.byteLength
-          inbox.push({ message, bytes })
-          inboxBytes += bytes
+          const incoming: Incoming = typeof data === "string"
+            ? { message: parse(data), length: data.length }
+            : { message: parse(decoder.decode(data)), length: data.byteLength }
+          if (waiting !== undefined) return deliver(incoming)
+          inbox.push(incoming)
+          inboxBytes += incoming.length
           if (full()) guard.pauseReading()
         },
         { onOpen: Effect.zipRight(Effect.sync(() => guard.upgraded()), Deferred.succeed(opened, undefined)) }
@@ -184,36 +198,35 @@ const accept = (raw: Socket.Socket, guard: SocketGuard, sending: Sending): Effec
         Effect.ignore,
         Effect.ensuring(Effect.sync(() => {
           ended = true
-          deliver(Option.none())
+          deliver(undefined)
         })),
         Effect.forkScoped
       )
     // Nothing is sent or closed before the handshake is answered.
     yield* Effect.raceFirst(Deferred.await(opened), Fiber.await(reader))
-    const next = Effect.async<Option.Option<unknown>>((resume) => {
+    /** The next message received, or undefined once the client is gone. */
+    const nextIncoming = Effect.async<Incoming | undefined>((resume) => {
       if (inbox.length > 0) {
-        const { bytes, message } = inbox.shift()!
-        inboxBytes -= bytes
+        const incoming = inbox.shift()!
+        inboxBytes -= incoming.length
         if (!full()) guard.resumeReading()
-        return resume(Effect.succeed(Option.some(message)))
+        return resume(Effect.succeed(incoming))
       }
-      if (ended) return resume(Effect.succeed(Option.none()))
-      waiting = (message) => resume(Effect.succeed(message))
+      if (ended) return resume(Effect.succeed(undefined))
+      waiting = (incoming) => resume(Effect.succeed(incoming))
       return Effect.sync(() => {
         waiting = undefined
       })
     })
+    const next = Effect.map(nextIncoming, (incoming) => (incoming === undefined ? Option.none() : Option.some(incoming.message)))
     const nextUpTo = (most: number) =>
-      Effect.map(next, (first) => {
-        if (Option.isNone(first)) return []
-        const messages = [first.value]
-        while (messages.length < most && inbox.length > 0) {
-          const { bytes, message } = inbox.shift()!
-          inboxBytes -= bytes
-          messages.push(message)
-        }
+      Effect.map(nextIncoming, (first): ReadonlyArray<Incoming> => {
+        if (first === undefined) return []
+        // Taken from the inbox in one piece rather than shifted out one at a time.
+        const taken = inbox.splice(0, Math.min(most - 1, inbox.length))
+        for (const incoming of taken) inboxBytes -= incoming.length
         if (!full()) guard.resumeReading()
-        return messages
+        return [first, ...taken]
       })
     const close = (code: number, reason: string) => Effect.sync(() => guard.close(code, reason))
     const roomToSend = Effect.async<boolean>((resume) => {

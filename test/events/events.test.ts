@@ -390,6 +390,38 @@ describe("events", () => {
       })
     )
 
+    it.effect("over /events/in, keeps the events before one over a limit or misshapen, once each, and closes with 1007 at it", () =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.now())
+        const bad = yield* badEvents("in")
+        const repeated = yield* makeEvent("in.repeated", 4)
+        const overSize = opened(yield* connect("/events/in"))
+        overSize.send({ type: "auth", token: null })
+        expect(yield* Effect.promise(() => overSize.next())).toEqual({ type: "auth_success" })
+        for (const event of [repeated, yield* makeEvent("in.first", 3), repeated, bad.big, yield* makeEvent("in.after-big", 1)]) overSize.send(event)
+        const closed = yield* Effect.promise(() => overSize.closed)
+        expect(closed.code).toBe(1007)
+        expect(closed.reason).toMatch(/^Invalid event: Value error, The event is \d+ bytes; events may be at most 4000 bytes$/)
+
+        const misshapen = opened(yield* connect("/events/in"))
+        misshapen.send({ type: "auth", token: null })
+        expect(yield* Effect.promise(() => misshapen.next())).toEqual({ type: "auth_success" })
+        for (const event of [yield* makeEvent("in.second", 2), bad.noRole, yield* makeEvent("in.after-misshapen", 1)]) misshapen.send(event)
+        const refused = yield* Effect.promise(() => misshapen.closed)
+        expect(refused.code).toBe(1007)
+        // Schema's account of the problem, cut to what a close frame holds.
+        expect(refused.reason).toMatch(/^Invalid event: Event\n/)
+
+        const limits = opened(yield* connect("/events/in"))
+        limits.send({ type: "auth", token: null })
+        expect(yield* Effect.promise(() => limits.next())).toEqual({ type: "auth_success" })
+        limits.send(bad.labels)
+        expect((yield* Effect.promise(() => limits.closed)).reason).toBe("Invalid event: Value error, The maximum number of labels per resource is 6")
+        yield* persist
+        expect(yield* names({ event: { prefix: ["in."] }, order: "ASC" })).toEqual(["in.repeated", "in.first", "in.second"])
+      })
+    )
+
     it.effect("writes events as a background service every flush, and deletes them after the retention period", () =>
       Effect.gen(function* () {
         const persister = yield* EventPersister

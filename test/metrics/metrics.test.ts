@@ -6,6 +6,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Fiber, Layer, TestClock } from "effect"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { BatonApi } from "../../src/api.ts"
@@ -121,7 +122,7 @@ describe("metrics on", () => {
       })
     )
 
-    it.effect("counts the events received and persisted, and the persister's backlog", () =>
+    it.effect("counts the events received, persisted and dropped (one the database refuses), and the persister's backlog", () =>
       Effect.gen(function* () {
         const before = yield* scrape()
         const received = () => before.value("baton_events_received_total") ?? 0
@@ -137,6 +138,15 @@ describe("metrics on", () => {
         expect(written.value("baton_events_persisted_total")).toBe((before.value("baton_events_persisted_total") ?? 0) + 3)
         expect(written.value("baton_event_persister_backlog")).toBe(0)
         expect(written.value("baton_events_dropped_total")).toBe(0)
+
+        // An event the database refuses (a resource id too large to index: random text does not
+        // compress) is dropped alone, and counted.
+        const refused = { ...(yield* anEvent), resource: { "prefect.resource.id": randomBytes(2250).toString("base64") } }
+        expect((yield* request("POST", "/events", { body: [yield* anEvent, refused] })).status).toBe(204)
+        yield* Effect.flatMap(EventPersister, (persister) => persister.drain)
+        const afterRefusal = yield* scrape()
+        expect(afterRefusal.value("baton_events_persisted_total")).toBe((before.value("baton_events_persisted_total") ?? 0) + 4)
+        expect(afterRefusal.value("baton_events_dropped_total")).toBe(1)
       })
     )
 
