@@ -294,8 +294,11 @@ const sources = (
      * rows reach the final aggregate instead of every rollup row and run, which it would sort.
      */
     rows: (bucket: (time: Fragment) => Fragment, intervals: { readonly from: ReadonlyArray<string>; readonly to: ReadonlyArray<string> }) => {
-      const group = (source: Fragment) => sql`
-        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time), sum(lateness)
+      // A source whose lateness is in seconds (the rollup's) is turned into microseconds once per
+      // group, not once per row.
+      const group = (source: Fragment, lateness: "micros" | "seconds" = "micros") => sql`
+        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time),
+          ${lateness === "seconds" ? sql`sum(lateness) * 1000000` : sql`sum(lateness)`}
         FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
       `
@@ -346,7 +349,7 @@ const sources = (
       `
       return sql`
         ${group(rollup(sql`${bucket(sql`rollup.slot`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
-          rollup.sum_run_time, rollup.sum_lateness * 1000000`))}
+          rollup.sum_run_time, rollup.sum_lateness`), "seconds")}
         UNION ALL ${liveRows}
         UNION ALL ${group(edgeRows)}
       `
