@@ -10,8 +10,9 @@
  * history) come from the rollup; from the runs themselves come the runs not final yet (their
  * estimates depend on the time of the request; few, behind a partial index) and the final runs of the
  * slots a boundary cuts (an interval's, or the filter's). The answer is the one the plain query over
- * the runs gives; sums are added exactly as numeric and rounded once (the plain query adds run times as
- * doubles, so its last binary digit may differ).
+ * the runs gives; the final runs' sums are added exactly as numeric, the unfinished runs' run times
+ * (estimates) as doubles as the plain query adds them, and the total rounded once (the plain query adds
+ * every run time as a double, so its last binary digit may differ).
  */
 import type { RelatedFilters } from "../queries/query.ts"
 import type { Statement } from "@effect/sql"
@@ -213,6 +214,17 @@ const runTime = (sql: SqlClient, at: Date) =>
     ELSE 0 END`
 
 /**
+ * The same as a double, as the plain history adds it, for the runs not final yet: their run time is
+ * an estimate that moves with the time of the request, and converting each to numeric cost more than
+ * half of reading them. Their sum is turned into numeric once per group.
+ */
+const liveRunTime = (sql: SqlClient, at: Date) =>
+  sql`CASE WHEN flow_run.state_type = 'RUNNING' AND flow_run.state_timestamp IS NOT NULL
+      THEN GREATEST(0, (flow_run.total_run_time + GREATEST(0, EXTRACT(EPOCH FROM (${at}::timestamptz - flow_run.state_timestamp)))))
+    WHEN flow_run.total_run_time > 0 THEN flow_run.total_run_time
+    ELSE 0 END`
+
+/**
  * A run's estimated lateness in whole microseconds (RunStatesRepo.estimatedLateness, which is never
  * negative): a positive interval's seconds as a double times 10^6, rounded, is its exact number of
  * microseconds, and summing integers is cheaper than summing numeric seconds. The sum over 10^6 is
@@ -294,8 +306,11 @@ const sources = (
      * rows reach the final aggregate instead of every rollup row and run, which it would sort.
      */
     rows: (bucket: (time: Fragment) => Fragment, intervals: { readonly from: ReadonlyArray<string>; readonly to: ReadonlyArray<string> }) => {
-      const group = (source: Fragment) => sql`
-        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time), sum(lateness)
+      // A source whose lateness is in seconds (the rollup's) is turned into microseconds once per
+      // group, not once per row.
+      const group = (source: Fragment, lateness: "micros" | "seconds" = "micros") => sql`
+        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time),
+          ${lateness === "seconds" ? sql`sum(lateness) * 1000000` : sql`sum(lateness)`}
         FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
       `
@@ -305,7 +320,7 @@ const sources = (
       const liveRows = sql`
         SELECT span.lo, run.* FROM unnest(${intervals.from}::timestamptz[], ${intervals.to}::timestamptz[]) AS span (lo, hi)
           CROSS JOIN LATERAL (
-            ${live(sql`flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})`,
+            ${live(sql`flow_run.state_type, flow_run.state_name, count(*), sum(${liveRunTime(sql, at)})::numeric, sum(${latenessMicros(sql, at)})`,
               sql`flow_run.expected_start_time >= span.lo AND flow_run.expected_start_time < span.hi`)}
             GROUP BY 1, 2
           ) run
@@ -346,7 +361,7 @@ const sources = (
       `
       return sql`
         ${group(rollup(sql`${bucket(sql`rollup.slot`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
-          rollup.sum_run_time, rollup.sum_lateness * 1000000`))}
+          rollup.sum_run_time, rollup.sum_lateness`), "seconds")}
         UNION ALL ${liveRows}
         UNION ALL ${group(edgeRows)}
       `
