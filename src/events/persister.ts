@@ -3,14 +3,15 @@
  * the event log as they come, all that is queued in one write (up to WRITE_MOST), at the latest `flush_interval` after they arrive (in
  * every process that receives events: API-only processes run it too); a failed write is retried
  * `max_flush_retries` times, `flush_interval` apart (as the reference retries at its next flush), so
- * a database away for less than that loses no event. What is queued when the server stops is
- * written before it does (retried 100 ms apart there: shutdown does not wait long). A second loop
+ * a database away for less than that loses no event. What is queued when the server stops, and
+ * what it was writing, is written before it does (retried 100 ms apart there: shutdown does not
+ * wait long). A second loop
  * relays the event outbox (events/relay.ts), and `drain` does both.
  * Every 15 minutes a second loop, run by the leader alone (database/leadership.ts), deletes the
  * events older than server.events.retention_period,
  * `batch_size_delete` at a time.
  */
-import { Chunk, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
+import { Chunk, Duration, Effect, Fiber, Layer, Option, Queue, Schedule } from "effect"
 import { unavailabilityAsFailure } from "../database/errors.ts"
 import { now } from "../domain/time.ts"
 import { safeCause } from "../http/log-safe.ts"
@@ -31,6 +32,15 @@ const TRIM_EVERY_MS = 15 * 60 * 1000
  * this bounds one transaction.
  */
 const WRITE_MOST = 2000
+
+/**
+ * Writes of a backlog in flight at once. One write at a time left each side idle while the other
+ * worked (the server building the next statement, PostgreSQL running this one): under event load
+ * the server was idle about half the time, waiting for the write. Two overlap them. Their commits
+ * may end out of order, which the log's readers wait out (log-order.ts); an id in both (a repeat the
+ * bus no longer remembered) waits for the first, and a deadlock is retried as a busy database.
+ */
+const WRITES_IN_FLIGHT = 2
 
 export class EventPersister extends Effect.Service<EventPersister>()("baton/EventPersister", {
   scoped: Effect.gen(function* () {
@@ -66,19 +76,35 @@ export class EventPersister extends Effect.Service<EventPersister>()("baton/Even
         )
       )
 
-    const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>
-      Effect.zipRight(store(batch, retry), ack(batch))
+    /** Batches taken from the queue whose write was interrupted (the server stopping): the next drain writes them. */
+    const interrupted: Array<ReadonlyArray<ReceivedEvent>> = []
 
-    /** Writes everything queued now, a batch at a time; how many events. */
+    const write = (batch: ReadonlyArray<ReceivedEvent>, retry: keyof typeof retries) =>
+      Effect.zipRight(store(batch, retry), ack(batch)).pipe(Effect.onInterrupt(() => Effect.sync(() => void interrupted.push(batch))))
+
+    /**
+     * Writes what was interrupted, then everything queued now, a batch at a time (WRITES_IN_FLIGHT
+     * at once); how many events.
+     */
     const drainWith = (retry: keyof typeof retries) => Effect.gen(function* () {
       yield* start
       let total = 0
-      while (true) {
-        const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, writeMost))
-        if (batch.length === 0) return total
+      // Written again: what had committed is kept once (events are kept by id).
+      for (const batch of interrupted.splice(0)) {
         yield* write(batch, retry)
         total += batch.length
       }
+      const inFlight: Array<Fiber.RuntimeFiber<void>> = []
+      while (true) {
+        const batch = Chunk.toReadonlyArray(yield* Queue.takeUpTo(queue, writeMost))
+        if (batch.length === 0) break
+        if (inFlight.length === WRITES_IN_FLIGHT) yield* Fiber.join(inFlight.shift()!)
+        inFlight.push(yield* Effect.fork(write(batch, retry)))
+        total += batch.length
+      }
+      // Everything taken is written when this returns (a drain before shutdown, a test's).
+      for (const fiber of inFlight) yield* Fiber.join(fiber)
+      return total
     })
     const drain = Effect.zipRight(relay.drain, drainWith("briefly"))
 
