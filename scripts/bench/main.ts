@@ -4,6 +4,7 @@
  *
  *   npm run bench [-- --pg postgresql://postgres@127.0.0.1:5432] [--embedded] [--seconds 10]
  *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--embedded-seconds 60] [--quick]
+ *     [--database baton_bench] [--port 4350]
  *     [--only health,create,lifecycle,events,workers,tasks,scheduler,soak,queries,embedded,startup]
  *
  * With PostgreSQL, the lifecycle also runs through two servers (replicas) and through one server of
@@ -63,7 +64,9 @@ const record = (row: Row) => {
   console.log(table([row]).split("\n")[2])
 }
 
-const DATABASE = "baton_bench"
+/** Dropped and created again: `--database` keeps two benches on one PostgreSQL apart. */
+const DATABASE = argument("database", "baton_bench")
+if (!/^[a-z_][a-z0-9_]*$/.test(DATABASE)) throw new Error(`--database ${DATABASE}: lower-case letters, digits and _ only`)
 const databaseUrl = `${options.pg.replace(/\/$/, "")}/${DATABASE}`
 
 const freshDatabase = async () => {
