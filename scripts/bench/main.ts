@@ -3,8 +3,8 @@
  * as one table (and saved as JSON under scripts/bench/results/).
  *
  *   npm run bench [-- --pg postgresql://postgres@127.0.0.1:5432] [--embedded] [--seconds 10]
- *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--quick]
- *     [--only health,create,lifecycle,events,workers,tasks,scheduler,soak,queries,startup]
+ *     [--workers 8] [--runs 1000000] [--deployments 1000] [--soak-minutes 2] [--embedded-seconds 60] [--quick]
+ *     [--only health,create,lifecycle,events,workers,tasks,scheduler,soak,queries,embedded,startup]
  *     [--database baton_bench] [--seeded] [--port 4350] [--node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"]
  *     [--event-rounds 1]
  *
@@ -14,7 +14,10 @@
  * The server runs as `baton server start` does (bin/baton.mjs: the bundle in dist/, which
  * `npm run bench` builds first) against a fresh database (--database, `baton_bench`) on the PostgreSQL at --pg, or
  * with --embedded on a fresh embedded database (the SQL, pg-boss and 1M-run rows then still use
- * PostgreSQL, and the 1M-run queries are skipped). Scenario by scenario, see docs/performance.md.
+ * PostgreSQL, and the 1M-run queries are skipped). After that server has stopped, a server on an
+ * embedded database of its own is measured beside it (`embedded`: idle RSS, then the lifecycle for
+ * --embedded-seconds with its RSS sampled each second; scripts/bench/embedded.ts). Scenario by
+ * scenario, see docs/performance.md.
  *
  * `--database NAME` uses that database instead of `baton_bench`. With `--seeded` it is neither dropped
  * nor created nor seeded: it already holds runs seeded by scripts/bench/seed.ts (the queries are
@@ -33,6 +36,7 @@ import pg from "pg"
 import { ingestByPost, ingestByWebsocket, type IngestionResult } from "./events.ts"
 import { queryCases } from "./flow-run-queries.ts"
 import { backgroundTaskDelivery } from "./background-tasks.ts"
+import { embeddedBench, embeddedRows } from "./embedded.ts"
 import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
 import { cannon, closedLoop, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
@@ -60,6 +64,7 @@ const options = {
   deployments: Number(argument("deployments", quick ? "200" : "1000")),
   soakMinutes: Number(argument("soak-minutes", quick ? "0.5" : "2")),
   port: Number(argument("port", "4350")),
+  embeddedSeconds: Number(argument("embedded-seconds", "60")),
   /** The database the bench uses (made afresh, dropped first, unless --seeded): another name lets two benches run at once. */
   database: argument("database", "baton_bench"),
   seeded: flag("seeded"),
@@ -599,6 +604,15 @@ export const soak = async (server: StartedServer, api: JsonClient, minutes: numb
   return { result, samples, early, late, growth: late - early }
 }
 
+/**
+ * A server on an embedded database of its own (own home, own port), measured after the main server
+ * has stopped so the two do not share the cores: idle RSS, then the lifecycle with RSS each second.
+ */
+const embedded = async () => {
+  const embeddedOptions = { port: options.port + 5, workers: options.workers, seconds: options.embeddedSeconds, settleSeconds: 30 }
+  for (const row of embeddedRows(await embeddedBench(embeddedOptions), embeddedOptions)) record(row)
+}
+
 const main = async () => {
   const started = performance.now()
   console.log(`Baton bench on ${JSON.stringify(machine())}`)
@@ -646,6 +660,7 @@ const main = async () => {
   } finally {
     await server.stop()
   }
+  if (runs("embedded")) await embedded()
   if (!runs("startup")) return finish(started)
   const startupHome = fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-startup-"))
   const startup = await startupReport({ home: startupHome, port: options.port + 1, runs: 3, idleSeconds: 3 })
