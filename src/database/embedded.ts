@@ -67,9 +67,9 @@ const givenToNode = (name: string) =>
  * compiled (measured in docs/performance.md, "Memory and start-up"); an option given on node's
  * command line is left as given.
  *
- * - V8 optimises the functions PostgreSQL runs most in the background. For the largest of them (the
- *   expression interpreter every query runs, 38KB of WebAssembly) the optimiser's register
- *   allocation alone took 24MB of scratch memory, which the C allocator keeps afterwards. V8's
+ * - V8 optimises the functions PostgreSQL runs most in the background. For the largest of them (38KB
+ *   of WebAssembly every query runs, most likely the expression interpreter) the optimiser's
+ *   register allocation alone took 24MB of scratch memory, which the C allocator keeps afterwards. V8's
  *   simpler register allocator, which it otherwise keeps for huge functions, needs 4MB there and a
  *   fifth of the time: 16MB less idle and 28MB less under load, for about 5% more CPU per run. V8 12
  *   and later (Node 22) no longer have it.
