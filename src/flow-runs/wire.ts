@@ -6,9 +6,8 @@
  * order; test/flow-runs/wire.test.ts holds the two side by side).
  */
 import { Schema } from "effect"
-import type { State } from "../domain/states.ts"
 import { stateWire } from "../domain/state-wire.ts"
-import { type FlowRun, FlowRunPolicy } from "./schemas.ts"
+import { type FlowRun, FlowRunPolicy, type OrchestrationResult } from "./schemas.ts"
 
 const decodePolicySchema = Schema.decodeUnknownSync(FlowRunPolicy)
 
@@ -120,13 +119,8 @@ export const workerFlowRunsJson = (
     return { work_pool_id, work_queue_id, flow_run: run }
   }))
 
-type Details =
-  | { readonly type: "accept_details" }
-  | { readonly type: "reject_details" | "abort_details"; readonly reason: string | null }
-  | { readonly type: "wait_details"; readonly delay_seconds: number; readonly reason: string | null }
-
 /** The JSON text of an orchestration result (OrchestrationResult), as its schema encodes it. */
-export const orchestrationResultJson = (result: { readonly state: State | null; readonly status: string; readonly details: Details }) => {
+export const orchestrationResultJson = (result: typeof OrchestrationResult.Type) => {
   const d = result.details
   const details = d.type === "accept_details"
     ? { type: d.type }

@@ -57,7 +57,8 @@ export const server = {
     workers: S.integer(
       1,
       "API processes serving the port (node:cluster): each a full Baton process, the background services led by one of them. More than 1 needs PostgreSQL. Also `baton server start --workers N`.",
-      { min: 1 }
+      // Each worker is a whole server with up to 17 PostgreSQL connections: a typo must not fork thousands.
+      { min: 1, max: 256 }
     ),
     websockets: {
       max_open: S.integer(

@@ -220,11 +220,15 @@ describe("the primary of several workers", () => {
       yield* Effect.flatMap(loadSettings({ "server.concurrency.lease_storage": "memory" }), checkWorkers)
     }))
 
-  it.effect("takes the number of workers from 1 up, and 1 unless told", () =>
+  it.effect("takes the number of workers from 1 to 256, and 1 unless told", () =>
     Effect.gen(function* () {
       expect((yield* loadSettings({})).server.api.workers).toBe(1)
       expect((yield* Effect.flip(loadSettings({ "server.api.workers": 0 }))).message).toBe(
-        'Invalid setting server.api.workers="0": expected integer >= 1'
+        'Invalid setting server.api.workers="0": expected integer >= 1 <= 256'
+      )
+      expect((yield* loadSettings({ "server.api.workers": 256 })).server.api.workers).toBe(256)
+      expect((yield* Effect.flip(loadSettings({ "server.api.workers": 257 }))).message).toBe(
+        'Invalid setting server.api.workers="257": expected integer >= 1 <= 256'
       )
     }))
 })
