@@ -12,7 +12,8 @@ import { checkWorkers, forkWorker, supervise } from "./cluster/primary.ts"
 import * as ClusterWorker from "./cluster/worker.ts"
 import * as Migrator from "./database/migrator.ts"
 import * as Database from "./database/client.ts"
-import { layer as settingsLayer, Settings, settingsReport, type SettingsOverrides } from "./settings/settings.ts"
+import { tuneV8ForEmbedded } from "./database/embedded-v8.ts"
+import { layer as settingsLayer, Settings, settingsReport, type SettingsOverrides, usesDatabaseServer } from "./settings/settings.ts"
 import { UiStatic, uiStartLines } from "./ui/bundle.ts"
 import { BATON_VERSION } from "./version.ts"
 
@@ -64,6 +65,11 @@ const workers = Options.integer("workers").pipe(
  */
 const startedUp = Effect.sync(() => (process.emit as (event: string) => boolean)("baton:started"))
 
+/** A server process on the embedded database tunes V8 for it first (database/embedded-v8.ts). */
+const tuneForDatabase = Effect.map(Settings, (settings) => {
+  if (!usesDatabaseServer(settings.server.database)) tuneV8ForEmbedded()
+})
+
 /**
  * Builds `layer`, says where the API is, and runs until interrupted (SIGINT/SIGTERM), or, as a
  * worker, until the primary asks it to stop; a worker hands what it would print to the primary.
@@ -92,6 +98,7 @@ const serverStart = Command.make("start", { host, port, noServices, workers }, (
     const settings = yield* Settings
     // A worker runs the plain server, whatever number of workers its command line names.
     if (ClusterWorker.isWorker || settings.server.api.workers === 1) {
+      yield* tuneForDatabase
       return yield* serve(apiServer({ overrides, services: !noServices }))
     }
     yield* checkWorkers(settings)
@@ -106,6 +113,7 @@ const serverStart = Command.make("start", { host, port, noServices, workers }, (
 
 const servicesStart = Command.make("start", {}, () =>
   Effect.gen(function* () {
+    yield* tuneForDatabase
     yield* Console.log(`Baton ${BATON_VERSION}: background services running`)
     return yield* Effect.scoped(Layer.build(servicesServer()).pipe(Effect.zipRight(startedUp), Effect.zipRight(Effect.never)))
   }).pipe(withServerLogging, Effect.provide(settingsLayer()))
