@@ -133,7 +133,7 @@ const runToExit = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   )
 
 describe("baton server start --workers", { concurrent: true }, () => {
-  it.scopedLive("refuses more than one worker on the embedded database, and fewer than one, with one line and nothing started", () =>
+  it.scopedLive("refuses more than one worker on the embedded database, fewer than one and more than 256, with one line and nothing started", () =>
     Effect.gen(function* () {
       yield* Effect.promise(ensureBundle)
       const home = yield* scopedEmptyHome
@@ -146,11 +146,11 @@ describe("baton server start --workers", { concurrent: true }, () => {
       })
       // Refused before anything was opened: no embedded database was made.
       expect(fs.readdirSync(home)).toEqual([])
-      for (const workers of ["0", "-2"]) {
+      for (const workers of ["0", "-2", "257"]) {
         expect(yield* runToExit(["server", "start", "--port", "0", "--workers", workers], { BATON_HOME: home })).toEqual({
           code: 1,
           stdout: "",
-          stderr: `Invalid setting server.api.workers="${workers}": expected integer >= 1\n`
+          stderr: `Invalid setting server.api.workers="${workers}": expected integer >= 1 <= 256\n`
         })
       }
     }), 60_000)
