@@ -34,7 +34,7 @@ export const AdminLive = HttpApiBuilder.group(BatonApi, "admin", (handlers) =>
             last_heartbeat: instance.heartbeat,
             api: instance.serves_api,
             services: instance.services,
-            leads: instance.leads ? instance.singletons : [],
+            leads: instance.leads_services,
             lease_storage: instance.lease_storage,
             messaging_broker: instance.messaging_broker
           }))

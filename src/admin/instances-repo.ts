@@ -14,7 +14,8 @@ export const InstanceRow = Schema.Struct({
   serves_api: Schema.Boolean,
   services: Schema.Array(Schema.String),
   singletons: Schema.Array(Schema.String),
-  leads: Schema.Boolean,
+  /** The services it leads (their locks it holds). */
+  leads_services: Schema.Array(Schema.String),
   lease_storage: Schema.String,
   messaging_broker: Schema.String
 })
@@ -27,15 +28,20 @@ export class InstancesRepo extends Effect.Service<InstancesRepo>()("baton/Instan
     const register = (row: InstanceRow) =>
       Effect.asVoid(sql`
         INSERT INTO baton_instance (id, hostname, pid, version, started, heartbeat, serves_api, services, singletons, leads,
-          lease_storage, messaging_broker)
+          leads_services, lease_storage, messaging_broker)
         VALUES (${row.id}, ${row.hostname}, ${row.pid}, ${row.version}, ${row.started}, ${row.heartbeat}, ${row.serves_api},
-          ${JSON.stringify(row.services)}::jsonb, ${JSON.stringify(row.singletons)}::jsonb, ${row.leads}, ${row.lease_storage},
+          ${JSON.stringify(row.services)}::jsonb, ${JSON.stringify(row.singletons)}::jsonb, ${row.leads_services.length > 0},
+          ${JSON.stringify(row.leads_services)}::jsonb, ${row.lease_storage},
           ${row.messaging_broker})
       `)
 
-    /** The instance is alive at `at` (and leads or not); false when its row is gone (pruned: it registers again). */
-    const beat = (id: string, at: Date, leads: boolean) =>
-      Effect.map(sql`UPDATE baton_instance SET heartbeat = ${at}, leads = ${leads} WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+    /** The instance is alive at `at` and leads `leading`; false when its row is gone (pruned: it registers again). */
+    const beat = (id: string, at: Date, leading: ReadonlyArray<string>) =>
+      Effect.map(
+        sql`UPDATE baton_instance SET heartbeat = ${at}, leads = ${leading.length > 0}, leads_services = ${JSON.stringify(leading)}::jsonb
+          WHERE id = ${id} RETURNING id`,
+        (rows) => rows.length > 0
+      )
 
     const remove = (id: string) => Effect.asVoid(sql`DELETE FROM baton_instance WHERE id = ${id}`)
 

@@ -16,6 +16,8 @@ export const TriggersService = registerServices(
     loop: "proactive",
     // Proactive triggers, reloading changed automations and sweeping closed buckets, at this granularity.
     interval: (s) => s.server.events.proactive_granularity,
+    // Proactive triggers and the bucket sweep are for the process leading "triggers".
+    leadsPart: true,
     tick: Effect.flatMap(TriggersEngine, (engine) => engine.periodicTick)
   }),
   defineService({

@@ -90,7 +90,7 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
         yield* releaseStoredLeaders
         for (const event of yield* ordering.lostFollowers(at.getTime())) yield* evaluateInOrder(event)
         // The buckets are shared by every process on the database: the leader alone evaluates and sweeps them.
-        if (yield* leadership.leads) {
+        if (yield* leadership.leads("triggers")) {
           yield* evaluateProactive(at)
           const buffer = Duration.toMillis(settings.server.events.expired_bucket_buffer)
           yield* buckets.sweep(new Date(at.getTime() - buffer))

@@ -1,27 +1,58 @@
 /**
  * Leadership among the processes that share one PostgreSQL database: the singleton services (the
- * scheduler, late runs, pause expirations, cancellation cleanup, foreman, repossessor, db_vacuum)
- * run only in the process that holds a session-level advisory lock on the database.
+ * scheduler, late runs, pause expirations, cancellation cleanup, foreman, repossessor, db_vacuum, the
+ * event persister's retention loop, the triggers' proactive part) each run only in the process that
+ * holds that service's session-level advisory lock. A process asks for the locks of the services it
+ * runs: one that runs only some of them never keeps the others from a process that runs them.
  *
- * Each process keeps one connection of its own for it. A follower waits on it in
- * `pg_advisory_lock`, which PostgreSQL grants the moment the leader's session ends: a leader that
- * stops, crashes or is killed hands over at once. TCP keepalives on both ends notice a leader cut
- * off by the network (PostgreSQL then ends its session and frees the lock). Every iteration of a
- * singleton service first asks `leads`, which checks on that connection that the lock is still held
- * (a fence): a leader whose connection broke stops at its next iteration, before the database
- * would let another process lead.
+ * Each process keeps one connection of its own for its locks. While it lacks one it wants, it tries
+ * for the missing ones every POLL (`pg_try_advisory_lock`, under a transaction lock so that processes
+ * asking for the same services at once do not split them: one takes them all). PostgreSQL frees a
+ * session's locks the moment the session ends: a leader that stops, crashes or is killed hands over
+ * at the next try. TCP keepalives on both ends notice a leader cut off by the network (PostgreSQL
+ * then ends its session and frees its locks). Every iteration of a singleton service first asks
+ * `leads`, which checks on that connection that the lock is still held (a fence): a leader whose
+ * connection broke stops at its next iteration, before the database would let another process lead.
  *
  * On the embedded database one process serves it: that process always leads.
  */
-import { Duration, Effect, Layer, Queue } from "effect"
+import { Deferred, Duration, Effect, FiberId, Layer, Queue } from "effect"
 import pg from "pg"
 import { serverConnection, usesServer } from "./client.ts"
-import { Settings } from "../settings/settings.ts"
+import { realClock } from "../domain/time.ts"
+import { Settings, type SettingsValue } from "../settings/settings.ts"
 
-/** The advisory lock's two keys ("bato" and 1); advisory locks are per database. */
-const LOCK_KEYS = [0x6261746f, 1] as const
+/** What a process can lead: a service of `server.services`. */
+export type Role = keyof SettingsValue["server"]["services"]
 
-/** How long a fence query may take before the lock counts as lost. */
+/** The advisory locks' first key ("bato"); advisory locks are per database. */
+const LOCK_CLASS = 0x6261746f
+
+/**
+ * Each service's lock (the second key). Fixed numbers, never reused: processes of two versions on one
+ * database must agree. 1 was the one lock of all the singletons before each had its own; 0 is the
+ * transaction lock that orders the tries.
+ */
+const ROLE_KEYS: { readonly [role in Role]: number } = {
+  cancellation_cleanup: 2,
+  db_vacuum: 3,
+  event_persister: 4,
+  event_logger: 5,
+  foreman: 6,
+  late_runs: 7,
+  scheduler: 8,
+  pause_expirations: 9,
+  repossessor: 10,
+  task_run_recorder: 11,
+  triggers: 12
+}
+const TRY_ORDER_KEY = 0
+const roleOfKey = new Map(Object.entries(ROLE_KEYS).map(([role, key]) => [key, role as Role]))
+
+/** How often a process lacking a lock it wants tries again; a killed leader's locks move within it. */
+const POLL = Duration.seconds(1)
+
+/** How long a fence query may take before the locks count as lost. */
 const FENCE_TIMEOUT = Duration.seconds(5)
 
 /** Keepalive timings: a peer silent for about 10 + 3 × 5 seconds is gone. */
@@ -29,39 +60,109 @@ const KEEPALIVE_IDLE_SECONDS = 10
 const KEEPALIVE_INTERVAL_SECONDS = 5
 const KEEPALIVE_COUNT = 3
 
+const STOPPING = "the process is stopping"
+
 const messageOf = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+const sorted = (roles: Iterable<Role>) => [...roles].sort()
+
+// The poll and the retry wait in real time: leadership is about other processes, not a test's clock.
+const sleep = (duration: Duration.DurationInput) => Effect.sleep(duration).pipe(Effect.withClock(realClock))
+
+export interface LeadershipShape {
+  /**
+   * Whether this process leads `role`, checked on the locks' own connection (the fence before each
+   * iteration). A role not wanted yet is wanted from now on.
+   */
+  readonly leads: (role: Role) => Effect.Effect<boolean>
+  /** Asks for the locks of `roles`, and returns after the next try (bounded by the connection timeout). */
+  readonly want: (roles: ReadonlyArray<Role>) => Effect.Effect<void>
+  /** The roles this process leads, as it last knew (no statement). */
+  readonly leading: Effect.Effect<ReadonlyArray<Role>>
+  /** Returns once this process has started or stopped leading something since the last call. */
+  readonly changed: Effect.Effect<void>
+}
+
+/** Leads whatever it is asked about (the embedded database's one process). */
+const always = Effect.sync((): LeadershipShape => {
+  const wanted = new Set<Role>()
+  return {
+    leads: (role) => Effect.sync(() => (wanted.add(role), true)),
+    want: (roles) => Effect.sync(() => roles.forEach((role) => wanted.add(role))),
+    leading: Effect.sync(() => sorted(wanted)),
+    changed: Effect.never
+  }
+})
 
 export class Leadership extends Effect.Service<Leadership>()("baton/Leadership", {
   scoped: Effect.gen(function* () {
     const settings = yield* Settings
     const db = settings.server.database
-    if (!usesServer(db)) {
-      return { leads: Effect.succeed(true), isLeader: Effect.succeed(true), changed: Effect.never } as const
-    }
+    if (!usesServer(db)) return yield* always
     // The pool's URL and TLS: a process whose pool connects over TLS leads over TLS too.
     const { ssl, url } = yield* serverConnection(db)
     const retry = Duration.seconds(Math.max(1, db.connection_timeout))
 
-    /** The session that holds (or waits for) the lock; undefined between two attempts. */
+    /** The session that holds (or tries for) the locks; undefined between two attempts. */
     let session: pg.Client | undefined
-    let leading = false
+    const wanted = new Set<Role>()
+    const held = new Set<Role>()
     // Told when this process starts or stops leading (for those who show it, not for the fence).
     const changes = yield* Queue.sliding<void>(1)
+    // Told when a role is wanted: the campaign tries at once instead of at its next poll.
+    const wake = yield* Queue.sliding<void>(1)
+    /** Done when the next try to start has finished, or when the connection failed meanwhile. */
+    let nextTry = yield* Deferred.make<void>()
+    /** The try starting now: those who wait from now on wait for the one after it. */
+    const startTry = Effect.sync(() => {
+      const done = nextTry
+      nextTry = Deferred.unsafeMake(FiberId.none)
+      return done
+    })
+    const tried = Effect.flatMap(startTry, (done) => Deferred.succeed(done, undefined))
 
-    const lose = (reason: string) =>
+    const lose = (roles: ReadonlyArray<Role>, reason: string) =>
       Effect.suspend(() => {
-        const held = session
-        session = undefined
-        const wasLeading = leading
-        leading = false
-        if (wasLeading) changes.unsafeOffer(undefined)
-        if (held !== undefined) held.end().catch(() => undefined)
-        return wasLeading
-          ? Effect.logWarning(`This process no longer leads the singleton services: ${reason}`)
-          : Effect.logDebug(`Waiting to lead the singleton services: ${reason}`)
+        const lost = roles.filter((role) => held.delete(role))
+        if (lost.length === 0) return Effect.void
+        changes.unsafeOffer(undefined)
+        const line = `This process no longer leads the singleton services: ${reason} (${lost.join(", ")})`
+        // Stopping hands them over as intended; losing them otherwise is worth an operator's look.
+        return reason === STOPPING ? Effect.logInfo(line) : Effect.logWarning(line)
       })
 
-    /** Connects, waits for the lock, leads until the connection ends; fails with why it ended. */
+    const endSession = (reason: string) =>
+      Effect.suspend(() => {
+        const client = session
+        session = undefined
+        if (client !== undefined) client.end().catch(() => undefined)
+        return Effect.zipRight(lose([...held], reason), held.size === 0 && wanted.size > 0
+          ? Effect.logDebug(`Waiting to lead the singleton services: ${reason}`)
+          : Effect.void)
+      })
+
+    /** Takes the free locks of the wanted roles not held; all of them or none against a process asking at once. */
+    const tryFor = (client: pg.Client) =>
+      Effect.gen(function* () {
+        const missing = sorted(wanted).filter((role) => !held.has(role))
+        if (missing.length === 0) return
+        const result = yield* Effect.tryPromise({
+          try: () =>
+            client.query<{ key: number }>(
+              `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${TRY_ORDER_KEY});
+               SELECT key FROM unnest(ARRAY[${missing.map((role) => ROLE_KEYS[role]).join(",")}]::int[]) AS key
+                 WHERE pg_try_advisory_lock(${LOCK_CLASS}, key);
+               COMMIT`
+            ) as unknown as Promise<Array<pg.QueryResult<{ key: number }>>>,
+          catch: (cause) => new Error(messageOf(cause))
+        })
+        const taken = (result[2]?.rows ?? []).map((row) => roleOfKey.get(Number(row.key))).filter((role) => role !== undefined)
+        if (taken.length === 0) return
+        for (const role of taken) held.add(role)
+        changes.unsafeOffer(undefined)
+        yield* Effect.logInfo(`This process leads the singleton services: ${sorted(taken).join(", ")}`)
+      })
+
+    /** Connects, then takes the locks it can and tries again for the others until the connection ends. */
     const campaign = Effect.gen(function* () {
       const client = new pg.Client({
         connectionString: url,
@@ -88,39 +189,33 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
           ),
         catch: (cause) => new Error(messageOf(cause))
       })
-      // Waits (without a timeout) until no other session holds the lock.
-      yield* Effect.raceFirst(
-        Effect.tryPromise({
-          try: () => client.query("SELECT pg_advisory_lock($1, $2)", [...LOCK_KEYS]),
-          catch: (cause) => new Error(messageOf(cause))
-        }),
-        ended
+      const next = Effect.suspend(() =>
+        // Everything wanted is held: nothing to try until another role is wanted.
+        sorted(wanted).every((role) => held.has(role)) ? Queue.take(wake) : Effect.raceFirst(Queue.take(wake), sleep(POLL))
       )
-      leading = true
-      changes.unsafeOffer(undefined)
-      yield* Effect.logInfo("This process leads the singleton services")
-      return yield* ended
+      const round = Effect.flatMap(startTry, (done) => Effect.zipRight(Effect.ensuring(tryFor(client), Deferred.succeed(done, undefined)), next))
+      return yield* Effect.raceFirst(Effect.forever(round), ended)
     })
 
     yield* campaign.pipe(
-      Effect.catchAll((error) => lose(error.message)),
-      Effect.zipRight(Effect.sleep(retry)),
+      Effect.catchAll((error) => Effect.zipRight(endSession(error.message), tried)),
+      Effect.zipRight(sleep(retry)),
       Effect.forever,
-      Effect.ensuring(lose("the process is stopping")),
+      Effect.ensuring(Effect.zipRight(endSession(STOPPING), tried)),
       Effect.forkScoped
     )
 
     /**
-     * The lock check in flight on the lock's connection, shared by every service asking meanwhile:
+     * The lock check in flight on the locks' connection, shared by every service asking meanwhile:
      * one statement at a time on that connection, however many services start an iteration at once.
      */
-    let checking: { readonly client: pg.Client; readonly result: Promise<pg.QueryResult<{ held: boolean }>> } | undefined
+    let checking: { readonly client: pg.Client; readonly result: Promise<pg.QueryResult<{ key: number }>> } | undefined
     const check = (client: pg.Client) => {
       if (checking?.client === client) return checking.result
-      const result = client.query<{ held: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2
-           AND objsubid = 2 AND pid = pg_backend_pid() AND granted) AS held`,
-        [...LOCK_KEYS]
+      const result = client.query<{ key: number }>(
+        `SELECT objid::int AS key FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2
+           AND pid = pg_backend_pid() AND granted`,
+        [LOCK_CLASS]
       )
       const current = { client, result }
       checking = current
@@ -131,28 +226,52 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
       return result
     }
 
-    /** Whether this process leads, checked on the lock's own connection (the fence before each iteration). */
-    const leads = Effect.suspend(() => {
-      const client = session
-      if (!leading || client === undefined) return Effect.succeed(false)
-      return Effect.tryPromise(() => check(client)).pipe(
-        Effect.timeout(FENCE_TIMEOUT),
-        Effect.map((result) => result.rows[0]?.held === true),
-        // An answer of a connection since replaced says nothing about the current one.
-        Effect.catchAll((error) => Effect.as(session === client ? lose(`the lock's connection failed: ${messageOf(error)}`) : Effect.void, false)),
-        Effect.flatMap((held) => (held || !leading ? Effect.succeed(held) : Effect.as(lose("the lock is no longer held"), false)))
-      )
-    })
+    /** Adds the roles not wanted yet; the try that will have taken what it could of them, if any. */
+    const ask = (roles: ReadonlyArray<Role>) => {
+      const added = roles.filter((role) => !wanted.has(role))
+      if (added.length === 0) return undefined
+      for (const role of added) wanted.add(role)
+      wake.unsafeOffer(undefined)
+      return nextTry
+    }
 
-    /** Whether this process leads, as it last knew (no statement). */
-    const isLeader = Effect.sync(() => leading)
+    const want = (roles: ReadonlyArray<Role>) =>
+      Effect.suspend(() => {
+        const after = ask(roles)
+        return after === undefined ? Effect.void : Deferred.await(after).pipe(Effect.timeout(retry), Effect.ignore, Effect.withClock(realClock))
+      })
 
-    /** Returns once this process has started or stopped leading since the last call. */
-    const changed = Queue.take(changes)
+    const leads = (role: Role) =>
+      Effect.suspend(() => {
+        const client = session
+        if (ask([role]) !== undefined) return Effect.succeed(false)
+        if (!held.has(role) || client === undefined) return Effect.succeed(false)
+        return Effect.tryPromise(() => check(client)).pipe(
+          Effect.timeout(FENCE_TIMEOUT),
+          Effect.flatMap((result) => {
+            const keys = new Set(result.rows.map((row) => Number(row.key)))
+            const gone = [...held].filter((other) => !keys.has(ROLE_KEYS[other]))
+            return Effect.as(gone.length > 0 ? lose(gone, "the lock is no longer held") : Effect.void, keys.has(ROLE_KEYS[role]))
+          }),
+          // An answer of a connection since replaced says nothing about the current one.
+          Effect.catchAll((error) =>
+            Effect.as(session === client ? endSession(`the locks' connection failed: ${messageOf(error)}`) : Effect.void, false)
+          ),
+          Effect.map((leads) => leads && held.has(role))
+        )
+      })
 
-    return { leads, isLeader, changed } as const
+    return {
+      leads,
+      want,
+      leading: Effect.sync(() => sorted(held)),
+      changed: Queue.take(changes)
+    } satisfies LeadershipShape
   })
 }) {
-  /** For a process that never leads (an API-only replica): it does not even ask for the lock. */
-  static readonly never = Layer.succeed(this, this.make({ leads: Effect.succeed(false), isLeader: Effect.succeed(false), changed: Effect.never }))
+  /** For a process that never leads (an API-only replica): it does not even ask for the locks. */
+  static readonly never = Layer.succeed(
+    this,
+    this.make({ leads: () => Effect.succeed(false), want: () => Effect.void, leading: Effect.succeed([]), changed: Effect.never })
+  )
 }

@@ -1,6 +1,6 @@
 /**
  * Each process registers itself in the database (`baton_instance`): its host and pid, whether it
- * serves the API, the services it runs, and whether it leads the singleton ones, with a heartbeat
+ * serves the API, the services it runs, and those of them it leads, with a heartbeat
  * every HEARTBEAT. `GET /admin/instances` lists those heard from within LIVE_WITHIN. A process that
  * starts next to live ones warns about the settings that do not work across processes. A process
  * that stops removes its row; one killed is forgotten a day after its last heartbeat.
@@ -57,7 +57,7 @@ export const registerInstance = (options: { readonly servesApi: boolean; readonl
         serves_api: options.servesApi,
         services: names(services),
         singletons: names(services.filter((service) => service.singleton === true)),
-        leads: false,
+        leads_services: [],
         lease_storage: settings.server.concurrency.lease_storage ?? "memory",
         messaging_broker: settings.server.events.messaging_broker
       }
@@ -71,10 +71,12 @@ export const registerInstance = (options: { readonly servesApi: boolean; readonl
       const others = (yield* repo.live(new Date(started.getTime() - Duration.toMillis(LIVE_WITHIN)))).filter((other) => other.id !== self.id)
       for (const warning of crossProcessWarnings(self, others)) yield* Effect.logWarning(warning)
 
+      // What it runs that a process leads (as the runner asks, which one of the two may do first).
+      yield* leadership.want(names(services.filter((service) => service.singleton === true || service.leadsPart === true)))
       const beat = Effect.gen(function* () {
         const at = yield* now
-        const leads = yield* leadership.isLeader
-        if (!(yield* repo.beat(self.id, at, leads))) yield* repo.register({ ...self, heartbeat: at, leads })
+        const leading = yield* leadership.leading
+        if (!(yield* repo.beat(self.id, at, leading))) yield* repo.register({ ...self, heartbeat: at, leads_services: leading })
         yield* repo.prune(new Date(at.getTime() - Duration.toMillis(FORGET_AFTER)))
       })
       yield* Effect.forkScoped(loop({ name: "instances", loop: "heartbeat", tick: beat }, HEARTBEAT))

@@ -28,6 +28,11 @@ export interface BackgroundService<R = never> {
    * Each iteration first checks that this process still leads.
    */
   readonly singleton?: boolean
+  /**
+   * Runs in every process, but part of its iteration only where this process leads it (it asks
+   * `Leadership.leads(name)`): its lock is asked for with the singletons', at start.
+   */
+  readonly leadsPart?: boolean
 }
 
 export const defineService = <R>(service: BackgroundService<R>): BackgroundService<R> => service
@@ -81,14 +86,17 @@ export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): L
       const settings = yield* Settings
       const leadership = yield* Leadership
       const metrics = yield* Metrics
+      const enabled = services.filter((service) => settings.server.services[service.name].enabled)
       for (const service of services) {
-        if (!settings.server.services[service.name].enabled) {
-          yield* Effect.logDebug(`Service ${service.name} is disabled`)
-          continue
-        }
+        if (!enabled.includes(service)) yield* Effect.logDebug(`Service ${service.name} is disabled`)
+      }
+      // The locks of what this process runs, all asked for at once (and taken, where free, before the
+      // first iterations): a process running only some singletons leaves the others to another.
+      yield* leadership.want([...new Set(enabled.filter((service) => service.singleton || service.leadsPart).map((service) => service.name))])
+      for (const service of enabled) {
         const measured = (yield* metrics.iterations(service.name, service.loop))(service.tick)
         const run = service.singleton
-          ? { ...service, tick: Effect.flatMap(leadership.leads, (leads) => (leads ? measured : Effect.void)) }
+          ? { ...service, tick: Effect.flatMap(leadership.leads(service.name), (leads) => (leads ? measured : Effect.void)) }
           : { ...service, tick: measured }
         yield* Effect.forkScoped(loop(run, service.interval(settings)))
         yield* Effect.logDebug(`Service ${service.loop === undefined ? service.name : `${service.name} (${service.loop})`} started`)

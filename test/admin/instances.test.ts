@@ -17,7 +17,7 @@ const instance = (id: string, leaseStorage: string): InstanceRow => ({
   serves_api: true,
   services: [],
   singletons: [],
-  leads: false,
+  leads_services: [],
   lease_storage: leaseStorage,
   messaging_broker: "memory"
 })
@@ -51,8 +51,10 @@ describe("GET /admin/instances", () => {
           expect(self).toMatchObject({ pid: process.pid, api: true, lease_storage: "memory", messaging_broker: "memory" })
           expect(self.services).toContain("scheduler")
           expect(self.services).toContain("event_persister")
+          // What it runs that a process leads: the singletons, and the triggers' proactive part.
           expect(self.leads).toContain("scheduler")
-          expect(self.leads).not.toContain("triggers")
+          expect(self.leads).toContain("triggers")
+          expect(self.leads).not.toContain("task_run_recorder")
           return self
         }))
         expect(listed.id).toEqual(expect.any(String))

@@ -1,7 +1,8 @@
 /**
  * Two full servers on one PostgreSQL database, as a rolling deploy starts them: one of them leads
  * the singleton services, work they do is done once (each expired pause fails its run once), and
- * when the leader is killed with SIGKILL the other takes over within seconds. PostgreSQL only: on the
+ * when the leader is killed with SIGKILL the other takes over within seconds. A process running only
+ * some of the singleton services leads those and leaves the rest to another. PostgreSQL only: on the
  * embedded database one process serves the database.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -79,5 +80,44 @@ describe.skipIf(!onServer())("leadership of the singleton services among servers
       yield* Effect.promise(() => until(() => allFailedOnce(follower, second), 20_000, 100))
       expect(yield* Effect.promise(() => stateTypes(follower, second))).toEqual(second.map(() => ["PENDING", "RUNNING", "PAUSED", "FAILED"]))
       yield* Effect.promise(() => follower.kill("SIGTERM"))
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("an API server without the scheduler leaves it to a services process started beside it, which schedules runs", () =>
+    Effect.gen(function* () {
+      yield* Effect.promise(ensureBundle)
+      const database = yield* scopedDatabase({ migrated: true })
+      // Started first, it takes the locks of every singleton it runs: all but the scheduler.
+      const api = yield* scopedServerProcess({
+        home: yield* scopedEmptyHome,
+        databaseUrl: database.url!,
+        env: { ...env, BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" }
+      })
+      yield* Effect.promise(() => until(async () => leadsIn(api) === 1, 20_000, 50))
+      const services = yield* scopedServerProcess({
+        home: yield* scopedEmptyHome,
+        databaseUrl: database.url!,
+        env,
+        command: ["server", "services", "start"]
+      })
+      const instances = () => ok(api, "GET", "/admin/instances") as unknown as Promise<Array<{ pid: number; leads: Array<string> }>>
+      yield* Effect.promise(() =>
+        until(async () => (await instances()).find((instance) => instance.pid === services.pid)?.leads.includes("scheduler") === true, 20_000, 100)
+      )
+      const listed = yield* Effect.promise(instances)
+      expect(listed.find((instance) => instance.pid === services.pid)!.leads).toEqual(["scheduler"])
+      expect(listed.find((instance) => instance.pid === api.pid)!.leads).toEqual(
+        expect.arrayContaining(["cancellation_cleanup", "foreman", "late_runs", "pause_expirations", "repossessor", "triggers"])
+      )
+      expect(listed.find((instance) => instance.pid === api.pid)!.leads).not.toContain("scheduler")
+
+      // A deployment made through the API server: the services process schedules its runs.
+      const flow = yield* Effect.promise(() => ok(api, "POST", "/flows/", { name: `leadership-${crypto.randomUUID()}` }, 201))
+      const deployment = yield* Effect.promise(() =>
+        ok(api, "POST", "/deployments/", { name: "hourly", flow_id: flow.id, schedules: [{ schedule: { interval: 3600 } }] }, 201)
+      )
+      const scheduled = () =>
+        ok(api, "POST", "/flow_runs/filter", { deployments: { id: { any_: [deployment.id] } } }) as unknown as Promise<Array<unknown>>
+      yield* Effect.promise(() => until(async () => (await scheduled()).length > 0, 20_000, 200))
+      expect((yield* Effect.promise(scheduled)).length).toBeGreaterThan(0)
     }).pipe(Effect.scoped), 120_000)
 })

@@ -18,7 +18,10 @@ const withLeadership = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Laye
 
 /** Leadership as another process holding it, or not, says. */
 const leadershipOf = (leads: Ref.Ref<boolean>) =>
-  Layer.succeed(Leadership, Leadership.make({ leads: Ref.get(leads), isLeader: Ref.get(leads), changed: Effect.never }))
+  Layer.succeed(
+    Leadership,
+    Leadership.make({ leads: () => Ref.get(leads), want: () => Effect.void, leading: Effect.succeed([]), changed: Effect.never })
+  )
 
 /** A service that counts its iterations, optionally failing or dying on some of them. */
 const counting = (options: { readonly failOn?: ReadonlyArray<number>; readonly dieOn?: ReadonlyArray<number> } = {}) =>

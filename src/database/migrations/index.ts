@@ -26,6 +26,7 @@ import m0021 from "./0021_instances.ts"
 import m0022 from "./0022_triggered_actions.ts"
 import m0023 from "./0023_background_tasks.ts"
 import m0024 from "./0024_flow_run_live_state_index.ts"
+import m0025 from "./0025_instance_leading.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -51,5 +52,6 @@ export const migrations = {
   "0021_instances": m0021,
   "0022_triggered_actions": m0022,
   "0023_background_tasks": m0023,
-  "0024_flow_run_live_state_index": m0024
+  "0024_flow_run_live_state_index": m0024,
+  "0025_instance_leading": m0025
 }
