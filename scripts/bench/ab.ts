@@ -9,7 +9,9 @@
  * `--a .bench-a/main.js --b dist/main.js`.
  *
  * Options: --seconds (per round, default 10), --rounds (3), --workers (8, split between the two),
- * --pg (the PostgreSQL server, default postgresql://postgres@127.0.0.1:5432), --port (4390 and the next).
+ * --pg (the PostgreSQL server, default postgresql://postgres@127.0.0.1:5432), --port (4390 and the next),
+ * --env-a / --env-b (settings for one side only, `KEY=VALUE,KEY=VALUE`: e.g. the same bundle twice,
+ * B with a service disabled, says what that service costs per lifecycle).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -29,6 +31,12 @@ const rounds = Number(argument("rounds", "3"))
 const workers = Number(argument("workers", "8"))
 const pgUrl = argument("pg", "postgresql://postgres@127.0.0.1:5432").replace(/\/$/, "")
 const port = Number(argument("port", "4390"))
+const sideEnv = (name: string): Record<string, string> =>
+  Object.fromEntries(argument(name, "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
+    const at = pair.indexOf("=")
+    return [pair.slice(0, at), pair.slice(at + 1)]
+  }))
+const envs = [sideEnv("env-a"), sideEnv("env-b")]
 
 const main = async () => {
   const admin = new pg.Client({ connectionString: `${pgUrl}/postgres` })
@@ -44,7 +52,7 @@ const main = async () => {
         home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-ab-")),
         port: port + i,
         databaseUrl: `${pgUrl}/${database}`,
-        env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+        env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false", ...envs[i] },
         timeoutMs: 120_000
       })
       const api = jsonClient(`http://127.0.0.1:${port + i}/v2/api`)

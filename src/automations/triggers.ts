@@ -17,7 +17,7 @@
  */
 import { Chunk, Duration, Effect, Queue } from "effect"
 import { now } from "../domain/time.ts"
-import { EventLog } from "../events/log.ts"
+import { ALL_EVENTS, EventLog, NO_EVENTS } from "../events/log.ts"
 import { EventsRepo } from "../events/repo.ts"
 import type { ReceivedEvent } from "../events/schemas.ts"
 import { Events } from "../events/service.ts"
@@ -67,8 +67,18 @@ export class TriggersEngine extends Effect.Service<TriggersEngine>()("baton/Trig
         for (const event of batch) yield* evaluateInOrder(event)
       })
 
+    /**
+     * Without an enabled automation no event is evaluated: the log's events pass by unread. Asked
+     * under the same turn as the batches, after the automation changes heard so far.
+     */
+    const handles = Effect.gen(function* () {
+      yield* index.ensureStarted
+      yield* takeChanges
+      return index.loaded.size === 0 ? NO_EVENTS : ALL_EVENTS
+    })
+
     // Serialised around the batch's transaction: the turn is taken before the connection.
-    const consumer = yield* log.consumer("triggers", EVENT_BATCH, evaluateBatch, serialised)
+    const consumer = yield* log.consumer("triggers", EVENT_BATCH, evaluateBatch, serialised, handles)
 
     /** Reactive loop: waits for new events in the log, then evaluates them. */
     const reactiveTick = consumer.tick

@@ -57,6 +57,11 @@ const nextRetry = (ms: number) => Math.min(ms * 2, PENDING_RETRY_MOST)
 /** How long a reader waits for a wake before looking anyway (a notification lost with its connection). */
 const LOOK_ANYWAY = Duration.seconds(5)
 
+/** Which events a consumer's handler acts on: all of them, none now, or those whose name starts with `prefix`. */
+export type EventsHandled = typeof ALL_EVENTS | typeof NO_EVENTS | { readonly prefix: string }
+export const ALL_EVENTS = "all"
+export const NO_EVENTS = "none"
+
 /** What a write of events did: how many were new (not stored before), how many the database refused. */
 export interface WriteOutcome {
   readonly written: number
@@ -172,13 +177,15 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      * behind a running transaction), `tick` waits for news first. The cursor starts where the log is
      * when the consumer first runs on this database. `around` wraps each batch's transaction (a lock
      * the handler needs is taken before the connection, never while holding it: the embedded
-     * database has one).
+     * database has one). `handles` says, before each batch, which events the handler acts on: the
+     * cursor moves over the others in one statement, without reading them or opening a transaction.
      */
     const consumer = <E, R>(
       name: string,
       limit: number,
       handle: (events: ReadonlyArray<ReceivedEvent>) => Effect.Effect<void, E, R>,
-      around: <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2> = (effect) => effect
+      around: <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2> = (effect) => effect,
+      handles: Effect.Effect<EventsHandled, E, R> = Effect.succeed(ALL_EVENTS)
     ) =>
       Effect.gen(function* () {
         const next = yield* watch
@@ -198,6 +205,19 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
               continue
             }
             if (state.ready) {
+              // Those it does not handle first, then a batch from the first it does (if one is final).
+              const skip = yield* around(Effect.flatMap(handles, (which) =>
+                which === ALL_EVENTS ? Effect.succeed(undefined) : repo.skipUnhandled(name, limit, which === NO_EVENTS ? null : which.prefix)
+              ))
+              if (skip !== undefined) {
+                // Another process holds the cursor: it handles them (and if it dies, a later look does).
+                if (!skip.locked) return total
+                total += skip.skipped
+                if (!skip.handles) {
+                  if (skip.skipped === 0) return total
+                  continue
+                }
+              }
               const { handled, missing } = yield* around(consumeBatch(name, limit, handle))
               if (missing) continue
               // Another process holds the cursor: it handles them (and if it dies, a later look does).

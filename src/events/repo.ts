@@ -289,6 +289,41 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
         (rows) => rows[0]!
       )
 
+    /**
+     * Moves consumer `name`'s cursor over the final events after it that it does not handle (those
+     * whose name does not start with `prefix`; every one when `prefix` is null), up to `limit` of
+     * them and up to the first it handles, in one statement under its cursor's lock (taken as
+     * lockConsumer takes it: skipped when another transaction holds it). Whether the lock was free,
+     * how many were passed over, and whether one it handles comes next.
+     */
+    const skipUnhandled = (name: string, limit: number, prefix: string | null) =>
+      Effect.map(
+        sql<{ locked: boolean; skipped: number; handles: boolean }>`
+          WITH cursor AS (
+            SELECT txid, seq FROM event_consumer WHERE name = ${name} FOR UPDATE SKIP LOCKED
+          ), batch AS (
+            SELECT e.txid, e.seq, e.event FROM cursor, LATERAL (
+              SELECT txid, seq, event FROM events
+              WHERE txid IS NOT NULL AND (txid, seq) > (cursor.txid, cursor.seq) AND txid < ${horizon(sql)}
+              ORDER BY txid, seq LIMIT ${limit}
+            ) e
+          ), handled AS (
+            SELECT txid, seq FROM batch WHERE starts_with(event, ${prefix}) ORDER BY txid, seq LIMIT 1
+          ), skipped AS (
+            SELECT txid, seq FROM batch
+            WHERE NOT EXISTS (SELECT 1 FROM handled WHERE (batch.txid, batch.seq) >= (handled.txid, handled.seq))
+          ), last AS (
+            SELECT txid, seq FROM skipped ORDER BY txid DESC, seq DESC LIMIT 1
+          ), moved AS (
+            UPDATE event_consumer SET txid = last.txid, seq = last.seq, updated = now() FROM last
+            WHERE event_consumer.name = ${name} RETURNING 1
+          )
+          SELECT EXISTS (SELECT 1 FROM cursor) AS locked, (SELECT count(*)::int FROM skipped) AS skipped,
+            EXISTS (SELECT 1 FROM handled) AS handles, (SELECT count(*) FROM moved) AS moved
+        `,
+        (rows) => rows[0]!
+      )
+
     const advanceConsumer = (name: string, to: LogPosition) =>
       sql`UPDATE event_consumer SET txid = ${to.txid}::xid8, seq = ${to.seq}::bigint, updated = now() WHERE name = ${name}`.pipe(Effect.asVoid)
 
@@ -308,6 +343,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       ensureConsumer,
       consumerState,
       lockConsumer,
+      skipUnhandled,
       advanceConsumer
     })
   })

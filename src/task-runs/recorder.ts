@@ -20,9 +20,12 @@ const objectIdOf = (resourceId: string | undefined, kind: string) =>
 const text = (value: unknown) => (typeof value === "string" ? value : null)
 const number = (value: unknown, fallback: number) => (typeof value === "number" ? value : fallback)
 
+/** The names of the events the recorder reads (the others pass it by unread). */
+const TASK_RUN_EVENTS = "prefect.task-run."
+
 /** Whether the event is a client-orchestrated task run's state change. */
 export const isClientTaskRunEvent = (event: ReceivedEvent) =>
-  event.event.startsWith("prefect.task-run.") && event.resource["prefect.orchestration"] === "client"
+  event.event.startsWith(TASK_RUN_EVENTS) && event.resource["prefect.orchestration"] === "client"
 
 /** The task run and its new state, as the event describes them; undefined when it does not. */
 export const taskRunFromEvent = (event: ReceivedEvent): RecordedTaskRun | undefined => {
@@ -77,8 +80,8 @@ export class TaskRunRecorder extends Effect.Service<TaskRunRecorder>()("baton/Ta
 
     // The log's consumer "task_run_recorder": a batch is recorded in the transaction that moves the
     // cursor past it, so a failure (the database away) leaves it for the next try, and each event
-    // is recorded once across every process.
-    const consumer = yield* log.consumer("task_run_recorder", BATCH, record)
+    // is recorded once across every process. Only task run events are read.
+    const consumer = yield* log.consumer("task_run_recorder", BATCH, record, undefined, Effect.succeed({ prefix: TASK_RUN_EVENTS }))
 
     return { tick: consumer.tick, drain: Effect.asVoid(consumer.drain) } as const
   }),

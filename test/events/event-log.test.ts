@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Queue } from "effect"
 import { realClock } from "../../src/domain/time.ts"
-import { EventLog } from "../../src/events/log.ts"
+import { ALL_EVENTS, EventLog, type EventsHandled, NO_EVENTS } from "../../src/events/log.ts"
 import { EventRelay } from "../../src/events/relay.ts"
 import { EventsRepo } from "../../src/events/repo.ts"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
@@ -43,6 +43,36 @@ describe("the event log", () => {
         expect(yield* second.drain).toBe(1)
         expect(yield* first.drain).toBe(0)
         expect(seen).toEqual(["a", "b", "c", "d"])
+      })
+    )
+
+    it.scoped("a consumer that handles some events reads only those: its cursor passes the others by, and none it handles is missed", () =>
+      Effect.gen(function* () {
+        const log = yield* EventLog
+        const sql = yield* SqlClient.SqlClient
+        const seen: Array<string> = []
+        const handle = (events: ReadonlyArray<ReceivedEvent>) => Effect.sync(() => void seen.push(...events.map((e) => e.event)))
+        let handles: EventsHandled = { prefix: "wanted." }
+        const consumer = yield* log.consumer("test-some", 3, handle, undefined, Effect.sync(() => handles))
+        const cursor = sql<{ seq: string }>`SELECT seq::text AS seq FROM event_consumer WHERE name = 'test-some'`
+        // Others first (more than a batch of them), then one it handles amid others, then others again.
+        yield* log.write(["x1", "x2", "x3", "x4", "wanted.a", "x5", "wanted.b", "x6", "x7"].map(event))
+        expect(yield* consumer.drain).toBe(9)
+        // The batch (of 3) began at the first event it handles: "x5" came with it, the others did not.
+        expect(seen).toEqual(["wanted.a", "x5", "wanted.b"])
+        const after = (yield* cursor)[0]!.seq
+        // Handling none now: the cursor moves over everything, unread.
+        handles = NO_EVENTS
+        yield* log.write(["wanted.c", "x8"].map(event))
+        expect(yield* consumer.drain).toBe(2)
+        expect(seen).toHaveLength(3)
+        expect(Number((yield* cursor)[0]!.seq)).toBeGreaterThan(Number(after))
+        // All again: what comes next is handled.
+        handles = ALL_EVENTS
+        yield* log.write(["y1"].map(event))
+        expect(yield* consumer.drain).toBe(1)
+        expect(seen.at(-1)).toBe("y1")
+        expect(yield* consumer.drain).toBe(0)
       })
     )
 
