@@ -36,7 +36,8 @@ export class EventRelay extends Effect.Service<EventRelay>()("baton/EventRelay",
     const log = yield* EventLog
     const context = yield* Effect.context<RunResourcesRepo | StatusResourcesRepo>()
     // What this process commits wakes the relay: transitions and status changes, heard after commit.
-    const transitions = yield* (yield* Transitions).subscribe
+    const committed = yield* Queue.dropping<void>(1)
+    yield* (yield* Transitions).listen(() => void committed.unsafeOffer(undefined))
     const changes = yield* (yield* StatusChanges).subscribe
 
     /** One batch: notes out, their events in, one transaction; how many notes. */
@@ -77,11 +78,11 @@ export class EventRelay extends Effect.Service<EventRelay>()("baton/EventRelay",
     /** One iteration: waits for a write of this process (or LOOK_ANYWAY), then relays what there is. */
     const tick = Effect.gen(function* () {
       yield* Effect.raceFirst(
-        Effect.raceFirst(Queue.take(transitions), Queue.take(changes)),
+        Effect.raceFirst(Queue.take(committed), Queue.take(changes)),
         Effect.withClock(Effect.sleep(LOOK_ANYWAY), realClock)
       )
       // What else came meanwhile is in the outbox too.
-      yield* Queue.takeAll(transitions)
+      yield* Queue.takeAll(committed)
       yield* Queue.takeAll(changes)
       yield* drain
     })

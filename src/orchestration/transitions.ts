@@ -4,7 +4,7 @@
  * the event outbox (`transitionNote`), from which the events area makes the transition's event: a
  * process killed after the commit loses no event.
  */
-import { Effect, PubSub } from "effect"
+import { Effect, Queue } from "effect"
 import type { State, StateType } from "../domain/states.ts"
 
 export interface StateTransition {
@@ -65,12 +65,36 @@ export const transitionNote = (
 })
 
 export class Transitions extends Effect.Service<Transitions>()("baton/Transitions", {
-  scoped: Effect.gen(function* () {
-    // Sliding: a slow subscriber loses the oldest transitions rather than slowing transitions down.
-    const hub = yield* Effect.acquireRelease(PubSub.sliding<StateTransition>(10_000), PubSub.shutdown)
+  sync: () => {
+    const listeners = new Set<(transition: StateTransition) => void>()
+    /**
+     * Calls `listener` with every transition committed from now on, for the scope's life. It runs in
+     * the committing fiber and must not block: it picks what concerns it and signals its own loop
+     * (a loop per transition, for every listener, would cost every transition that much more).
+     */
+    const listen = (listener: (transition: StateTransition) => void) =>
+      Effect.asVoid(Effect.acquireRelease(
+        Effect.sync(() => listeners.add(listener)),
+        () => Effect.sync(() => void listeners.delete(listener))
+      ))
     return {
-      publish: (transition: StateTransition) => Effect.asVoid(PubSub.publish(hub, transition)),
-      subscribe: PubSub.subscribe(hub)
+      publish: (transition: StateTransition) =>
+        Effect.sync(() => {
+          for (const listener of listeners) {
+            try {
+              listener(transition)
+            } catch {
+              // A listener's fault is its own: the transition has committed, and the others still hear it.
+            }
+          }
+        }),
+      listen,
+      /** Every transition committed from now on, in a queue (sliding: a slow reader loses the oldest). */
+      subscribe: Effect.gen(function* () {
+        const queue = yield* Effect.acquireRelease(Queue.sliding<StateTransition>(10_000), Queue.shutdown)
+        yield* listen((transition) => void queue.unsafeOffer(transition))
+        return queue as Queue.Dequeue<StateTransition>
+      })
     }
-  })
+  }
 }) {}

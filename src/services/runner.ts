@@ -6,7 +6,7 @@
  * A service registers itself: its own Layer (`registerServices`) adds it to the BackgroundServices
  * of the build, and `runRegistered` runs whatever was added.
  */
-import { Cause, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, FiberRef, Layer, Option, Schedule } from "effect"
 import { unavailability, unavailabilityReason } from "../database/errors.ts"
 import { Settings, type SettingsValue } from "../settings/settings.ts"
 import { Leadership } from "../database/leadership.ts"
@@ -60,19 +60,21 @@ export const loop = <R>(
 ) => {
   const label = service.loop === undefined ? service.name : `${service.name} (${service.loop})`
   const logRetryable = Effect.map(Effect.serviceOption(Settings), Option.exists((settings) => settings.server.log_retryable_errors))
-  return service.tick.pipe(
-    // A span per iteration (exported when tracing is on).
-    Effect.withSpan(`service.${label}`),
-    Effect.catchAllCause((cause) => {
-      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
-      const unavailable = unavailableIn(cause)
-      if (Option.isNone(unavailable)) return Effect.logError(`Service ${label}: iteration failed`, cause)
-      const line = `Service ${label}: iteration failed, the database is unavailable: ${unavailabilityReason(unavailable.value)}`
-      return Effect.flatMap(logRetryable, (each) => (each ? Effect.logError(line, cause) : Effect.logWarning(line)))
-    }),
-    Effect.repeat(Schedule.spaced(interval)),
-    Effect.annotateLogs("service", label)
-  )
+  const survive = Effect.catchAllCause((cause: Cause.Cause<unknown>) => {
+    if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+    const unavailable = unavailableIn(cause)
+    if (Option.isNone(unavailable)) return Effect.logError(`Service ${label}: iteration failed`, cause)
+    const line = `Service ${label}: iteration failed, the database is unavailable: ${unavailabilityReason(unavailable.value)}`
+    return Effect.flatMap(logRetryable, (each) => (each ? Effect.logError(line, cause) : Effect.logWarning(line)))
+  })
+  // A span per iteration only when spans are made (tracing on): a loop that waits for each event
+  // (interval zero) goes round once per event, and an unexported span still costs its making.
+  return Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (tracing) => {
+    const iteration = survive(tracing ? Effect.withSpan(service.tick, `service.${label}`) : service.tick)
+    return Duration.isZero(Duration.decode(interval))
+      ? Effect.forever(Effect.zipRight(iteration, Effect.yieldNow()))
+      : Effect.repeat(iteration, Schedule.spaced(interval))
+  }).pipe(Effect.annotateLogs("service", label))
 }
 
 /**

@@ -10,7 +10,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { Chunk, Duration, Effect, Queue } from "effect"
+import { Duration, Effect, Queue } from "effect"
 import * as Notifications from "../database/notifications.ts"
 import { now } from "../domain/time.ts"
 import { makeWakeups } from "../domain/wakeups.ts"
@@ -49,17 +49,19 @@ export class TaskRunDeliveries extends Effect.Service<TaskRunDeliveries>()("bato
     const { wakeAll: wakeLocal, watch } = makeWakeups(LOOK_ANYWAY)
 
     // Background task runs this process scheduled: its sockets wake, and the other processes hear it.
-    const transitions = yield* (yield* Transitions).subscribe
-    const fromTransitions = Effect.flatMap(Queue.takeBetween(transitions, 1, 1000), (batch) => {
-      const queued = Chunk.toReadonlyArray(batch).some((t) =>
-        t.kind === "task_run" && t.validated_state.type === "SCHEDULED" && t.validated_state.state_details.deferred === true
-      )
-      if (!queued) return Effect.void
-      return Effect.zipRight(
+    const queued = yield* Queue.dropping<void>(1)
+    yield* (yield* Transitions).listen((t) => {
+      if (t.kind === "task_run" && t.validated_state.type === "SCHEDULED" && t.validated_state.state_details.deferred === true) {
+        queued.unsafeOffer(undefined)
+      }
+    })
+    const fromTransitions = Effect.zipRight(
+      Queue.take(queued),
+      Effect.zipRight(
         wakeLocal,
         shared ? Notifications.notify(TASK_RUNS_CHANNEL, JSON.stringify({ from: instance })).pipe(Effect.provide(database)) : Effect.void
       )
-    })
+    )
     yield* Effect.forkScoped(loop({ name: "task runs", loop: "queued", tick: fromTransitions }, Duration.zero))
     if (shared) {
       const listen = Notifications.listen({

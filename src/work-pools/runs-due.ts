@@ -73,25 +73,26 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
     const watchers = new Map<string, Set<Watcher>>()
     const stopped = yield* Deferred.make<void>()
 
-    const wakeLocal = (due: ReadonlyMap<string, number>) =>
-      Effect.sync(() => {
-        for (const [queueId, at] of due) {
-          for (const watcher of watchers.get(queueId) ?? []) {
-            watcher.earliest = Math.min(watcher.earliest, at)
-            watcher.wake.unsafeOffer(undefined)
-          }
+    const wakeLocalNow = (due: ReadonlyMap<string, number>) => {
+      for (const [queueId, at] of due) {
+        for (const watcher of watchers.get(queueId) ?? []) {
+          watcher.earliest = Math.min(watcher.earliest, at)
+          watcher.wake.unsafeOffer(undefined)
         }
-      })
+      }
+    }
+    const wakeLocal = (due: ReadonlyMap<string, number>) => Effect.sync(() => wakeLocalNow(due))
 
     const outbox = yield* Effect.acquireRelease(Queue.unbounded<readonly [string, number]>(), Queue.shutdown)
 
     /** Announces committed runs in the Scheduled state: wakes this process's held polls, queues the NOTIFY. */
-    const announce = (runs: Iterable<RunDue>) =>
-      Effect.suspend(() => {
-        const due = byQueue(runs)
-        if (due.size === 0) return Effect.void
-        return Effect.zipRight(wakeLocal(due), shared ? Queue.offerAll(outbox, due) : Effect.void)
-      })
+    const announceNow = (runs: Iterable<RunDue>) => {
+      const due = byQueue(runs)
+      if (due.size === 0) return
+      wakeLocalNow(due)
+      if (shared) for (const entry of due) outbox.unsafeOffer(entry)
+    }
+    const announce = (runs: Iterable<RunDue>) => Effect.sync(() => announceNow(runs))
 
     /** Sends what was announced since the last send, a NOTIFY per QUEUES_PER_NOTIFY queues. */
     const send = Effect.gen(function* () {
@@ -121,17 +122,12 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
       onPayload
     }).pipe(Effect.provide(database))
 
-    // Flow runs stored in the Scheduled state (created so, or moved there) reach this seam after commit.
-    const subscription = yield* transitions.subscribe
-    const fromTransitions = Effect.flatMap(Queue.takeBetween(subscription, 1, 1000), (batch) =>
-      announce(
-        Chunk.toReadonlyArray(batch).flatMap((t) =>
-          t.kind === "flow_run" && t.validated_state.type === "SCHEDULED" && t.work_queue_id
-            ? [{ work_queue_id: t.work_queue_id, scheduled_time: t.validated_state.state_details.scheduled_time }]
-            : []
-        )
-      ))
-    yield* Effect.forkScoped(loop({ name: "runs due", loop: "transitions", tick: fromTransitions }, Duration.zero))
+    // Flow runs stored in the Scheduled state (created so, or moved there) are announced after commit.
+    yield* transitions.listen((t) => {
+      if (t.kind === "flow_run" && t.validated_state.type === "SCHEDULED" && t.work_queue_id) {
+        announceNow([{ work_queue_id: t.work_queue_id, scheduled_time: t.validated_state.state_details.scheduled_time }])
+      }
+    })
     if (shared) {
       yield* Effect.forkScoped(loop({ name: "runs due", loop: "notify", tick: send }, Duration.zero))
       const reconnect = Duration.seconds(settings.server.services.triggers.pg_notify_reconnect_interval_seconds)
