@@ -75,13 +75,14 @@ export const layerPg = (config: PgClient.PgClientConfig): Layer.Layer<PgClient.P
           onTimeout: () => new SqlError.SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
         })
       )
+      const client = PgClient.layerFromPool({
+        acquire: Effect.succeed(pool),
+        applicationName: config.applicationName,
+        transformJson: config.transformJson,
+        types: config.types
+      })
       return Layer.merge(
-        PgClient.layerFromPool({
-          acquire: Effect.succeed(pool),
-          applicationName: config.applicationName,
-          transformJson: config.transformJson,
-          types: config.types
-        }),
+        client,
         Layer.succeed(DatabasePool, { use: pool, max: pool.options.max ?? 10 })
       )
     })

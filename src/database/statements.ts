@@ -9,8 +9,8 @@
  * connection: a filter with 70,000 values was answered 503 "database unavailable", and clients
  * retried it. Refused here, such a statement never reaches the database; a request answers 422.
  */
-import { Statement } from "@effect/sql"
-import { Data, Effect, Layer, Logger, LogLevel } from "effect"
+import { SqlClient, Statement } from "@effect/sql"
+import { Data, Effect, FiberRef, Layer, Logger, LogLevel } from "effect"
 import { Settings } from "../settings/settings.ts"
 
 /** The most parameters one statement can carry (a 16-bit count). */
@@ -56,8 +56,51 @@ export const checkStatement = <A>(statement: Statement.Statement<A>, options: { 
  * handlers and the background services get it by being built with it provided.
  */
 export const StatementsLive = Layer.unwrapEffect(
-  Effect.map(Settings, (settings) => {
-    const options = { echo: settings.server.database.echo }
-    return Statement.setTransformer((statement) => checkStatement(statement, options))
+  Effect.map(Settings, (settings) =>
+    Statement.setTransformer(settings.server.database.echo ? (statement) => checkStatement(statement, { echo: true }) : checkOnly)
+  )
+).pipe(Layer.merge(Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => fastStatements(sql)))))
+
+/** The transformer without the echo: the one a statement may skip (fastStatements). */
+const checkOnly = <A>(statement: Statement.Statement<A>) => checkStatement(statement, { echo: false })
+
+/** A statement as @effect/sql makes it: what its execution reads. */
+interface StatementInternals {
+  readonly acquirer: Effect.Effect<{
+    readonly execute: (sql: string, params: ReadonlyArray<unknown>, transformRows: unknown) => Effect.Effect<unknown, unknown>
+  }, unknown>
+  readonly transformRows: unknown
+  readonly compile: () => readonly [string, ReadonlyArray<unknown>]
+  commit: () => Effect.Effect<unknown, unknown>
+}
+
+const FAST = Symbol.for("baton/database/fastStatements")
+
+/**
+ * Runs statements (`yield* sql\`…\``) without the span and the scope @effect/sql opens for each
+ * one, when no span is made (tracing off, docs/tracing.md) and no echo is asked: checked as the
+ * transformer checks them, compiled (once), and sent on the transaction's connection or the pool,
+ * as @effect/sql sends them. The span and scope cost about 60 Effect operations a statement, more
+ * than the rest of its execution, and a run's lifecycle makes twenty statements. With tracing or the
+ * echo on, or another transformer set, statements run as @effect/sql runs them.
+ *
+ * Installed on @effect/sql's statement class (one per process), the first time a client is made.
+ */
+export const fastStatements = (sql: { (strings: TemplateStringsArray): unknown }) =>
+  Effect.sync(() => {
+    const prototype = Object.getPrototypeOf(sql`SELECT 1`) as StatementInternals & { [FAST]?: true }
+    if (prototype[FAST] === true) return
+    const original = prototype.commit
+    prototype.commit = function(this: StatementInternals) {
+      return Effect.withFiberRuntime((fiber) => {
+        const transform = fiber.getFiberRef(Statement.currentTransformer)
+        if (fiber.getFiberRef(FiberRef.currentTracerEnabled) || (transform._tag === "Some" && transform.value !== checkOnly)) {
+          return original.call(this)
+        }
+        const [text, parameters] = this.compile()
+        if (parameters.length > MAX_STATEMENT_PARAMETERS) return Effect.die(new TooManyParameters({ count: parameters.length }))
+        return Effect.flatMap(this.acquirer, (connection) => connection.execute(text, parameters, this.transformRows))
+      })
+    }
+    prototype[FAST] = true
   })
-)

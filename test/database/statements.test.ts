@@ -74,4 +74,3 @@ describe("statements with more parameters than PostgreSQL takes", () => {
     )
   })
 })
-

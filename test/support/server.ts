@@ -8,6 +8,7 @@ import type { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { BatonApi } from "../../src/api.ts"
 import { ApiLive, AreasLive, HttpServerLive, serveApi } from "../../src/server.ts"
+import { TracingLive } from "../../src/telemetry/tracing.ts"
 import { layer as settingsLayer, Settings, type SettingsOverrides } from "../../src/settings/settings.ts"
 import { Transitions } from "../../src/orchestration/transitions.ts"
 import { Leadership } from "../../src/database/leadership.ts"
@@ -64,6 +65,9 @@ export const testServer = (options: TestServerOptions = {}) =>
         ...options.overrides
       })
     )
+  ).pipe(
+    // The tracer as the server runs it: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    Layer.provide(TracingLive)
   )
 
 /** The server's root URL (without the base path). */
