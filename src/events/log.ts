@@ -82,20 +82,18 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
     const { wakeAll: wakeLocal, watch } = makeWakeups(LOOK_ANYWAY)
 
     /**
-     * Says, inside the writing transaction, that it wrote events: the readers of this process wake
-     * once it commits, those of other processes when its NOTIFY arrives (at its commit).
+     * What a write that stored events says: the readers of this process wake once its transaction
+     * commits, those of other processes when its NOTIFY arrives (at its commit), sent by the statement
+     * that stored them. A payload of its own: the client drops empty ones; identical ones in one
+     * transaction are sent once.
      */
-    const announce = Effect.zipRight(
-      // A payload of its own: the client drops empty ones. Identical ones in one transaction are sent once.
-      shared ? Effect.provide(Notifications.notify(EVENTS_CHANNEL, WRITTEN), database) : Effect.void,
-      afterCommit(wakeLocal)
-    )
+    const notification = shared ? { channel: EVENTS_CHANNEL, payload: WRITTEN } : undefined
 
     /** Writes events (those not stored yet, by id) into the log, in the current transaction if there is one; how many were new. */
     const write = (events: ReadonlyArray<ReceivedEvent>) =>
       events.length === 0
         ? Effect.succeed(0)
-        : transaction(sql, Effect.tap(repo.write(events), (written) => (written > 0 ? announce : Effect.void)))
+        : transaction(sql, Effect.tap(repo.write(events, notification), (written) => (written > 0 ? afterCommit(wakeLocal) : Effect.void)))
 
     /**
      * `write`, except that an event the database refuses (a value too large for its index, see

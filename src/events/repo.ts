@@ -67,69 +67,75 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** Stores the events not stored yet (by id) and their resources, in one transaction. */
-    const write = traced("EventsRepo.write")(function* (events: ReadonlyArray<ReceivedEvent>) {
+    /**
+     * Stores the events not stored yet (by id) and their resources, in the caller's transaction
+     * (EventLog.write opens one): a statement per INSERT_BATCH events. With `announce`, a statement
+     * that stored one also sends that notification (sent at the commit, once per transaction).
+     */
+    const write = traced("EventsRepo.write")(function* (
+      events: ReadonlyArray<ReceivedEvent>,
+      announce?: { readonly channel: string; readonly payload: string }
+    ) {
       if (events.length === 0) return 0
       const recorded = yield* now
       // The resources' ids, stamped when the events are recorded.
       const recordedMs = recorded.getTime()
       let written = 0
-      yield* sql.withTransaction(
-        Effect.gen(function* () {
-          for (let i = 0; i < events.length; i += INSERT_BATCH) {
-            const batch = events.slice(i, i + INSERT_BATCH)
-            const rows: Array<Record<string, unknown>> = []
-            const resourceRows: Array<Record<string, unknown>> = []
-            for (const e of batch) {
-              const occurred = e.occurred.toISOString()
-              rows.push({
-                id: e.id,
-                occurred,
-                event: e.event,
-                resource_id: resourceId(e.resource),
-                resource: e.resource,
-                related_resource_ids: e.related.map(resourceId),
-                related: e.related,
-                payload: e.payload,
-                received: e.received.toISOString(),
-                follows: e.follows
-              })
-              const resourceRow = (resource: Record<string, string>, role: string) =>
-                resourceRows.push({
-                  id: idAt(recordedMs),
-                  occurred,
-                  resource_id: resourceId(resource),
-                  resource_role: role,
-                  resource: otherLabels(resource),
-                  event_id: e.id
-                })
-              resourceRow(e.resource, "")
-              for (const related of e.related) resourceRow(related, resourceRole(related))
-            }
-            // One statement: the events not stored yet, and the resources of those alone.
-            const inserted = yield* sql<{ id: string }>`
-              WITH inserted AS (
-                INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
-                SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received,
-                       ${recorded}, r.follows
-                FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-                  id uuid, occurred timestamptz, event text, resource_id text, resource jsonb, related_resource_ids jsonb,
-                  related jsonb, payload jsonb, received timestamptz, follows uuid)
-                ON CONFLICT (id) DO NOTHING
-                RETURNING id
-              ), resources AS (
-                INSERT INTO event_resources (id, occurred, resource_id, resource_role, resource, event_id)
-                SELECT r.id, r.occurred, r.resource_id, r.resource_role, r.resource, r.event_id
-                FROM jsonb_to_recordset(${JSON.stringify(resourceRows)}::jsonb) AS r(
-                  id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
-                WHERE r.event_id IN (SELECT id FROM inserted)
-              )
-              SELECT id FROM inserted
-            `
-            written += inserted.length
-          }
-        })
-      )
+      for (let i = 0; i < events.length; i += INSERT_BATCH) {
+        const batch = events.slice(i, i + INSERT_BATCH)
+        const rows: Array<Record<string, unknown>> = []
+        const resourceRows: Array<Record<string, unknown>> = []
+        for (const e of batch) {
+          const occurred = e.occurred.toISOString()
+          rows.push({
+            id: e.id,
+            occurred,
+            event: e.event,
+            resource_id: resourceId(e.resource),
+            resource: e.resource,
+            related_resource_ids: e.related.map(resourceId),
+            related: e.related,
+            payload: e.payload,
+            received: e.received.toISOString(),
+            follows: e.follows
+          })
+          const resourceRow = (resource: Record<string, string>, role: string) =>
+            resourceRows.push({
+              id: idAt(recordedMs),
+              occurred,
+              resource_id: resourceId(resource),
+              resource_role: role,
+              resource: otherLabels(resource),
+              event_id: e.id
+            })
+          resourceRow(e.resource, "")
+          for (const related of e.related) resourceRow(related, resourceRole(related))
+        }
+        // One statement: the events not stored yet, and the resources of those alone.
+        const inserted = yield* sql<{ id: string }>`
+          WITH inserted AS (
+            INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
+            SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received,
+                   ${recorded}, r.follows
+            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+              id uuid, occurred timestamptz, event text, resource_id text, resource jsonb, related_resource_ids jsonb,
+              related jsonb, payload jsonb, received timestamptz, follows uuid)
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+          ), resources AS (
+            INSERT INTO event_resources (id, occurred, resource_id, resource_role, resource, event_id)
+            SELECT r.id, r.occurred, r.resource_id, r.resource_role, r.resource, r.event_id
+            FROM jsonb_to_recordset(${JSON.stringify(resourceRows)}::jsonb) AS r(
+              id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
+            WHERE r.event_id IN (SELECT id FROM inserted)
+          ), announced AS (
+            SELECT pg_notify(${announce?.channel ?? null}, ${announce?.payload ?? null})
+            WHERE ${announce !== undefined} AND EXISTS (SELECT 1 FROM inserted)
+          )
+          SELECT id, (SELECT count(*) FROM announced) AS announced FROM inserted
+        `
+        written += inserted.length
+      }
       return written
     })
 
