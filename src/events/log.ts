@@ -196,26 +196,30 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
           let total = 0
           let retry = PENDING_RETRY_FIRST
           while (true) {
-            // A look without the lock first: an idle consumer costs one statement.
-            const state = yield* repo.consumerState(name)
+            // What the handler acts on now: a consumer that reads only some events looks and moves
+            // over the others in one statement; one that reads them all looks without the lock
+            // first (an idle consumer costs one statement).
+            const which = yield* around(handles)
+            const skip = which === ALL_EVENTS
+              ? undefined
+              : yield* around(repo.skipUnhandled(name, limit, which === NO_EVENTS ? null : which.prefix))
+            const state = skip ?? (yield* repo.consumerState(name))
             if (!state.known) {
               yield* repo.ensureConsumer(name)
               continue
             }
-            if (state.ready) {
-              // Those it does not handle first, then a batch from the first it does (if one is final).
-              const skip = yield* around(Effect.flatMap(handles, (which) =>
-                which === ALL_EVENTS ? Effect.succeed(undefined) : repo.skipUnhandled(name, limit, which === NO_EVENTS ? null : which.prefix)
-              ))
-              if (skip !== undefined) {
-                // Another process holds the cursor: it handles them (and if it dies, a later look does).
-                if (!skip.locked) return total
-                total += skip.skipped
-                if (!skip.handles) {
-                  if (skip.skipped === 0) return total
-                  continue
-                }
+            if (skip !== undefined) {
+              // Another process holds the cursor: it handles them (and if it dies, a later look does).
+              if (!skip.locked) return total
+              total += skip.skipped
+              if (skip.skipped > 0) {
+                retry = PENDING_RETRY_FIRST
+                // After the skipped ones, a batch from the first it handles (if one is final).
+                if (!skip.handles) continue
               }
+            }
+            const ready = state.ready
+            if (ready) {
               const { handled, missing } = yield* around(consumeBatch(name, limit, handle))
               if (missing) continue
               // Another process holds the cursor: it handles them (and if it dies, a later look does).

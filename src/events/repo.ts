@@ -299,12 +299,13 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
      * Moves consumer `name`'s cursor over the final events after it that it does not handle (those
      * whose name does not start with `prefix`; every one when `prefix` is null), up to `limit` of
      * them and up to the first it handles, in one statement under its cursor's lock (taken as
-     * lockConsumer takes it: skipped when another transaction holds it). Whether the lock was free,
-     * how many were passed over, and whether one it handles comes next.
+     * lockConsumer takes it: skipped when another transaction holds it). Whether it has a cursor,
+     * whether the lock was free, how many were passed over, whether one it handles comes next
+     * (final: `ready`), and whether committed ones wait for an older transaction (as consumerState).
      */
     const skipUnhandled = (name: string, limit: number, prefix: string | null) =>
       Effect.map(
-        sql<{ locked: boolean; skipped: number; handles: boolean }>`
+        sql<{ known: boolean; locked: boolean; skipped: number; handles: boolean; ready: boolean; pending: boolean }>`
           WITH cursor AS (
             SELECT txid, seq FROM event_consumer WHERE name = ${name} FOR UPDATE SKIP LOCKED
           ), batch AS (
@@ -324,8 +325,12 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
             UPDATE event_consumer SET txid = last.txid, seq = last.seq, updated = now() FROM last
             WHERE event_consumer.name = ${name} RETURNING 1
           )
-          SELECT EXISTS (SELECT 1 FROM cursor) AS locked, (SELECT count(*)::int FROM skipped) AS skipped,
-            EXISTS (SELECT 1 FROM handled) AS handles, (SELECT count(*) FROM moved) AS moved
+          SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = ${name}) AS known,
+            EXISTS (SELECT 1 FROM cursor) AS locked, (SELECT count(*)::int FROM skipped) AS skipped,
+            EXISTS (SELECT 1 FROM handled) AS handles, EXISTS (SELECT 1 FROM handled) AS ready,
+            EXISTS (SELECT 1 FROM cursor JOIN events e ON e.txid IS NOT NULL AND (e.txid, e.seq) > (cursor.txid, cursor.seq)
+              WHERE e.txid >= ${horizon(sql)}) AS pending,
+            (SELECT count(*) FROM moved) AS moved
         `,
         (rows) => rows[0]!
       )
