@@ -4,7 +4,7 @@
  * window now, and the legacy work-queue check.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { generateName } from "../domain/names.ts"
 import { emptyStateDetails, type StateCreate } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
@@ -84,14 +84,6 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           const check = checkJobVariables(jobTemplate, { ...deployment.job_variables, ...body.job_variables }, { ignoreRequired: false })
           if (!check.valid) return Either.left<RunProblem>({ kind: "job-variables", message: describeFailure(check) })
         }
-        let queue = { id: deployment.work_queue_id, name: deployment.work_queue_name }
-        if (body.work_queue_name) {
-          if (deployment.work_queue_id === null || deployment.work_pool_name === null) {
-            return Either.left<RunProblem>({ kind: "no-pool", queue: body.work_queue_name })
-          }
-          const found = yield* queues.ensureQueueInPool(deployment.work_pool_name, body.work_queue_name)
-          queue = { id: found.id, name: found.name }
-        }
         const state: StateCreate = body.state ?? {
           type: "SCHEDULED",
           name: null,
@@ -99,11 +91,12 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           data: null,
           state_details: { ...emptyStateDetails, scheduled_time: yield* now }
         }
-        const { id, created } = yield* runs.create({
+        const name = body.name || (yield* generateName)
+        const insert = (queue: { readonly id: string | null; readonly name: string | null }) => runs.create({
             flow_id: deployment.flow_id,
             deployment_id: deployment.id,
             deployment_version: deployment.version,
-            name: body.name || (yield* generateName),
+            name,
             flow_version: null,
             parameters,
             context: body.context,
@@ -120,11 +113,25 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             created_by: createdBy,
             state
           })
+        let queue = { id: deployment.work_queue_id, name: deployment.work_queue_name }
+        if (body.work_queue_name) {
+          if (deployment.work_queue_id === null || deployment.work_pool_name === null) {
+            return Either.left<RunProblem>({ kind: "no-pool", queue: body.work_queue_name })
+          }
+          const poolName = deployment.work_pool_name
+          const queueName = body.work_queue_name
+          const existing = yield* workQueues.findByName(poolName, queueName)
+          // A queue to create and the run stand or fall together: a run refused by the database (a
+          // reference to nothing) leaves no new queue behind. The run alone is one statement.
+          if (Option.isNone(existing)) {
+            return yield* inTransaction(sql, Effect.flatMap(queues.ensureQueueInPool(poolName, queueName), insert))
+              .pipe(Effect.map(({ id, created }) => Either.right({ id, created })))
+          }
+          queue = { id: existing.value.id, name: existing.value.name }
+        }
+        const { id, created } = yield* insert(queue)
         return Either.right({ id, created })
       }).pipe(
-        // The queue it may create and the run stand or fall together: a run refused by the database
-        // (a reference to nothing) leaves no new queue behind.
-        (effect) => inTransaction(sql, effect),
         // A key the database refused (the flow, or the run's parent, gone): here it is the run's problem.
         Effect.catchTag("FlowRunConflict", () => Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })))
       )

@@ -109,6 +109,9 @@ describe("runs of deployments", () => {
         const run = ok(yield* createRun(pooled.id, { work_queue_name: "runs-queue-extra" }))
         expect(run).toMatchObject({ work_queue_name: "runs-queue-extra", work_pool_name: "default-agent-pool" })
         expect(run.work_queue_id).not.toBe(pooled.work_queue_id)
+        // A second run names the queue the first made: the same queue.
+        const again = ok(yield* createRun(pooled.id, { work_queue_name: "runs-queue-extra" }))
+        expect(again.work_queue_id).toBe(run.work_queue_id)
       })
     )
 
