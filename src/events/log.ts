@@ -199,10 +199,9 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
             // What the handler acts on now: a consumer that reads only some events looks and moves
             // over the others in one statement; one that reads them all looks without the lock
             // first (an idle consumer costs one statement).
-            const which = yield* around(handles)
-            const skip = which === ALL_EVENTS
-              ? undefined
-              : yield* around(repo.skipUnhandled(name, limit, which === NO_EVENTS ? null : which.prefix))
+            const skip = yield* around(Effect.flatMap(handles, (which) =>
+              which === ALL_EVENTS ? Effect.succeed(undefined) : repo.skipUnhandled(name, limit, which === NO_EVENTS ? null : which.prefix)
+            ))
             const state = skip ?? (yield* repo.consumerState(name))
             if (!state.known) {
               yield* repo.ensureConsumer(name)
