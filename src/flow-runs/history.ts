@@ -1,18 +1,25 @@
 /**
- * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 to 0018):
- * final runs counted per quarter hour of expected start time (a "slot") and per state, with their run
- * time and lateness summed, kept by triggers in the same transactions as the runs (as changes appended
- * to `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts,
- * and are always read together).
+ * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 to 0018 and
+ * 0026): runs counted per quarter hour of expected start time (a "slot") and per state, kept by
+ * triggers in the same transactions as the runs (as changes appended to `flow_run_rollup_delta` and
+ * folded into the rollup now and then: the two add up to the counts, and are always read together).
+ * A final run's run time and lateness are summed; a run not final yet has estimates that move with
+ * the time of the request, linearly, so its row keeps the counts and sums they follow from (see
+ * migration 0026) and they are worked out for the time of the request.
  *
  * It serves the bodies whose only filter is on the runs' expected start time (after_, before_) and
  * state (type and name any_), or none. Whole slots inside the window (and inside one interval of a
- * history) come from the rollup; from the runs themselves come the runs not final yet (their
- * estimates depend on the time of the request; few, behind a partial index) and the final runs of the
- * slots a boundary cuts (an interval's, or the filter's). The answer is the one the plain query over
- * the runs gives; the final runs' sums are added exactly as numeric, the unfinished runs' run times
- * (estimates) as doubles as the plain query adds them, and the total rounded once (the plain query adds
- * every run time as a double, so its last binary digit may differ).
+ * history) come from the rollup. Read from the runs one by one: the runs of the slots a boundary
+ * cuts (an interval's, or the filter's); for a history, the unfinished runs of the slot holding the
+ * time of the request (some of its runs are late by then, some not yet) and of a rollup row whose
+ * Running runs may have started after it (a state timestamp ahead of this server's clock); and the
+ * runs the rollup cannot hold (no state type, name or expected start time: none that Baton writes).
+ * A count thus reads no unfinished run one by one, however many there are; a history a few slots'.
+ *
+ * The answer is the one the plain query over the runs gives: the rollup's sums are exact (numeric,
+ * the times in epoch seconds to the microsecond), lateness is added in whole microseconds, and run
+ * times are added exactly and rounded once (the plain query adds every run time as a double, so its
+ * last binary digit may differ).
  */
 import type { RelatedFilters } from "../queries/query.ts"
 import type { Statement } from "@effect/sql"
@@ -340,10 +347,13 @@ const sources = (
       // Rows whose Running runs may have started after the time of the request (a state timestamp
       // ahead of this clock, or a negative total run time): their runs are read one by one. Rare;
       // found through the bound's partial index.
+      // (OFFSET 0: the bound's index, not a walk of the window's rows by their key.)
       const late = sql`
-        SELECT DISTINCT rollup.slot, rollup.state_name FROM ${ROLLUP_ROWS}
-        WHERE ${all(sql, slotConditions)} AND rollup.state_type = 'RUNNING' AND rollup.running_since_max > ${at}::timestamptz
-          AND rollup.slot <> ${nowSlot}
+        SELECT DISTINCT rollup.slot, rollup.state_name FROM (
+          (SELECT * FROM flow_run_rollup WHERE running_since_max > ${at}::timestamptz OFFSET 0)
+          UNION ALL SELECT * FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
+        ) rollup
+        WHERE ${all(sql, slotConditions)} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
       // The whole slots: per bucket, state and whether the slot is wholly before the time of the
       // request (its runs not started are late by that time less their expected start; in a slot
@@ -516,7 +526,10 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
     }))
   })
 
-/** How many runs the filter picks: the rollup's final runs of whole slots, and the others. */
+/**
+ * How many runs the filter picks: the rollup's runs of whole slots, the runs of the cut slots, and
+ * the runs the rollup cannot hold (a count depends on no estimate: `at` is not needed).
+ */
 export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
   Effect.map(
     withoutJit(

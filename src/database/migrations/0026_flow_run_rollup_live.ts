@@ -157,4 +157,5 @@ export default Effect.gen(function* () {
   yield* sql`DELETE FROM flow_run_rollup_delta`
   yield* sql`DELETE FROM flow_run_rollup`
   yield* sql.unsafe(`INSERT INTO flow_run_rollup (${ROLLUP_COLUMNS}) ${rollupGrouped("flow_run", 1)}`)
+  yield* sql`ANALYZE flow_run_rollup`
 })
