@@ -24,10 +24,11 @@
  * The flow_run and flow_run_state secondary indexes are dropped for the bulk insert and created again
  * in the same transaction (so a failure leaves the database as it was); with migration 0016 applied,
  * the new final runs are added to flow_run_rollup in one grouped insert (its row trigger is off for
- * the bulk insert). Then VACUUM ANALYZE.
+ * the bulk insert; with migration 0026 all the new runs, final or not). Then VACUUM ANALYZE.
  */
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { ROLLUP_ADD, ROLLUP_COLUMNS, rollupGrouped } from "../../src/database/migrations/0026_flow_run_rollup_live.ts"
 
 export interface SeedOptions {
   readonly runs: number
@@ -276,13 +277,20 @@ export async function seedRuns(
       log(`index ${index.name}`)
     }
     if (rollup) {
+      // Since migration 0026 the rollup holds the unfinished runs too.
+      const live = (await client.query<{ present: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'flow_run_rollup' AND column_name = 'count_waiting') AS present`
+      )).rows[0]!.present
+      const batchRuns = "(SELECT * FROM flow_run WHERE flow_id IN (SELECT id FROM flow WHERE name LIKE 'bench-' || $1 || '-flow-%'))"
       await client.query(
-        `INSERT INTO flow_run_rollup AS r (slot, state_type, state_name, count_runs, sum_run_time, sum_lateness)
+        live
+          ? `INSERT INTO flow_run_rollup AS r (${ROLLUP_COLUMNS}) ${rollupGrouped(batchRuns, 1)}
+             ON CONFLICT (slot, state_type, state_name) DO UPDATE SET ${ROLLUP_ADD}`
+          : `INSERT INTO flow_run_rollup AS r (slot, state_type, state_name, count_runs, sum_run_time, sum_lateness)
          SELECT flow_run_rollup_slot(expected_start_time), state_type, state_name, count(*),
            sum(GREATEST(0, total_run_time)::numeric), sum(flow_run_rollup_lateness(start_time, expected_start_time))
-         FROM flow_run
-         WHERE flow_id IN (SELECT id FROM flow WHERE name LIKE 'bench-' || $1 || '-flow-%')
-           AND state_type IN ('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED') AND state_name IS NOT NULL
+         FROM ${batchRuns} flow_run
+         WHERE state_type IN ('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED') AND state_name IS NOT NULL
            AND expected_start_time IS NOT NULL
          GROUP BY 1, 2, 3
          ON CONFLICT (slot, state_type, state_name) DO UPDATE SET
@@ -292,7 +300,7 @@ export async function seedRuns(
         [batch]
       )
       await client.query("ALTER TABLE flow_run ENABLE TRIGGER flow_run_rollup_inserted")
-      log("final runs added to flow_run_rollup")
+      log("runs added to flow_run_rollup")
     }
     await client.query("COMMIT")
     log("committed")

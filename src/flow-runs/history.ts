@@ -1,18 +1,25 @@
 /**
- * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 to 0018):
- * final runs counted per quarter hour of expected start time (a "slot") and per state, with their run
- * time and lateness summed, kept by triggers in the same transactions as the runs (as changes appended
- * to `flow_run_rollup_delta` and folded into the rollup now and then: the two add up to the counts,
- * and are always read together).
+ * Flow-run history and counts over many runs, from `flow_run_rollup` (migrations 0016 to 0018 and
+ * 0026): runs counted per quarter hour of expected start time (a "slot") and per state, kept by
+ * triggers in the same transactions as the runs (as changes appended to `flow_run_rollup_delta` and
+ * folded into the rollup now and then: the two add up to the counts, and are always read together).
+ * A final run's run time and lateness are summed; a run not final yet has estimates that move with
+ * the time of the request, linearly, so its row keeps the counts and sums they follow from (see
+ * migration 0026) and they are worked out for the time of the request.
  *
  * It serves the bodies whose only filter is on the runs' expected start time (after_, before_) and
  * state (type and name any_), or none. Whole slots inside the window (and inside one interval of a
- * history) come from the rollup; from the runs themselves come the runs not final yet (their
- * estimates depend on the time of the request; few, behind a partial index) and the final runs of the
- * slots a boundary cuts (an interval's, or the filter's). The answer is the one the plain query over
- * the runs gives; the final runs' sums are added exactly as numeric, the unfinished runs' run times
- * (estimates) as doubles as the plain query adds them, and the total rounded once (the plain query adds
- * every run time as a double, so its last binary digit may differ).
+ * history) come from the rollup. Read from the runs one by one: the runs of the slots a boundary
+ * cuts (an interval's, or the filter's); for a history, the unfinished runs of the slot holding the
+ * time of the request (some of its runs are late by then, some not yet) and of a rollup row whose
+ * Running runs may have started after it (a state timestamp ahead of this server's clock); and the
+ * runs the rollup cannot hold (no state type, name or expected start time: none that Baton writes).
+ * A count thus reads no unfinished run one by one, however many there are; a history a few slots'.
+ *
+ * The answer is the one the plain query over the runs gives: the rollup's sums are exact (numeric,
+ * the times in epoch seconds to the microsecond), lateness is added in whole microseconds, and run
+ * times are added exactly and rounded once (the plain query adds every run time as a double, so its
+ * last binary digit may differ).
  */
 import type { RelatedFilters } from "../queries/query.ts"
 import type { Statement } from "@effect/sql"
@@ -25,12 +32,23 @@ import { historyBuckets, type HistoryWindow } from "../orchestration/history.ts"
 /** The rollup's slot: flow_run_rollup_slot (migration 0018). */
 const SLOT_MS = 900_000
 
+const FINAL_TYPES = "('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED')"
+
 /**
- * A run the rollup counts. The same condition as migration 0016's triggers and partial index
- * (`… IS NOT TRUE` must read exactly as the index predicate for the planner to use it).
+ * A final run. The same condition as migration 0016's partial index (`… IS NOT TRUE` must read
+ * exactly as the index predicate for the planner to use it).
  */
 const ROLLED_UP =
   "(flow_run.state_type IN ('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED') AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL)"
+
+/** A run in the rollup not final yet (through migration 0016's partial index of the runs not final). */
+const LIVE = `${ROLLED_UP} IS NOT TRUE AND flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL`
+
+/** A run in the rollup, final or not (migration 0026). */
+const IN_ROLLUP = "flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL"
+
+/** A run the rollup cannot hold: exactly migration 0026's partial index predicate. */
+const ODD = "(flow_run.state_type IS NULL OR flow_run.state_name IS NULL OR flow_run.expected_start_time IS NULL)"
 
 /** Body keys that are not filters. */
 const NOT_FILTERS = new Set(["sort", "offset", "limit", "page", "history_start", "history_end", "history_interval_seconds"])
@@ -128,6 +146,8 @@ export const rollupPlan = (options: {
   readonly until?: number
   readonly boundaries: ReadonlyArray<number>
   readonly filter: RollupFilter
+  /** The time of the request (a history's): the unfinished runs of its slot are read one by one. */
+  readonly now?: number
 }) => {
   const after = options.filter.after?.getTime()
   const before = options.filter.before?.getTime()
@@ -183,6 +203,19 @@ export const rollupPlan = (options: {
     if (last !== undefined && last[1] === from) last[1] = to
     else countRanges.push([from, to])
   }
+  // A history's unfinished runs of the cut slots and of the slot holding the time of the request,
+  // in pieces inside the window, each inside one interval.
+  const livePieces: Array<[number, number]> = []
+  const liveSlots = new Set(cutSlots)
+  if (options.now !== undefined) liveSlots.add(slotOf(options.now))
+  for (const slot of [...liveSlots].sort((a, b) => a - b)) {
+    const from = Math.max(slot, low) * 1000
+    const to = Math.min((slot + SLOT_MS) * 1000, high)
+    if (from >= to) continue
+    const points = [from, ...options.boundaries.map((b) => b * 1000).filter((point) => point > from && point < to), to]
+    points.sort((a, b) => a - b)
+    for (let i = 1; i < points.length; i++) livePieces.push([points[i - 1]!, points[i]!])
+  }
   const wholeTo = Math.min(
     options.until !== undefined ? slotOf(options.until) : Infinity,
     before !== undefined ? slotOf(before) : Infinity
@@ -198,7 +231,10 @@ export const rollupPlan = (options: {
     pieceInside: pieces.map((piece) => piece.inside),
     pieceLess: pieces.map((piece) => (piece.less === undefined ? null : iso(piece.less))),
     derivedSlots: derived.map((d) => iso(d.slot)),
-    derivedAt: derived.map((d) => iso(d.at))
+    derivedAt: derived.map((d) => iso(d.at)),
+    livePieceFrom: livePieces.map(([from]) => isoMicros(from)),
+    livePieceTo: livePieces.map(([, to]) => isoMicros(to)),
+    nowSlot: options.now === undefined ? undefined : iso(slotOf(options.now))
   }
 }
 
@@ -211,17 +247,6 @@ const runTime = (sql: SqlClient, at: Date) =>
   sql`CASE WHEN flow_run.state_type = 'RUNNING' AND flow_run.state_timestamp IS NOT NULL
       THEN GREATEST(0, (flow_run.total_run_time + GREATEST(0, EXTRACT(EPOCH FROM (${at}::timestamptz - flow_run.state_timestamp)))))::numeric
     WHEN flow_run.total_run_time > 0 THEN flow_run.total_run_time::numeric
-    ELSE 0 END`
-
-/**
- * The same as a double, as the plain history adds it, for the runs not final yet: their run time is
- * an estimate that moves with the time of the request, and converting each to numeric cost more than
- * half of reading them. Their sum is turned into numeric once per group.
- */
-const liveRunTime = (sql: SqlClient, at: Date) =>
-  sql`CASE WHEN flow_run.state_type = 'RUNNING' AND flow_run.state_timestamp IS NOT NULL
-      THEN GREATEST(0, (flow_run.total_run_time + GREATEST(0, EXTRACT(EPOCH FROM (${at}::timestamptz - flow_run.state_timestamp)))))
-    WHEN flow_run.total_run_time > 0 THEN flow_run.total_run_time
     ELSE 0 END`
 
 /**
@@ -257,9 +282,21 @@ const runConditions = (sql: SqlClient, filter: RollupFilter): Array<Fragment> =>
 ]
 
 /**
- * The three sources of a rollup answer: the rollup's whole slots, the runs not final yet, the final
- * runs of the cut slots. A history asks for their rows per bucket and state; a count only for
- * `count(*)` or the rollup's counts.
+ * The time of the request in epoch seconds, exactly (milliseconds), as numeric: the unfinished runs'
+ * estimates are linear in it (migration 0026).
+ */
+const epochSeconds = (at: Date) => {
+  const ms = at.getTime()
+  const whole = Math.floor(ms / 1000)
+  return `${whole}.${String(ms - whole * 1000).padStart(3, "0")}`
+}
+
+/**
+ * The three sources of a rollup answer: the rollup's whole slots (final runs, and unfinished ones
+ * whose estimates follow from the time of the request), the runs read one by one (the cut slots',
+ * the unfinished runs of the slot holding the time of the request, of a rollup row whose Running runs
+ * may have started after it, and the few runs the rollup cannot hold). A history asks for their rows
+ * per bucket and state; a count only for the rollup's counts and `count(*)` of the others.
  */
 const sources = (
   sql: SqlClient,
@@ -280,13 +317,12 @@ const sources = (
     // A history counts runs with a state; a count every run.
     ...(window.history ? [sql`flow_run.state_type IS NOT NULL`] : [])
   ]
-  const rollup = (select: Fragment) => sql`
-    SELECT ${select} FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup
-    WHERE ${all(sql, slotConditions)}
-  `
-  const live = (select: Fragment, ...more: ReadonlyArray<Fragment>) => sql`
+  const ROLLUP_ROWS = sql.unsafe("(SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup")
+  /** The runs the rollup cannot hold, as the plain query picks them. */
+  const odd = (select: Fragment, group: Fragment = sql``) => sql`
     SELECT ${select} FROM flow_run
-    WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter), ...more])} AND ${sql.unsafe(ROLLED_UP)} IS NOT TRUE
+    WHERE ${all(sql, [...windowConditions, ...runConditions(sql, filter)])} AND ${sql.unsafe(ODD)}
+    ${group}
   `
   const edges = (select: Fragment) => sql`
     SELECT edge.* FROM unnest(${plan.cutFrom}::timestamptz[], ${plan.cutTo}::timestamptz[]) AS cut (lo, hi)
@@ -295,7 +331,7 @@ const sources = (
         -- (OFFSET 0 keeps it a scan per range, never the whole window filtered).
         SELECT ${select} FROM flow_run
         WHERE flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
-          AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(ROLLED_UP)}
+          AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(IN_ROLLUP)}
         OFFSET 0
       ) edge
   `
@@ -305,27 +341,66 @@ const sources = (
      * summed run time (numeric) and lateness (microseconds), added up source by source: a few hundred
      * rows reach the final aggregate instead of every rollup row and run, which it would sort.
      */
-    rows: (bucket: (time: Fragment) => Fragment, intervals: { readonly from: ReadonlyArray<string>; readonly to: ReadonlyArray<string> }) => {
-      // A source whose lateness is in seconds (the rollup's) is turned into microseconds once per
-      // group, not once per row.
-      const group = (source: Fragment, lateness: "micros" | "seconds" = "micros") => sql`
-        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time),
-          ${lateness === "seconds" ? sql`sum(lateness) * 1000000` : sql`sum(lateness)`}
-        FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
-        GROUP BY 1, 2, 3
+    rows: (bucket: (time: Fragment) => Fragment) => {
+      const atEpoch = sql`${epochSeconds(at)}::numeric`
+      const nowSlot = sql`${plan.nowSlot!}::timestamptz`
+      // Rows whose Running runs may have started after the time of the request (a state timestamp
+      // ahead of this clock, or a negative total run time): their runs are read one by one. Rare;
+      // found through the bound's partial index.
+      // (OFFSET 0: the bound's index, not a walk of the window's rows by their key.)
+      const late = sql`
+        SELECT DISTINCT rollup.slot, rollup.state_name FROM (
+          (SELECT * FROM flow_run_rollup WHERE running_since_max > ${at}::timestamptz OFFSET 0)
+          UNION ALL SELECT * FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
+        ) rollup
+        WHERE ${all(sql, slotConditions)} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
-      // The runs not final yet, one interval at a time (its start is the bucket: nothing to compute per
-      // run, and few groups, which the planner then hashes; by the bucket of each run it expected as
-      // many groups as runs and sorted them all, on disk over ten million runs).
-      const liveRows = sql`
-        SELECT span.lo, run.* FROM unnest(${intervals.from}::timestamptz[], ${intervals.to}::timestamptz[]) AS span (lo, hi)
+      // The whole slots: per bucket, state and whether the slot is wholly before the time of the
+      // request (its runs not started are late by that time less their expected start; in a slot
+      // after it, not at all). The slot holding it has its unfinished runs read one by one.
+      const whole = sql`
+        SELECT bucket, state_type, state_name, count_runs,
+          sum_run_time + count_running * ${atEpoch} - sum_running_since,
+          (sum_lateness + CASE WHEN past THEN count_waiting * ${atEpoch} - sum_waiting_since ELSE 0 END) * 1000000
+        FROM (
+          SELECT ${bucket(sql`rollup.slot`)} AS bucket, rollup.state_type, rollup.state_name,
+            rollup.slot + interval '15 minutes' <= ${at}::timestamptz AS past,
+            sum(rollup.count_runs) AS count_runs, sum(rollup.sum_run_time) AS sum_run_time,
+            sum(rollup.sum_lateness) AS sum_lateness, sum(rollup.count_waiting) AS count_waiting,
+            sum(rollup.sum_waiting_since) AS sum_waiting_since, sum(rollup.count_running) AS count_running,
+            sum(rollup.sum_running_since) AS sum_running_since
+          FROM ${ROLLUP_ROWS}
+          WHERE ${all(sql, slotConditions)}
+            AND NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
+            AND (rollup.state_type <> 'RUNNING' OR (rollup.slot, rollup.state_name) NOT IN (SELECT slot, state_name FROM late))
+          GROUP BY 1, 2, 3, 4
+        ) slots
+      `
+      // The runs of `late`'s rows, each row a whole slot inside one interval.
+      const lateRows = sql`
+        SELECT ${bucket(sql`late.slot`)}, run.* FROM late
           CROSS JOIN LATERAL (
-            ${live(sql`flow_run.state_type, flow_run.state_name, count(*), sum(${liveRunTime(sql, at)})::numeric, sum(${latenessMicros(sql, at)})`,
-              sql`flow_run.expected_start_time >= span.lo AND flow_run.expected_start_time < span.hi`)}
+            SELECT flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})
+            FROM flow_run
+            WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_name = late.state_name
+              AND flow_run.expected_start_time >= late.slot AND flow_run.expected_start_time < late.slot + interval '15 minutes'
+              AND ${sql.unsafe(LIVE)}
             GROUP BY 1, 2
           ) run
       `
-      // The runs of the cut slots' pieces (see rollupPlan) per piece, interval and state.
+      // The unfinished runs of the cut slots and of the slot holding the time of the request, per
+      // piece (each inside one interval: its start gives the bucket) and state.
+      const liveRows = sql`
+        SELECT ${bucket(sql`piece.lo`)}, run.* FROM unnest(${plan.livePieceFrom}::timestamptz[], ${plan.livePieceTo}::timestamptz[]) AS piece (lo, hi)
+          CROSS JOIN LATERAL (
+            SELECT flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})
+            FROM flow_run
+            WHERE flow_run.expected_start_time >= piece.lo AND flow_run.expected_start_time < piece.hi
+              AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
+            GROUP BY 1, 2
+          ) run
+      `
+      // The final runs of the cut slots' pieces (see rollupPlan) per piece, interval and state.
       const pieces = sql`
         SELECT piece.inside, piece.less, ${bucket(sql`run.expected_start_time`)} AS own, run.state_type, run.state_name,
           count(*) AS count_runs, sum(run.run_time) AS run_time, sum(run.lateness) AS lateness
@@ -342,33 +417,39 @@ const sources = (
         GROUP BY 1, 2, 3, 4, 5
       `
       // A piece inside counts in its own interval; one of a slot whose largest piece is derived is
-      // taken from that piece's interval, where the slot's rollup row counts.
+      // taken from that piece's interval, where the slot's rollup row (of final runs) counts.
       const edgeRows = sql`
-        SELECT * FROM (
-          WITH pieces AS MATERIALIZED (${pieces})
-          SELECT own, state_type, state_name, count_runs, run_time, lateness FROM pieces WHERE inside
-          UNION ALL
-          SELECT ${bucket(sql`less`)}, state_type, state_name, -count_runs, -run_time, -lateness
-          FROM pieces WHERE less IS NOT NULL
-          UNION ALL
-          SELECT ${bucket(sql`derived.at`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
-            rollup.sum_run_time, rollup.sum_lateness * 1000000
-          FROM unnest(${plan.derivedSlots}::timestamptz[], ${plan.derivedAt}::timestamptz[]) AS derived (slot, at)
-            JOIN (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup ON rollup.slot = derived.slot
-          -- Also as a condition on the rollup's key, for its index (a join alone hashes the whole rollup).
-          WHERE rollup.slot = ANY(${plan.derivedSlots}::timestamptz[]) AND ${all(sql, stateConditions(sql, filter, "rollup"))}
-        ) edges
+        SELECT own, state_type, state_name, count_runs, run_time, lateness FROM pieces WHERE inside
+        UNION ALL
+        SELECT ${bucket(sql`less`)}, state_type, state_name, -count_runs, -run_time, -lateness
+        FROM pieces WHERE less IS NOT NULL
+        UNION ALL
+        SELECT ${bucket(sql`derived.at`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
+          rollup.sum_run_time, rollup.sum_lateness * 1000000
+        FROM unnest(${plan.derivedSlots}::timestamptz[], ${plan.derivedAt}::timestamptz[]) AS derived (slot, at)
+          JOIN ${ROLLUP_ROWS} ON rollup.slot = derived.slot
+        -- Also as a condition on the rollup's key, for its index (a join alone hashes the whole rollup).
+        WHERE rollup.slot = ANY(${plan.derivedSlots}::timestamptz[]) AND rollup.state_type IN ${sql.unsafe(FINAL_TYPES)}
+          AND ${all(sql, stateConditions(sql, filter, "rollup"))}
+      `
+      const group = (source: Fragment) => sql`
+        SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time), sum(lateness)
+        FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
+        GROUP BY 1, 2, 3
       `
       return sql`
-        ${group(rollup(sql`${bucket(sql`rollup.slot`)}, rollup.state_type, rollup.state_name, rollup.count_runs,
-          rollup.sum_run_time, rollup.sum_lateness`), "seconds")}
+        WITH late AS MATERIALIZED (${late}), pieces AS MATERIALIZED (${pieces})
+        ${group(whole)}
+        UNION ALL ${lateRows}
         UNION ALL ${liveRows}
         UNION ALL ${group(edgeRows)}
+        UNION ALL ${odd(sql`${bucket(sql`flow_run.expected_start_time`)}, flow_run.state_type, flow_run.state_name, count(*),
+          sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})`, sql`GROUP BY 1, 2, 3`)}
       `
     },
     count: sql`
-      SELECT (${rollup(sql`coalesce(sum(rollup.count_runs), 0)`)})
-        + (${live(sql`count(*)`)})
+      SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${ROLLUP_ROWS} WHERE ${all(sql, slotConditions)})
+        + (${odd(sql`count(*)`)})
         + (SELECT count(*) FROM (${edges(sql`1`)}) edges)
     `
   }
@@ -400,7 +481,8 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
       start: startMs,
       until: until.getTime(),
       boundaries: Array.from({ length: buckets + 1 }, (_, i) => startMs + i * intervalMs),
-      filter
+      filter,
+      now: at.getTime()
     })
     // Intervals are whole seconds here: each run's interval found by date_bin, in exact microseconds.
     const rows = yield* withoutJit(
@@ -416,11 +498,7 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
         SELECT bucket_start, state_type, state_name, sum(count_runs) AS count_runs,
           sum(run_time)::float8 AS sum_estimated_run_time, (sum(lateness) / 1000000)::float8 AS sum_estimated_lateness
         FROM (${sources(sql, plan, { start: options.start, until, history: true }, filter, at).rows(
-          (time) => sql`date_bin(make_interval(secs => ${options.intervalSeconds}), ${time}, ${options.start}::timestamptz)`,
-          {
-            from: Array.from({ length: buckets }, (_, i) => iso(startMs + i * intervalMs)),
-            to: Array.from({ length: buckets }, (_, i) => iso(startMs + (i + 1) * intervalMs))
-          }
+          (time) => sql`date_bin(make_interval(secs => ${options.intervalSeconds}), ${time}, ${options.start}::timestamptz)`
         )})
           parts (bucket_start, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
@@ -448,7 +526,10 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
     }))
   })
 
-/** How many runs the filter picks: the rollup's final runs of whole slots, and the others. */
+/**
+ * How many runs the filter picks: the rollup's runs of whole slots, the runs of the cut slots, and
+ * the runs the rollup cannot hold (a count depends on no estimate: `at` is not needed).
+ */
 export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
   Effect.map(
     withoutJit(

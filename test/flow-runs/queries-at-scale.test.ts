@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema, TestClock } from "effect"
+import { rollupGrouped } from "../../src/database/migrations/0026_flow_run_rollup_live.ts"
 import { decodeStateDetails } from "../../src/domain/fast-decode.ts"
 import { StateDetails } from "../../src/domain/states.ts"
 import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
@@ -27,7 +28,7 @@ const HOUR = 3_600_000
 
 const post = (path: string, body: unknown) =>
   Effect.map(request("POST", path, { body }), (res) => {
-    expect(res.status, JSON.stringify(res.body)).toBeLessThan(300)
+    expect(res.status, `${path} ${JSON.stringify(body)} ${JSON.stringify(res.body)}`).toBeLessThan(300)
     return res.body
   })
 
@@ -102,35 +103,48 @@ const filters: ReadonlyArray<Body> = [
   { flow_runs: { state: { type: { any_: [] } } } }
 ]
 
-/** The rollup and its deltas hold exactly what adding up the final runs again gives. */
+/**
+ * The rollup and its deltas hold exactly what adding up the runs again gives (migration 0026: every
+ * run with a state type, name and expected start time), and each row's bound on its Running runs'
+ * state timestamps is at least their latest.
+ */
 const rollupIsExact = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const drift = yield* sql`
+  const columns = "slot, state_type, state_name, count_runs, sum_run_time, sum_lateness, count_waiting, sum_waiting_since, count_running, sum_running_since"
+  const drift = yield* sql.unsafe(`
     WITH fresh AS (
-      SELECT flow_run_rollup_slot(expected_start_time) AS slot, state_type, state_name, count(*) AS count_runs,
-        sum(GREATEST(0, total_run_time)::numeric) AS sum_run_time,
-        sum(flow_run_rollup_lateness(start_time, expected_start_time)) AS sum_lateness
-      FROM flow_run
-      WHERE state_type IN ('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED') AND state_name IS NOT NULL
-        AND expected_start_time IS NOT NULL
-      GROUP BY 1, 2, 3
+      SELECT * FROM (${rollupGrouped("flow_run", 1)}) fresh (${columns}, running_since_max)
     ),
     rolled AS (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta),
     kept AS (
       SELECT slot, state_type, state_name, sum(count_runs) AS count_runs, sum(sum_run_time) AS sum_run_time,
-        sum(sum_lateness) AS sum_lateness
+        sum(sum_lateness) AS sum_lateness, sum(count_waiting) AS count_waiting, sum(sum_waiting_since) AS sum_waiting_since,
+        sum(count_running) AS count_running, sum(sum_running_since) AS sum_running_since
       FROM rolled GROUP BY 1, 2, 3 HAVING sum(count_runs) <> 0
     )
-    (SELECT 'missing' AS side, * FROM fresh EXCEPT SELECT 'missing', * FROM kept)
+    (SELECT 'missing' AS side, ${columns} FROM fresh EXCEPT SELECT 'missing', * FROM kept)
     UNION ALL
-    (SELECT 'extra', * FROM kept EXCEPT SELECT 'extra', * FROM fresh)
-  `
+    (SELECT 'extra', * FROM kept EXCEPT SELECT 'extra', ${columns} FROM fresh)
+  `)
   expect(drift).toEqual([])
   const empty = yield* sql`
     SELECT slot, state_type, state_name FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rolled
-    GROUP BY 1, 2, 3 HAVING sum(count_runs) = 0 AND (sum(sum_run_time) <> 0 OR sum(sum_lateness) <> 0)
+    GROUP BY 1, 2, 3 HAVING sum(count_runs) = 0 AND (sum(sum_run_time) <> 0 OR sum(sum_lateness) <> 0 OR sum(count_waiting) <> 0
+      OR sum(sum_waiting_since) <> 0 OR sum(count_running) <> 0 OR sum(sum_running_since) <> 0)
   `
   expect(empty).toEqual([])
+  const unbound = yield* sql`
+    SELECT flow_run.id FROM flow_run
+    WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_timestamp IS NOT NULL AND flow_run.state_name IS NOT NULL
+      AND flow_run.expected_start_time IS NOT NULL
+      AND NOT EXISTS (
+        SELECT 1 FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rolled
+        WHERE rolled.slot = flow_run_rollup_slot(flow_run.expected_start_time) AND rolled.state_type = 'RUNNING'
+          AND rolled.state_name = flow_run.state_name
+          AND rolled.running_since_max >= CASE WHEN flow_run.total_run_time >= 0 THEN flow_run.state_timestamp ELSE 'infinity' END
+      )
+  `
+  expect(unbound).toEqual([])
 })
 
 describe("flow-run queries at scale", () => {
@@ -211,6 +225,135 @@ describe("flow-run queries at scale", () => {
         expect((yield* request("DELETE", `/flows/${beta}`)).status).toBe(204)
         yield* recheck
       }), 120_000
+    )
+
+    it.effect("unfinished runs of every kind, from the rollup as the clock moves past them, answer as the plain queries", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        // Runs expected every 7 min 13 s from 5 hours before the clock to 3 hours after it, each
+        // brought to one kind of unfinished (or final) state.
+        const T = BASE + 400 * HOUR
+        yield* TestClock.setTime(T)
+        const flow = (yield* post("/flows/", { name: "live-kinds" })).id
+        const runs: Array<{ id: string; kind: number }> = []
+        for (let i = 0; i < 67; i++) {
+          const expected = T - 5 * HOUR + i * (7 * MINUTE + 13_000)
+          const run = yield* post("/flow_runs/", {
+            flow_id: flow,
+            state: { type: "SCHEDULED", state_details: { scheduled_time: iso(expected) } }
+          })
+          runs.push({ id: idOf(run), kind: i % 10 })
+        }
+        for (const [i, run] of runs.entries()) {
+          yield* TestClock.adjust(`${(i % 3) * 1_009 + 7} millis`)
+          switch (run.kind) {
+            case 0: // stays Scheduled: late once the clock is past it
+              break
+            case 1:
+              yield* setState(run.id, { type: "PENDING" })
+              break
+            case 2:
+            case 7:
+              yield* setState(run.id, { type: "PENDING" })
+              yield* setState(run.id, { type: "RUNNING" })
+              break
+            case 3:
+              yield* setState(run.id, { type: "RUNNING" }, true)
+              yield* TestClock.adjust("2 seconds")
+              yield* setState(run.id, { type: "PAUSED" }, true)
+              break
+            case 4:
+              yield* setState(run.id, { type: "RUNNING" }, true)
+              yield* setState(run.id, { type: "CANCELLING" }, true)
+              break
+            case 5:
+              yield* setState(run.id, { type: "SCHEDULED", name: "Late", state_details: { scheduled_time: iso(T - 6 * HOUR) } }, true)
+              break
+            case 6:
+              yield* setState(run.id, { type: "PENDING" })
+              yield* setState(run.id, { type: "RUNNING" })
+              yield* TestClock.adjust("1 second")
+              yield* setState(run.id, { type: "COMPLETED" })
+              break
+            case 8: // paused before it ever ran: not started, so late like a Scheduled run
+              yield* setState(run.id, { type: "PAUSED" }, true)
+              break
+            case 9:
+              yield* setState(run.id, { type: "PENDING" })
+              yield* setState(run.id, { type: "RUNNING" })
+              yield* setState(run.id, { type: "PENDING" }, true)
+              break
+          }
+        }
+
+        const liveWindows = (now: number) => [
+          { history_start: iso(T - 6 * HOUR), history_end: iso(T + 4 * HOUR), history_interval_seconds: 3600 },
+          { history_start: iso(T - 5 * HOUR + 17 * MINUTE + 23_456), history_end: iso(T + 3 * HOUR), history_interval_seconds: 1200 },
+          { history_start: iso(T - 30 * 24 * HOUR), history_end: iso(T + 2 * 24 * HOUR), history_interval_seconds: 86400 },
+          // Up to the clock, from a start not on the hour, as a UI asks.
+          { history_start: iso(now - 24 * HOUR), history_end: iso(now), history_interval_seconds: 3600 },
+          { history_start: iso(now - 6 * HOUR + 1), history_end: iso(now + 1), history_interval_seconds: 600 }
+        ]
+        const liveFilters = (now: number): ReadonlyArray<Body> => [
+          {},
+          { flow_runs: { expected_start_time: { after_: iso(now - 7 * 24 * HOUR) } } },
+          { flow_runs: { expected_start_time: { after_: iso(T - HOUR - 3 * MINUTE), before_: iso(T + 30 * MINUTE + 1) } } },
+          { flow_runs: { expected_start_time: { before_: iso(now) } } },
+          { flow_runs: { state: { type: { any_: ["RUNNING"] } } } },
+          { flow_runs: { state: { type: { any_: ["SCHEDULED", "PENDING", "PAUSED", "CANCELLING"] } } } },
+          { flow_runs: { state: { name: { any_: ["Late", "Scheduled", "Running"] } } } }
+        ]
+        const check = Effect.gen(function* () {
+          yield* rollupIsExact
+          const now = (yield* TestClock.currentTimeMillis)
+          for (const window of liveWindows(now)) yield* sameHistory(window)
+          for (const filter of liveFilters(now)) {
+            yield* sameCount(filter)
+            for (const window of liveWindows(now).slice(0, 2)) yield* sameHistory(window, filter)
+            yield* sameHistory(liveWindows(now)[3]!, filter)
+          }
+        })
+        // At the clock (on the quarter hour), then inside a quarter hour, then hours later.
+        yield* TestClock.setTime(T)
+        yield* check
+        const day = yield* sameHistory(liveWindows(T)[0]!)
+        expect(day.flatMap((bucket) => bucket.states.map((s) => s.state_name))).toEqual(
+          expect.arrayContaining(["Scheduled", "Late", "Pending", "Running", "Paused", "Cancelling", "Completed"])
+        )
+        yield* TestClock.adjust(`${20 * 60_000 + 17_123} millis`)
+        yield* check
+        // Folded, the same.
+        yield* sql`SELECT flow_run_rollup_fold()`
+        yield* check
+
+        // Runs moving on: finishing, running again, deleted; the clock moves past the future ones.
+        for (const run of runs.filter((r) => r.kind === 2).slice(0, 3)) yield* setState(run.id, { type: "COMPLETED" })
+        for (const run of runs.filter((r) => r.kind === 1).slice(0, 3)) yield* setState(run.id, { type: "RUNNING" })
+        for (const run of runs.filter((r) => r.kind === 0).slice(0, 2)) yield* setState(run.id, { type: "PENDING" })
+        expect((yield* request("DELETE", `/flow_runs/${runs.find((r) => r.kind === 7)!.id}`)).status).toBe(204)
+        yield* post("/flow_runs/bulk_delete", { flow_runs: { id: { any_: runs.filter((r) => r.kind === 0).slice(3, 5).map((r) => r.id) } } })
+        yield* TestClock.adjust(`${2 * HOUR + 3_001} millis`)
+        yield* check
+
+        // A Running run whose state timestamp is after the clock (another server's clock ahead), one
+        // whose total run time is negative: their rows are read from the runs until the clock is past.
+        const running = runs.filter((r) => r.kind === 7).slice(1).map((r) => r.id)
+        const now = yield* TestClock.currentTimeMillis
+        yield* sql`UPDATE flow_run SET state_timestamp = ${new Date(now + 40 * MINUTE)} WHERE id = ${running[0]!}`
+        yield* sql`UPDATE flow_run SET total_run_time = -5 WHERE id = ${running[1]!}`
+        yield* check
+        yield* TestClock.adjust("1 hour")
+        yield* check
+        // Runs the rollup cannot hold (none that Baton writes): no state, no expected start time.
+        yield* sql`UPDATE flow_run SET state_type = NULL, state_name = NULL WHERE id = ${runs.find((r) => r.kind === 1)!.id}`
+        yield* sql`UPDATE flow_run SET expected_start_time = NULL WHERE id = ${runs.find((r) => r.kind === 3)!.id}`
+        yield* sql`UPDATE flow_run SET expected_start_time = NULL WHERE id = ${runs.find((r) => r.kind === 6)!.id}`
+        yield* check
+        yield* sql`SELECT flow_run_rollup_fold()`
+        yield* check
+        expect((yield* request("DELETE", `/flows/${flow}`)).status).toBe(204)
+        yield* rollupIsExact
+      }), 180_000
     )
 
     it.effect("a cut quarter hour's largest piece, its rollup row less the runs of the other pieces, answers as the plain history", () =>

@@ -27,6 +27,7 @@ import m0022 from "./0022_triggered_actions.ts"
 import m0023 from "./0023_background_tasks.ts"
 import m0024 from "./0024_flow_run_live_state_index.ts"
 import m0025 from "./0025_instance_leading.ts"
+import m0026 from "./0026_flow_run_rollup_live.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -53,5 +54,6 @@ export const migrations = {
   "0022_triggered_actions": m0022,
   "0023_background_tasks": m0023,
   "0024_flow_run_live_state_index": m0024,
-  "0025_instance_leading": m0025
+  "0025_instance_leading": m0025,
+  "0026_flow_run_rollup_live": m0026
 }
