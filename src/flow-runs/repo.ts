@@ -51,24 +51,33 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     const states = yield* RunStatesRepo
     const concurrency = yield* ConcurrencyRules
 
-    const selectRuns = sql`
-      SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state,
-        work_queue.name AS queue_name, work_pool.id AS work_pool_id, work_pool.name AS work_pool_name
-      FROM flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
-        LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
-        LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
-    `
+    /** A run's columns with its state and its queue's and pool's names (FlowRunRow), and what they join. */
+    const runColumns = sql`flow_run.*, to_jsonb(flow_run_state.*) AS state,
+      work_queue.name AS queue_name, work_pool.id AS work_pool_id, work_pool.name AS work_pool_name`
+    const runJoins = sql`LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
+      LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+      LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id`
+
+    const selectRuns = sql`SELECT ${runColumns} FROM flow_run ${runJoins}`
 
     const where = (query: FlowRunQuery) => queryCondition(sql, "flow_run", query)
 
     /** selectRuns over `page`, a query of flow_run rows: what is joined is only the page's runs. */
-    const selectPage = (page: Statement.Fragment) => sql`
-      SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state,
-        work_queue.name AS queue_name, work_pool.id AS work_pool_id, work_pool.name AS work_pool_name
-      FROM (${page}) flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
-        LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
-        LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
-    `
+    const selectPage = (page: Statement.Fragment) => sql`SELECT ${runColumns} FROM (${page}) flow_run ${runJoins}`
+
+    /**
+     * The runs `listed` names (a query of `id` and `position` rows), in position order, in one
+     * statement with the query (a run deleted meanwhile is left out).
+     */
+    const readListed = (listed: Statement.Fragment) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<FlowRunRow>`
+          SELECT ${runColumns} FROM (${listed}) listed JOIN flow_run ON flow_run.id = listed.id ${runJoins}
+          ORDER BY listed.position
+        `
+        const at = yield* now
+        return rows.map((row) => toFlowRun(row, at))
+      })
 
     const readRow = (id: string) =>
       Effect.map(sql<FlowRunRow>`${selectRuns} WHERE flow_run.id = ${id}`, (rows) => rows[0])
@@ -264,6 +273,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       create: (input: NewFlowRun) => create(input).pipe(Effect.catchIf(isIntegrityViolation, () => new FlowRunConflict())),
       find: (id: string) => Effect.map(read(id), Option.fromNullable),
       readMany,
+      readListed,
       findState,
       readStates,
       update,

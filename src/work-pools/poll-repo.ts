@@ -96,10 +96,11 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
     /**
      * The worker poll: Scheduled runs of the pool's unpaused queues (none when the pool is paused),
      * each queue contributing no more than its free slots, the pool no more than its own; ordered
-     * by queue priority, then scheduled time. Ids with their queue, in that order.
+     * by queue priority, then scheduled time. A query of their ids with their queue and their
+     * `position` in that order, for the statement that reads the runs (FlowRunsRepo.readListed).
      */
     const dueInPool = (options: PollOptions) =>
-      sql<{ id: string; work_queue_id: string }>`
+      sql<{ id: string; work_queue_id: string; position: number }>`
         WITH pool AS (
           SELECT id, concurrency_limit FROM work_pool WHERE id = ${options.poolId} AND NOT is_paused
         ),
@@ -119,7 +120,8 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
           WHERE NOT work_queue.is_paused
             ${options.queueIds === undefined ? sql`` : sql`AND work_queue.id = ANY(${options.queueIds}::uuid[])`}
         )
-        SELECT due.id, queues.id AS work_queue_id
+        SELECT due.id, queues.id AS work_queue_id,
+          row_number() OVER (ORDER BY queues.priority, due.next_scheduled_start_time, due.id) AS position
         FROM queues CROSS JOIN LATERAL (
           SELECT flow_run.id, flow_run.next_scheduled_start_time FROM flow_run
           WHERE flow_run.work_queue_id = queues.id AND flow_run.state_type = 'SCHEDULED'
@@ -247,7 +249,8 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
         (rows) => (rows[0]?.next == null ? null : new Date(rows[0].next))
       )
 
-    return sqlErrorsAsDefects({ findPollTarget, markPolled, dueInPool, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime })
+    // dueInPool is a query to embed, not a statement of its own.
+    return { ...sqlErrorsAsDefects({ findPollTarget, markPolled, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime }), dueInPool }
   }),
   dependencies: [StatusChanges.Default]
 }) {}

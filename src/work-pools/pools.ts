@@ -206,21 +206,17 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       const queueIds = target.queues.map((q) => q.id)
       const pollOnce = (scheduledBefore: Date | null) =>
         Effect.gen(function* () {
-          const due = yield* poll.dueInPool({
+          // The due runs found and read in one statement, in the poll's order.
+          const dueRuns = yield* runs.readListed(poll.dueInPool({
             poolId: target.id,
             queueIds: names === undefined ? undefined : queueIds,
             scheduledBefore,
             scheduledAfter: options.scheduledAfter,
             limit: options.limit
-          })
-          const dueRuns = yield* runs.readMany(due.map((d) => d.id))
+          }))
           yield* poll.markPolled(queueIds, yield* now)
-          const runById = new Map(dueRuns.map((run) => [run.id, run]))
-          // In the poll's order; a run deleted since it was found is left out.
-          return due.flatMap((d) => {
-            const run = runById.get(d.id)
-            return run === undefined ? [] : [{ work_pool_id: target.id, work_queue_id: d.work_queue_id, flow_run: run }]
-          })
+          // Found in a queue of the pool: the run's queue is that queue.
+          return dueRuns.map((run) => ({ work_pool_id: target.id, work_queue_id: run.work_queue_id!, flow_run: run }))
         })
       if (!options.waitSeconds || options.waitSeconds <= 0) return yield* pollOnce(options.scheduledBefore)
       return yield* holdPoll({
