@@ -52,6 +52,9 @@ const roleOfKey = new Map(Object.entries(ROLE_KEYS).map(([role, key]) => [key, r
 /** How often a process lacking a lock it wants tries again; a killed leader's locks move within it. */
 const POLL = Duration.seconds(1)
 
+/** How long a stopping process waits for its locks' session to end. */
+const CLOSE_TIMEOUT = Duration.seconds(2)
+
 /** How long a fence query may take before the locks count as lost. */
 const FENCE_TIMEOUT = Duration.seconds(5)
 
@@ -134,10 +137,16 @@ export class Leadership extends Effect.Service<Leadership>()("baton/Leadership",
       Effect.suspend(() => {
         const client = session
         session = undefined
-        if (client !== undefined) client.end().catch(() => undefined)
-        return Effect.zipRight(lose([...held], reason), held.size === 0 && wanted.size > 0
-          ? Effect.logDebug(`Waiting to lead the singleton services: ${reason}`)
-          : Effect.void)
+        const ending = client === undefined ? Promise.resolve() : client.end().catch(() => undefined)
+        // A process that stops waits (briefly) for its session to end: its locks are free for the
+        // next process when it is gone, not some time after.
+        const waited = reason === STOPPING
+          ? Effect.promise(() => ending).pipe(Effect.timeout(CLOSE_TIMEOUT), Effect.ignore, Effect.withClock(realClock))
+          : Effect.void
+        return Effect.zipRight(
+          lose([...held], reason),
+          Effect.zipRight(waited, held.size === 0 && wanted.size > 0 ? Effect.logDebug(`Waiting to lead the singleton services: ${reason}`) : Effect.void)
+        )
       })
 
     /** Takes the free locks of the wanted roles not held; all of them or none against a process asking at once. */

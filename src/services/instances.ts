@@ -46,6 +46,9 @@ export const registerInstance = (options: { readonly servesApi: boolean; readonl
       const services = (yield* Effect.flatMap(BackgroundServices, (registry) => registry.all))
         .filter((service) => options.only(service) && settings.server.services[service.name].enabled)
       const names = (list: ReadonlyArray<BackgroundService>) => [...new Set(list.map((service) => service.name))].sort()
+      // What it runs that a process leads (as the runner asks, which one of the two may do first):
+      // registered with what it leads already, the row says so from the start.
+      yield* leadership.want(names(services.filter((service) => service.singleton === true || service.leadsPart === true)))
       const started = yield* now
       const self: InstanceRow = {
         id: yield* newId,
@@ -57,7 +60,7 @@ export const registerInstance = (options: { readonly servesApi: boolean; readonl
         serves_api: options.servesApi,
         services: names(services),
         singletons: names(services.filter((service) => service.singleton === true)),
-        leads_services: [],
+        leads_services: yield* leadership.leading,
         lease_storage: settings.server.concurrency.lease_storage ?? "memory",
         messaging_broker: settings.server.events.messaging_broker
       }
@@ -71,8 +74,6 @@ export const registerInstance = (options: { readonly servesApi: boolean; readonl
       const others = (yield* repo.live(new Date(started.getTime() - Duration.toMillis(LIVE_WITHIN)))).filter((other) => other.id !== self.id)
       for (const warning of crossProcessWarnings(self, others)) yield* Effect.logWarning(warning)
 
-      // What it runs that a process leads (as the runner asks, which one of the two may do first).
-      yield* leadership.want(names(services.filter((service) => service.singleton === true || service.leadsPart === true)))
       const beat = Effect.gen(function* () {
         const at = yield* now
         const leading = yield* leadership.leading

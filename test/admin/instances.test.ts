@@ -45,7 +45,7 @@ describe("GET /admin/instances", () => {
         )
         const listed = yield* Effect.scoped(Effect.gen(function* () {
           yield* buildInServer(registered)
-          // Its first heartbeat says it leads (the embedded database's one process always does).
+          // Registered, it says what it leads (a process whose settings name no server, like the embedded database's one process, leads whatever it runs).
           yield* TestClock.adjust(Duration.millis(1))
           const [self] = ok(yield* request("GET", "/admin/instances"), 200)
           expect(self).toMatchObject({ pid: process.pid, api: true, lease_storage: "memory", messaging_broker: "memory" })
