@@ -84,9 +84,9 @@ const FAST = Symbol.for("baton/database/fastStatements")
  * than the rest of its execution, and a run's lifecycle makes twenty statements. With tracing or the
  * echo on, or another transformer set, statements run as @effect/sql runs them.
  *
- * Installed on @effect/sql's statement class (one per process), the first time a client is made.
+ * Installed on @effect/sql's statement class (one per process) by StatementsLive.
  */
-export const fastStatements = (sql: { (strings: TemplateStringsArray): unknown }) =>
+const fastStatements = (sql: { (strings: TemplateStringsArray): unknown }) =>
   Effect.sync(() => {
     const prototype = Object.getPrototypeOf(sql`SELECT 1`) as StatementInternals & { [FAST]?: true }
     if (prototype[FAST] === true) return

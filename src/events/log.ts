@@ -217,8 +217,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
                 if (!skip.handles) continue
               }
             }
-            const ready = state.ready
-            if (ready) {
+            if (state.ready) {
               const { handled, missing } = yield* around(consumeBatch(name, limit, handle))
               if (missing) continue
               // Another process holds the cursor: it handles them (and if it dies, a later look does).

@@ -88,10 +88,9 @@ export const runServices = <R>(services: ReadonlyArray<BackgroundService<R>>): L
       const settings = yield* Settings
       const leadership = yield* Leadership
       const metrics = yield* Metrics
-      const enabled = services.filter((service) => settings.server.services[service.name].enabled)
-      for (const service of services) {
-        if (!enabled.includes(service)) yield* Effect.logDebug(`Service ${service.name} is disabled`)
-      }
+      const isEnabled = (service: BackgroundService<R>) => settings.server.services[service.name].enabled
+      for (const service of services.filter((service) => !isEnabled(service))) yield* Effect.logDebug(`Service ${service.name} is disabled`)
+      const enabled = services.filter(isEnabled)
       // The locks of what this process runs, all asked for at once (and taken, where free, before the
       // first iterations): a process running only some singletons leaves the others to another.
       yield* leadership.want([...new Set(enabled.filter((service) => service.singleton || service.leadsPart).map((service) => service.name))])
