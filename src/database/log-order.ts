@@ -6,7 +6,7 @@
  * the writers' commits interleave. A row newer than that horizon waits until the transactions
  * before it end (usually milliseconds; a long-running writing transaction holds every reader back).
  */
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, Statement } from "@effect/sql"
 import { Effect } from "effect"
 
 /** Where a reader stands: after the row of transaction `txid` numbered `seq` (both as text: xid8 and bigint). */
@@ -25,6 +25,21 @@ export const finalAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>
 /** Committed rows after `position` that are not final yet: a transaction older than them still runs. */
 export const pendingAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>
   sql`txid IS NOT NULL AND (txid, seq) > (${position.txid}::xid8, ${position.seq}::bigint) AND txid >= ${horizon(sql)}`
+
+/**
+ * The txid of the first row of `table` after a position (`txid`, `seq`: SQL, e.g. a joined cursor's
+ * columns), or NULL. Rows of older transactions come first in log order, so this one probe of the
+ * (txid, seq) index says whether something final follows the position (`< horizon`) or, when not,
+ * whether committed rows wait behind a running transaction (`>= horizon`). A scalar subquery,
+ * ordered and limited: inside EXISTS PostgreSQL drops the ORDER BY, and as it cannot know how few
+ * rows lie past the horizon it then reads the whole table, on every look of every reader.
+ */
+export const firstAfter = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  txid: Statement.Fragment,
+  seq: Statement.Fragment
+) => sql`(SELECT txid FROM ${sql(table)} WHERE txid IS NOT NULL AND (txid, seq) > (${txid}, ${seq}) ORDER BY txid, seq LIMIT 1)`
 
 /** The position of a reader that starts now: what is final now is behind it, everything else ahead. */
 export const currentPosition = (sql: SqlClient.SqlClient) =>

@@ -142,7 +142,10 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
             retry = PENDING_RETRY_FIRST
           }
           if (batch.length === limit) continue
-          if (!(yield* repo.pendingAfterPosition(position))) return position
+          const next = yield* repo.lookAfter(position)
+          // Final since the read (an older transaction ended meanwhile): read it now.
+          if (next.ready) continue
+          if (!next.pending) return position
           yield* whilePending(position)
           yield* sleepReal(Duration.millis(retry))
           retry = nextRetry(retry)

@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { currentPosition, finalAfter, horizon, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
+import { currentPosition, finalAfter, firstAfter, horizon, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
 import { idAt } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
@@ -246,9 +246,18 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
         (rows) => rows.map(toEvent)
       )
 
-    /** Whether events after `position` are committed but not final yet (a reader should look again shortly). */
-    const pendingAfterPosition = (position: LogPosition) =>
-      Effect.map(sql<{ pending: boolean }>`SELECT EXISTS (SELECT 1 FROM events WHERE ${pendingAfter(sql, position)}) AS pending`, (rows) => rows[0]!.pending)
+    /**
+     * What follows `position`: `ready` when something final does (to read now), else `pending` when
+     * committed events wait for an older transaction (a reader should look again shortly).
+     */
+    const lookAfter = (position: LogPosition) =>
+      Effect.map(
+        sql<{ ready: boolean | null; pending: boolean | null }>`
+          SELECT first < ${horizon(sql)} AS ready, first >= ${horizon(sql)} AS pending
+          FROM (SELECT ${firstAfter(sql, "events", sql`${position.txid}::xid8`, sql`${position.seq}::bigint`)} AS first) f
+        `,
+        (rows) => ({ ready: rows[0]!.ready === true, pending: rows[0]!.pending === true })
+      )
 
     /** The log's position now, for a reader that starts here. */
     const position = currentPosition(sql)
@@ -280,19 +289,19 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
 
     /**
      * Where consumer `name` stands, without locking its cursor: whether it has one, whether final
-     * events wait after it, and whether committed ones wait for an older transaction. One statement,
-     * so an idle consumer looks cheaply.
+     * events wait after it, and (when none do) whether committed ones wait for an older transaction.
+     * One statement and one index probe, so an idle consumer looks cheaply.
      */
     const consumerState = (name: string) =>
       Effect.map(
-        sql<{ known: boolean; ready: boolean; pending: boolean }>`
-          SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = ${name}) AS known,
-            EXISTS (SELECT 1 FROM event_consumer c JOIN events e ON e.txid IS NOT NULL AND (e.txid, e.seq) > (c.txid, c.seq)
-              WHERE c.name = ${name} AND e.txid < ${horizon(sql)}) AS ready,
-            EXISTS (SELECT 1 FROM event_consumer c JOIN events e ON e.txid IS NOT NULL AND (e.txid, e.seq) > (c.txid, c.seq)
-              WHERE c.name = ${name} AND e.txid >= ${horizon(sql)}) AS pending
+        sql<{ known: boolean; ready: boolean | null; pending: boolean | null }>`
+          SELECT c.name IS NOT NULL AS known, first < ${horizon(sql)} AS ready, first >= ${horizon(sql)} AS pending
+          FROM (SELECT 1) one
+          LEFT JOIN LATERAL (
+            SELECT c.name, ${firstAfter(sql, "events", sql`c.txid`, sql`c.seq`)} AS first FROM event_consumer c WHERE c.name = ${name}
+          ) c ON true
         `,
-        (rows) => rows[0]!
+        (rows) => ({ known: rows[0]!.known, ready: rows[0]!.ready === true, pending: rows[0]!.pending === true })
       )
 
     /**
@@ -328,8 +337,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
           SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = ${name}) AS known,
             EXISTS (SELECT 1 FROM cursor) AS locked, (SELECT count(*)::int FROM skipped) AS skipped,
             EXISTS (SELECT 1 FROM handled) AS handles, EXISTS (SELECT 1 FROM handled) AS ready,
-            EXISTS (SELECT 1 FROM cursor JOIN events e ON e.txid IS NOT NULL AND (e.txid, e.seq) > (cursor.txid, cursor.seq)
-              WHERE e.txid >= ${horizon(sql)}) AS pending,
+            coalesce((SELECT ${firstAfter(sql, "events", sql`cursor.txid`, sql`cursor.seq`)} >= ${horizon(sql)} FROM cursor), false) AS pending,
             (SELECT count(*) FROM moved) AS moved
         `,
         (rows) => rows[0]!
@@ -349,7 +357,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       deleteOlderThan,
       readAfter,
       readPendingAfter,
-      pendingAfterPosition,
+      lookAfter,
       position: () => position,
       ensureConsumer,
       consumerState,

@@ -76,6 +76,48 @@ describe("the event log", () => {
       })
     )
 
+    it.scoped("a consumer's look at a long log probes the log's index: no look reads the whole table", () =>
+      Effect.gen(function* () {
+        const log = yield* EventLog
+        const repo = yield* EventsRepo
+        const sql = yield* SqlClient.SqlClient
+        // A log of 20,000 events (a few days of a busy server keep millions), its statistics current.
+        yield* sql`
+          INSERT INTO events (id, occurred, event, resource_id, resource, received, recorded)
+          SELECT gen_random_uuid(), now(), 'filler.' || i, 'filler', '{}'::jsonb, now(), now() FROM generate_series(1, 20000) i
+        `
+        yield* sql`ANALYZE events`
+        const handleNothing = () => Effect.void
+        const all = yield* log.consumer("test-look-all", 500, handleNothing)
+        const some = yield* log.consumer("test-look-some", 500, handleNothing, undefined, Effect.succeed({ prefix: "wanted." }))
+        const none = yield* log.consumer("test-look-none", 500, handleNothing, undefined, Effect.succeed(NO_EVENTS))
+        for (const consumer of [all, some, none]) yield* consumer.drain
+        const position = yield* repo.position()
+        // The scans of `events` this transaction made, before the server's statistics have them.
+        const scans = Effect.map(
+          sql<{ seq: string; index: string }>`
+            SELECT seq_scan::text AS seq, coalesce(idx_scan, 0)::text AS index FROM pg_stat_xact_user_tables WHERE relname = 'events'
+          `,
+          (rows) => ({ seq: Number(rows[0]?.seq ?? 0), index: Number(rows[0]?.index ?? 0) })
+        )
+        const looked = yield* sql.withTransaction(Effect.gen(function* () {
+          const before = yield* scans
+          const states = [
+            yield* repo.consumerState("test-look-all"),
+            yield* repo.skipUnhandled("test-look-some", 500, "wanted."),
+            yield* repo.skipUnhandled("test-look-none", 500, null),
+            yield* repo.lookAfter(position)
+          ]
+          const after = yield* scans
+          return { states, seq: after.seq - before.seq, index: after.index - before.index }
+        }))
+        // Every consumer is at the end of the log: nothing ready, nothing waiting.
+        for (const state of looked.states) expect({ ready: state.ready, pending: state.pending }).toEqual({ ready: false, pending: false })
+        expect(looked.seq).toBe(0)
+        expect(looked.index).toBeGreaterThanOrEqual(4)
+      })
+    )
+
     it.scoped("what a batch writes commits with the cursor: a failing batch is handed again, nothing of it kept", () =>
       Effect.gen(function* () {
         const log = yield* EventLog
