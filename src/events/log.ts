@@ -214,11 +214,10 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
               // Another process holds the cursor: it handles them (and if it dies, a later look does).
               if (!skip.locked) return total
               total += skip.skipped
-              if (skip.skipped > 0) {
-                retry = PENDING_RETRY_FIRST
-                // After the skipped ones, a batch from the first it handles (if one is final).
-                if (!skip.handles) continue
-              }
+              if (skip.skipped > 0) retry = PENDING_RETRY_FIRST
+              // More final events after a full batch passed over: look at them (a batch from the
+              // first it handles comes next when there is one).
+              if (!skip.ready && skip.more) continue
             }
             if (state.ready) {
               const { handled, missing } = yield* around(consumeBatch(name, limit, handle))

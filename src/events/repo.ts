@@ -310,11 +310,13 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
      * them and up to the first it handles, in one statement under its cursor's lock (taken as
      * lockConsumer takes it: skipped when another transaction holds it). Whether it has a cursor,
      * whether the lock was free, how many were passed over, whether one it handles comes next
-     * (final: `ready`), and whether committed ones wait for an older transaction (as consumerState).
+     * (final: `ready`), and what follows the last one looked at: more final events (`more`: the
+     * batch was full) or, when not, committed ones waiting for an older transaction (`pending`).
+     * So a consumer that handles none of what came needs this one look.
      */
     const skipUnhandled = (name: string, limit: number, prefix: string | null) =>
       Effect.map(
-        sql<{ known: boolean; locked: boolean; skipped: number; handles: boolean; ready: boolean; pending: boolean }>`
+        sql<{ known: boolean; locked: boolean; skipped: number; ready: boolean; more: boolean | null; pending: boolean | null }>`
           WITH cursor AS (
             SELECT txid, seq FROM event_consumer WHERE name = ${name} FOR UPDATE SKIP LOCKED
           ), batch AS (
@@ -333,14 +335,19 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
           ), moved AS (
             UPDATE event_consumer SET txid = last.txid, seq = last.seq, updated = now() FROM last
             WHERE event_consumer.name = ${name} RETURNING 1
+          ), looked AS (
+            SELECT coalesce(b.txid, cursor.txid) AS txid, coalesce(b.seq, cursor.seq) AS seq
+            FROM cursor LEFT JOIN LATERAL (SELECT txid, seq FROM batch ORDER BY txid DESC, seq DESC LIMIT 1) b ON true
+          ), next AS (
+            SELECT ${firstAfter(sql, "events", sql`looked.txid`, sql`looked.seq`)} AS txid FROM looked
           )
           SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = ${name}) AS known,
             EXISTS (SELECT 1 FROM cursor) AS locked, (SELECT count(*)::int FROM skipped) AS skipped,
-            EXISTS (SELECT 1 FROM handled) AS handles, EXISTS (SELECT 1 FROM handled) AS ready,
-            coalesce((SELECT ${firstAfter(sql, "events", sql`cursor.txid`, sql`cursor.seq`)} >= ${horizon(sql)} FROM cursor), false) AS pending,
+            EXISTS (SELECT 1 FROM handled) AS ready,
+            (SELECT txid < ${horizon(sql)} FROM next) AS more, (SELECT txid >= ${horizon(sql)} FROM next) AS pending,
             (SELECT count(*) FROM moved) AS moved
         `,
-        (rows) => rows[0]!
+        (rows) => ({ ...rows[0]!, more: rows[0]!.more === true, pending: rows[0]!.pending === true })
       )
 
     const advanceConsumer = (name: string, to: LogPosition) =>
