@@ -51,6 +51,20 @@ export interface FlowRunConcurrency {
   readonly deployment_concurrency?: DeploymentConcurrency | null
 }
 
+/**
+ * Whether no transition of this flow run can take or give back a deployment slot: it has no
+ * deployment, or its deployment (read with it) has no limit and its state holds no lease. Then
+ * secureFlow and releaseFlow touch nothing, and its transitions need no lock but on its own row.
+ */
+export const flowHoldsNoSlots = (
+  run: FlowRunConcurrency & { readonly state: { readonly state_details: unknown } | null }
+) => {
+  if (run.deployment_id === null) return true
+  const details = run.state?.state_details as { readonly deployment_concurrency_lease_id?: string | null } | null | undefined
+  return run.deployment_concurrency != null && run.deployment_concurrency.concurrency_limit_id === null &&
+    (details?.deployment_concurrency_lease_id ?? null) === null
+}
+
 /** The columns FlowRunConcurrency adds to a flow run read as `r`. */
 export const deploymentConcurrencyColumn = `, (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id,
     'concurrency_options', d.concurrency_options) FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency`

@@ -84,7 +84,17 @@ export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBas
    * the transition, or turn it into another decision. In the same transaction.
    */
   readonly secure?: (row: Row, run: Run, outcome: Outcome<Run>, initial: State | null) => Effect.Effect<Outcome<Run>>
+  /**
+   * Whether deciding a transition of this run reads and writes nothing but the run's row (`secure`
+   * and `afterStore` have nothing to do for it: no slot to take or give back). Such a transition is
+   * decided without a transaction and stored only if the row is still the version it read (one
+   * statement); when it changed meanwhile, the transition is decided again under the row's lock.
+   */
+  readonly lockFree?: (row: Row) => boolean
 }
+
+/** The outcome of a transition decided without the lock whose row changed before it was stored. */
+const CHANGED = Symbol("changed")
 
 const tables = {
   flow_run: { run: "flow_run", states: "flow_run_state", fk: "flow_run_id" },
@@ -197,16 +207,17 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     })
 
     /**
-     * Stores `proposed` as the run's new state and applies the global bookkeeping; `policy` is the
-     * run's policy after the transition. Runs inside the caller's transaction.
+     * Stores `proposed` as the run's new state, as writeState does; with `version` (the row's xmin
+     * when it was read) only if the row is still that version: undefined when it is not.
      */
-    const writeState = traced("RunStatesRepo.writeState")(function* (
+    const storeState = traced("RunStatesRepo.writeState")(function* (
       kind: RunKind,
       row: RunStateRow,
       proposed: RuleState,
       policy: object,
       policyAfter: object = {},
-      resetRunCount = false
+      resetRunCount = false,
+      version?: string
     ) {
       const t = tables[kind]
       const at = yield* now
@@ -225,21 +236,9 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const queueSize = retry ? queueSizes.max_retry_queue_size : queueSizes.max_scheduled_queue_size
       // A background run leaving Scheduled leaves its queue (delivered or not).
       const background = kind === "task_run" && (row as { readonly flow_run_id?: string | null }).flow_run_id == null
-      const queued = !background
-        ? sql``
-        : plan.state.type === "SCHEDULED" && plan.state.state_details.deferred === true
-        ? sql`, queued AS (
-            INSERT INTO task_run_delivery (task_run_id, task_key, retry)
-            SELECT id, task_key, ${retry} FROM task_run r WHERE id = ${row.id}
-              AND (SELECT count(*) FROM task_run_delivery d WHERE d.task_key = r.task_key AND d.retry = ${retry}) < ${queueSize}
-            ON CONFLICT (task_run_id) DO UPDATE SET retry = EXCLUDED.retry, claimed_until = NULL, delivered_at = NULL)`
-        : sql`, dequeued AS (DELETE FROM task_run_delivery WHERE task_run_id = ${row.id})`
-      // The state, its note in the event outbox and the run's columns in one statement: one round
-      // trip on the hot path, and the transition's event is as durable as the state.
-      yield* sql`
-        WITH stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) VALUES (${plan.stateValues})),
-          noted AS (INSERT INTO event_outbox (body) VALUES (${JSON.stringify(note)}::jsonb))
-          ${queued}
+      // The run's columns come first: with `version`, whether the row is still that version decides
+      // whether anything is written (the UPDATE, taking the row's lock, reads its newest version).
+      const updated = sql`
         UPDATE ${sql(t.run)} SET
           updated = ${at},
           state_id = ${plan.state.id},
@@ -253,10 +252,43 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           expected_start_time = ${next.expected_start_time},
           next_scheduled_start_time = ${next.next_scheduled_start_time},
           empirical_policy = ${JSON.stringify(plan.finalPolicy)}::jsonb
-        WHERE id = ${row.id}
+        WHERE id = ${row.id} ${version === undefined ? sql`` : sql`AND xmin = ${version}::xid`}
+        RETURNING id
       `
-      return plan.state
+      const queued = !background
+        ? sql``
+        : plan.state.type === "SCHEDULED" && plan.state.state_details.deferred === true
+        ? sql`, queued AS (
+            INSERT INTO task_run_delivery (task_run_id, task_key, retry)
+            SELECT r.id, r.task_key, ${retry} FROM task_run r JOIN run ON run.id = r.id
+            WHERE (SELECT count(*) FROM task_run_delivery d WHERE d.task_key = r.task_key AND d.retry = ${retry}) < ${queueSize}
+            ON CONFLICT (task_run_id) DO UPDATE SET retry = EXCLUDED.retry, claimed_until = NULL, delivered_at = NULL)`
+        : sql`, dequeued AS (DELETE FROM task_run_delivery WHERE task_run_id IN (SELECT id FROM run))`
+      // The state, its note in the event outbox and the run's columns in one statement: one round
+      // trip on the hot path, and the transition's event is as durable as the state.
+      const stored = yield* sql<{ stored: number }>`
+        WITH run AS (${updated}),
+          stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run),
+          noted AS (INSERT INTO event_outbox (body) SELECT ${JSON.stringify(note)}::jsonb FROM run)
+          ${queued}
+        SELECT count(*)::int AS stored FROM run
+      `
+      return stored[0]!.stored > 0 ? plan.state : undefined
     })
+
+    /**
+     * Stores `proposed` as the run's new state and applies the global bookkeeping; `policy` is the
+     * run's policy after the transition. Runs inside the caller's transaction, whose lock on the
+     * run's row it holds (or on a row it inserted).
+     */
+    const writeState = (
+      kind: RunKind,
+      row: RunStateRow,
+      proposed: RuleState,
+      policy: object,
+      policyAfter: object = {},
+      resetRunCount = false
+    ) => Effect.map(storeState(kind, row, proposed, policy, policyAfter, resetRunCount), (state) => state!)
 
     /**
      * Publishes a transition once it is committed (with a flow run's work queue): inside a caller's
@@ -265,47 +297,79 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     const published = (kind: RunKind, id: string, initial: State | null, validated: State, workQueueId: string | null = null) =>
       afterCommit(transitions.publish({ kind, run_id: id, initial_state: initial, validated_state: validated, work_queue_id: workQueueId }))
 
+    /** The run's row with its current state and latest state timestamp (`lock`: FOR UPDATE; else with its version). */
+    const readForTransition = <Row extends RunStateRow>(input: Pick<TransitionInput<Row, never>, "kind" | "id" | "columns">, lock: boolean) => {
+      const t = tables[input.kind]
+      return sql<Row & { readonly row_version?: string }>`
+        SELECT r.*, ${lock ? sql`` : sql`r.xmin::text AS row_version,`}
+          (SELECT to_jsonb(s.*) FROM ${sql(t.states)} s WHERE s.id = r.state_id) AS state,
+          (SELECT max(timestamp) FROM ${sql(t.states)} WHERE ${sql(t.fk)} = r.id) AS last_state_timestamp
+          ${input.columns === undefined ? sql`` : sql.literal(input.columns)}
+        FROM ${sql(t.run)} r WHERE r.id = ${input.id}
+        ${lock ? sql`FOR UPDATE OF r` : sql``}
+      `
+    }
+
+    /** What the policy (and `secure`) decide for `row`, and the state it is in. */
+    const decide = <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>, row: Row) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const initial = row.state === null ? null : toState(row.state)
+        // A state without a name is named after its type before any rule looks at it.
+        const proposed: RuleState = { ...input.proposed, name: input.proposed.name ?? defaultStateName[input.proposed.type] }
+        const ruleRun = yield* input.ruleRun(row, proposed)
+        const decided = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
+        const outcome = input.secure ? yield* input.secure(row, ruleRun, decided, initial) : decided
+        return { initial, outcome }
+      })
+
     /**
-     * Proposes a state: the policy decides; an accepted (or replacement) state is stored. The run's
-     * row is locked for the whole transaction, so two proposals for one run are decided one after
-     * the other. Undefined when there is no such run.
+     * Decides and stores a transition: `version` stores it only if the row is still that version
+     * (CHANGED when not), without it the caller holds the row's lock.
+     */
+    const decideAndStore = <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>, row: Row, version?: string) =>
+      Effect.gen(function* () {
+        const { initial, outcome } = yield* decide(input, row)
+        const validated = outcome.proposed === null
+          ? initial
+          : yield* storeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount, version)
+        if (validated === undefined) return CHANGED
+        if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated, initial)
+        const queue = (row as { readonly work_queue_id?: string | null }).work_queue_id ?? null
+        return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null, queue }
+      })
+
+    /**
+     * Proposes a state: the policy decides; an accepted (or replacement) state is stored. Two
+     * proposals for one run are decided one after the other: under the run's row lock, held for the
+     * whole transaction, or (`lockFree`) one of them finds the row changed when it stores its state
+     * and is decided again under the lock. Undefined when there is no such run.
      */
     const transition = traced("RunStatesRepo.transition")(function* <Row extends RunStateRow, Run extends RuleRunBase>(
       input: TransitionInput<Row, Run>
     ) {
-      const t = tables[input.kind]
-      const result = yield* transaction(
+      const lockFree = input.lockFree
+      const unlocked = lockFree === undefined ? CHANGED : yield* Effect.gen(function* () {
+        const read = yield* readForTransition<Row>(input, false)
+        if (read.length === 0) return undefined
+        const row = read[0]!
+        return lockFree(row) ? yield* decideAndStore(input, row, row.row_version) : CHANGED
+      })
+      const result = unlocked !== CHANGED ? unlocked : yield* transaction(
         sql,
         Effect.gen(function* () {
           // Lock and read in one statement. Under READ COMMITTED, a read that waited for the lock
           // sees the run's newest columns but its subqueries see the statement's older snapshot:
           // then the current state is missing, and the row is read again in a new statement.
-          const locked = yield* sql<Row>`
-            SELECT r.*,
-              (SELECT to_jsonb(s.*) FROM ${sql(t.states)} s WHERE s.id = r.state_id) AS state,
-              (SELECT max(timestamp) FROM ${sql(t.states)} WHERE ${sql(t.fk)} = r.id) AS last_state_timestamp
-              ${input.columns === undefined ? sql`` : sql.literal(input.columns)}
-            FROM ${sql(t.run)} r WHERE r.id = ${input.id}
-            FOR UPDATE OF r
-          `
+          const locked = yield* readForTransition<Row>(input, true)
           if (locked.length === 0) return undefined
           const first = locked[0]!
           const row = first.state_id !== null && first.state?.id !== first.state_id
             ? { ...first, ...(yield* readRow<Row>(input.kind, input.id))!, last_state_timestamp: undefined }
             : first
-          const at = yield* now
-          const initial = row.state === null ? null : toState(row.state)
-          // A state without a name is named after its type before any rule looks at it.
-          const proposed: RuleState = { ...input.proposed, name: input.proposed.name ?? defaultStateName[input.proposed.type] }
-          const ruleRun = yield* input.ruleRun(row, proposed)
-          const decided = orchestrate(input.rules, { now: at, run: ruleRun, initial, proposed })
-          const outcome = input.secure ? yield* input.secure(row, ruleRun, decided, initial) : decided
-          const validated = outcome.proposed === null
-            ? initial
-            : yield* writeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount)
-          if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated, initial)
-          const queue = (row as { readonly work_queue_id?: string | null }).work_queue_id ?? null
-          return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null, queue }
+          const stored = yield* decideAndStore(input, row)
+          // Under the lock the row cannot have changed.
+          return stored === CHANGED ? undefined : stored
         })
       )
       if (result === undefined) return undefined
