@@ -5,8 +5,8 @@
  * the fiber commits, and drops it when that transaction rolls back. Outside a transaction it runs
  * at once.
  */
-import type { SqlClient } from "@effect/sql"
-import { Effect, FiberRef } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Effect, FiberRef, Option } from "effect"
 
 /** What waits for the outermost transaction of this fiber (undefined outside one). */
 const pending = FiberRef.unsafeMake<Array<Effect.Effect<void>> | undefined>(undefined)
@@ -30,3 +30,6 @@ export const transaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Ef
       Effect.tap(() => Effect.forEach(queue, (queued) => queued, { discard: true }))
     )
   })
+
+/** Whether the fiber is inside a transaction (its statements go to the transaction's connection). */
+export const inOpenTransaction: Effect.Effect<boolean> = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)

@@ -20,13 +20,13 @@ import { Cause, Duration, Effect, PubSub, Scope } from "effect"
 import { databaseMessage, isDataException } from "../database/errors.ts"
 import type { LogPosition } from "../database/log-order.ts"
 import * as Notifications from "../database/notifications.ts"
-import { afterCommit, transaction } from "../database/transactions.ts"
+import { afterCommit, inOpenTransaction, transaction } from "../database/transactions.ts"
 import { RecentSet } from "../domain/recent.ts"
 import { realClock } from "../domain/time.ts"
 import { makeWakeups } from "../domain/wakeups.ts"
 import { loop } from "../services/runner.ts"
 import { Settings } from "../settings/settings.ts"
-import { EventsRepo } from "./repo.ts"
+import { EventsRepo, INSERT_BATCH } from "./repo.ts"
 import type { ReceivedEvent } from "./schemas.ts"
 
 /** The PostgreSQL channel writers announce new events on, and what they say. */
@@ -89,11 +89,22 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      */
     const notification = shared ? { channel: EVENTS_CHANNEL, payload: WRITTEN } : undefined
 
-    /** Writes events (those not stored yet, by id) into the log, in the current transaction if there is one; how many were new. */
-    const write = (events: ReadonlyArray<ReceivedEvent>) =>
-      events.length === 0
-        ? Effect.succeed(0)
-        : transaction(sql, Effect.tap(repo.write(events, notification), (written) => (written > 0 ? afterCommit(wakeLocal) : Effect.void)))
+    /**
+     * Writes events (those not stored yet, by id) into the log, in the current transaction if there
+     * is one (no savepoint: a failure fails it, as any statement's); how many were new. Outside one,
+     * events that take one statement need no transaction of their own.
+     */
+    const write = (events: ReadonlyArray<ReceivedEvent>) => {
+      if (events.length === 0) return Effect.succeed(0)
+      const written = Effect.tap(repo.write(events, notification), (n) => (n > 0 ? afterCommit(wakeLocal) : Effect.void))
+      return events.length <= INSERT_BATCH
+        ? written
+        : Effect.flatMap(inOpenTransaction, (open) => (open ? written : transaction(sql, written)))
+    }
+
+    /** `write` as a savepoint inside the caller's transaction (a refusal leaves that usable), else as `write`. */
+    const writeApart = (events: ReadonlyArray<ReceivedEvent>) =>
+      Effect.flatMap(inOpenTransaction, (open) => (open ? transaction(sql, write(events)) : write(events)))
 
     /**
      * `write`, except that an event the database refuses (a value too large for its index, see
@@ -103,7 +114,7 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      * were new, and how many were refused.
      */
     const writeOrDropRefused = (events: ReadonlyArray<ReceivedEvent>): Effect.Effect<WriteOutcome, SqlError> =>
-      Effect.catchAllCause(Effect.map(write(events), (written): WriteOutcome => ({ written, refused: 0 })), (cause) => {
+      Effect.catchAllCause(Effect.map(writeApart(events), (written): WriteOutcome => ({ written, refused: 0 })), (cause) => {
         if (!isDataException(Cause.squash(cause))) return Effect.failCause(cause)
         if (events.length > 1) {
           return Effect.map(

@@ -6,8 +6,8 @@
  * next look. Two relays never take the same note (FOR UPDATE SKIP LOCKED).
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Queue } from "effect"
-import { inTransaction } from "../database/errors.ts"
+import { Cause, Duration, Effect, Queue } from "effect"
+import { inTransaction, isDataException } from "../database/errors.ts"
 import { now, realClock } from "../domain/time.ts"
 import type { TransitionNote } from "../orchestration/transitions.ts"
 import { Transitions } from "../orchestration/transitions.ts"
@@ -40,8 +40,13 @@ export class EventRelay extends Effect.Service<EventRelay>()("baton/EventRelay",
     yield* (yield* Transitions).listen(() => void committed.unsafeOffer(undefined))
     const changes = yield* (yield* StatusChanges).subscribe
 
-    /** One batch: notes out, their events in, one transaction; how many notes. */
-    const relayBatch = inTransaction(
+    /**
+     * One batch: notes out, their events in, one transaction; how many notes. `careful` writes the
+     * events so that one the database refuses is dropped rather than holding back every note after
+     * it (a savepoint per try); the batch is tried without first, and again carefully only when the
+     * database refused a value.
+     */
+    const relayBatchAs = (careful: boolean) => inTransaction(
       sql,
       Effect.gen(function* () {
         const notes = yield* outbox.take(BATCH)
@@ -59,10 +64,14 @@ export class EventRelay extends Effect.Service<EventRelay>()("baton/EventRelay",
           const event = isTransition(note) ? byTransition.get(note) : isStatus(note) ? byChange.get(changeOf.get(note)!) : undefined
           return event === undefined ? [] : [event]
         })
-        // A refused event is dropped rather than holding back every note after it.
-        yield* log.writeOrDropRefused(events)
+        if (careful) yield* log.writeOrDropRefused(events)
+        else yield* log.write(events)
         return notes.length
       })
+    )
+    const relayBatch = Effect.catchAllCause(
+      relayBatchAs(false),
+      (cause) => (isDataException(Cause.squash(cause)) ? relayBatchAs(true) : Effect.failCause(cause))
     )
 
     /** Relays every note there is now; how many. */

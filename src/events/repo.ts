@@ -53,7 +53,7 @@ export interface LoggedEvent {
 }
 
 /** Rows per insert statement. */
-const INSERT_BATCH = 500
+export const INSERT_BATCH = 500
 
 export interface RawCount {
   readonly value: string
@@ -69,7 +69,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
 
     /**
      * Stores the events not stored yet (by id) and their resources, in the caller's transaction
-     * (EventLog.write opens one): a statement per INSERT_BATCH events. With `announce`, a statement
+     * (EventLog.write opens one for more than one statement): a statement per INSERT_BATCH events. With `announce`, a statement
      * that stored one also sends that notification (sent at the commit, once per transaction).
      */
     const write = traced("EventsRepo.write")(function* (
