@@ -68,21 +68,27 @@ const DEPLOYMENT_RECORD = `SELECT to_jsonb(deployment.*) || jsonb_build_object('
 const QUEUE_BY_NAME = `SELECT work_queue.*, work_pool.name AS work_pool_name FROM work_queue
   JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE work_pool.name = $1 AND work_queue.name = $2`
 
-const RUN_RECORD = `SELECT flow_run.*, to_jsonb(flow_run_state.*) AS state, work_queue.name AS queue_name,
-  work_pool.id AS work_pool_id, work_pool.name AS work_pool_name
-  FROM flow_run LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
-  LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
-  LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE flow_run.id = ANY($1::uuid[])`
+const RUN_COLUMNS = `flow_run.*, to_jsonb(flow_run_state.*) AS state, work_queue.name AS queue_name,
+  work_pool.id AS work_pool_id, work_pool.name AS work_pool_name`
 
-const EVENT_CONTEXT = `SELECT fr.id, fr.name, fr.run_count, fr.tags, fr.created_by, f.id AS flow_id, f.name AS flow_name,
-  f.tags AS flow_tags, d.id AS deployment_id, d.name AS deployment_name, d.tags AS deployment_tags,
+const RUN_JOINS = `LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.state_id
+  LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
+  LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id`
+
+const RUN_RECORD = `SELECT ${RUN_COLUMNS} FROM flow_run ${RUN_JOINS} WHERE flow_run.id = $1`
+
+const EVENT_CONTEXT = `SELECT fr.id, fr.name, fr.run_count, fr.tags, fr.created_by,
+  NULL::uuid AS flow_run_id, NULL::text AS flow_run_name, NULL::jsonb AS flow_run_tags,
+  f.id AS flow_id, f.name AS flow_name, f.tags AS flow_tags, d.id AS deployment_id, d.name AS deployment_name, d.tags AS deployment_tags,
   wq.id AS work_queue_id, wq.name AS work_queue_name, wp.id AS work_pool_id, wp.name AS work_pool_name,
   wp.type AS work_pool_type, tr.id AS task_run_id, tr.name AS task_run_name, tr.tags AS task_run_tags
   FROM flow_run fr JOIN flow f ON f.id = fr.flow_id LEFT JOIN deployment d ON d.id = fr.deployment_id
   LEFT JOIN work_queue wq ON wq.id = fr.work_queue_id LEFT JOIN work_pool wp ON wp.id = wq.work_pool_id
   LEFT JOIN task_run tr ON tr.id = fr.parent_task_run_id WHERE fr.id = ANY($1::uuid[])`
 
-const POLL = `WITH pool AS (SELECT id, concurrency_limit FROM work_pool WHERE id = $1 AND NOT is_paused),
+/** The poll: the due runs' ids in order, and their records, in one statement. */
+const POLL = `SELECT ${RUN_COLUMNS} FROM (
+  WITH pool AS (SELECT id, concurrency_limit FROM work_pool WHERE id = $1 AND NOT is_paused),
   pool_room AS (SELECT CASE WHEN pool.concurrency_limit IS NULL THEN NULL ELSE GREATEST(0, pool.concurrency_limit - (
     SELECT count(*) FROM flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id
     WHERE work_queue.work_pool_id = pool.id AND NOT work_queue.is_paused AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room FROM pool),
@@ -90,100 +96,194 @@ const POLL = `WITH pool AS (SELECT id, concurrency_limit FROM work_pool WHERE id
     ELSE GREATEST(0, work_queue.concurrency_limit - (SELECT count(*) FROM flow_run WHERE flow_run.work_queue_id = work_queue.id
       AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room
     FROM work_queue JOIN pool ON pool.id = work_queue.work_pool_id WHERE NOT work_queue.is_paused AND work_queue.id = ANY($2::uuid[]))
-  SELECT due.id, queues.id AS work_queue_id FROM queues CROSS JOIN LATERAL (
+  SELECT due.id, queues.id AS work_queue_id,
+    row_number() OVER (ORDER BY queues.priority, due.next_scheduled_start_time, due.id) AS position
+  FROM queues CROSS JOIN LATERAL (
     SELECT flow_run.id, flow_run.next_scheduled_start_time FROM flow_run WHERE flow_run.work_queue_id = queues.id
       AND flow_run.state_type = 'SCHEDULED' AND (flow_run.empirical_policy ->> 'retry_type') IS DISTINCT FROM 'in_process'
       AND flow_run.next_scheduled_start_time <= $3 ORDER BY flow_run.next_scheduled_start_time, flow_run.id
       LIMIT LEAST(coalesce(queues.room, $4), $4)) due
-  ORDER BY queues.priority, due.next_scheduled_start_time, due.id LIMIT LEAST($4, coalesce((SELECT room FROM pool_room), $4))`
+  ORDER BY queues.priority, due.next_scheduled_start_time, due.id LIMIT LEAST($4, coalesce((SELECT room FROM pool_room), $4))
+) listed JOIN flow_run ON flow_run.id = listed.id ${RUN_JOINS} ORDER BY listed.position`
 
-const WRITE_STATE = `WITH stored AS (
-    INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
-    VALUES ($1, $2, $2, $3, $4, $5, $2, NULL, 'null'::jsonb, $6::jsonb))
-  UPDATE flow_run SET updated = $2, state_id = $1, state_type = $4, state_name = $5, state_timestamp = $2,
-    start_time = CASE WHEN $4 = 'RUNNING' THEN $2 ELSE start_time END,
-    end_time = CASE WHEN $4 = 'COMPLETED' THEN $2 ELSE end_time END,
-    run_count = run_count + CASE WHEN $4 = 'RUNNING' THEN 1 ELSE 0 END, total_run_time = total_run_time,
-    expected_start_time = COALESCE(expected_start_time, $2),
-    next_scheduled_start_time = CASE WHEN $4 = 'SCHEDULED' THEN $2 ELSE NULL END, empirical_policy = $7::jsonb
-  WHERE id = $3`
+const MARK_POLLED = `WITH queues_changed AS (SELECT id FROM work_queue WHERE id = ANY($1::uuid[]) AND status = 'NOT_READY'),
+  queues_polled AS (UPDATE work_queue SET last_polled = $2, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+    WHERE id = ANY($1::uuid[])),
+  deployments_changed AS (SELECT id FROM deployment WHERE work_queue_id = ANY($1::uuid[]) AND status IS DISTINCT FROM 'READY'),
+  deployments_polled AS (UPDATE deployment SET status = 'READY', last_polled = $2 WHERE work_queue_id = ANY($1::uuid[])),
+  changed AS (SELECT 'work-queue' AS kind, id FROM queues_changed UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed),
+  noted AS (INSERT INTO event_outbox (body)
+    SELECT jsonb_build_object('type', 'status', 'kind', kind, 'id', id, 'status', 'READY', 'at', $3::text) FROM changed)
+  SELECT kind, id FROM changed`
+
+/** A transition's read: the run with its state, latest state timestamp, deployment's concurrency columns and row version. */
+const TRANSITION_READ = `SELECT r.*, r.xmin::text AS row_version,
+  (SELECT to_jsonb(s.*) FROM flow_run_state s WHERE s.id = r.state_id) AS state,
+  (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp,
+  (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id, 'concurrency_options', d.concurrency_options)
+    FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency
+  FROM flow_run r WHERE r.id = $1`
+
+/** A transition's store: the run's columns if the row is the version read, its state and its event's note. */
+const TRANSITION_STORE = `WITH run AS (
+    UPDATE flow_run SET updated = $2, state_id = $1, state_type = $4, state_name = $5, state_timestamp = $2,
+      start_time = CASE WHEN $4 = 'RUNNING' THEN $2 ELSE start_time END,
+      end_time = CASE WHEN $4 = 'COMPLETED' THEN $2 ELSE end_time END,
+      run_count = run_count + CASE WHEN $4 = 'RUNNING' THEN 1 ELSE 0 END, total_run_time = total_run_time,
+      expected_start_time = COALESCE(expected_start_time, $2),
+      next_scheduled_start_time = CASE WHEN $4 = 'SCHEDULED' THEN $2 ELSE NULL END, empirical_policy = $7::jsonb
+    WHERE id = $3 AND xmin = $8::xid RETURNING id),
+  stored AS (INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
+    SELECT $1::uuid, $2::timestamptz, $2::timestamptz, $3::uuid, $4::text, $5::text, $2::timestamptz, NULL::text, 'null'::jsonb, $6::jsonb FROM run),
+  noted AS (INSERT INTO event_outbox (body) SELECT $9::jsonb FROM run)
+  SELECT count(*)::int AS stored FROM run`
+
+/** The relay's batch: the notes out of the outbox. */
+const TAKE_NOTES = `DELETE FROM event_outbox WHERE id IN (SELECT id FROM event_outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED)
+  RETURNING id, body`
+
+/** The relay's batch: its events and their resources in, and the NOTIFY that wakes other processes' readers. */
+const WRITE_EVENTS = `WITH inserted AS (
+    INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
+    SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received, $3, r.follows
+    FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, occurred timestamptz, event text, resource_id text, resource jsonb,
+      related_resource_ids jsonb, related jsonb, payload jsonb, received timestamptz, follows uuid)
+    ON CONFLICT (id) DO NOTHING RETURNING id
+  ), resources AS (
+    INSERT INTO event_resources (id, occurred, resource_id, resource_role, resource, event_id)
+    SELECT r.id, r.occurred, r.resource_id, r.resource_role, r.resource, r.event_id
+    FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
+    WHERE r.event_id IN (SELECT id FROM inserted)
+  ), announced AS (SELECT pg_notify('baton_bench_events', 'written') WHERE EXISTS (SELECT 1 FROM inserted))
+  SELECT id, (SELECT count(*) FROM announced) AS announced FROM inserted`
+
+/** A consumer's look (the task run recorder's): passes over the events it does not handle, says what follows. */
+const CONSUMER_LOOK = `WITH cursor AS (SELECT txid, seq FROM event_consumer WHERE name = $1 FOR UPDATE SKIP LOCKED),
+  batch AS (SELECT e.txid, e.seq, e.event FROM cursor, LATERAL (
+    SELECT txid, seq, event FROM events WHERE txid IS NOT NULL AND (txid, seq) > (cursor.txid, cursor.seq)
+      AND txid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY txid, seq LIMIT 500) e),
+  handled AS (SELECT txid, seq FROM batch WHERE starts_with(event, 'prefect.task-run.') ORDER BY txid, seq LIMIT 1),
+  skipped AS (SELECT txid, seq FROM batch WHERE NOT EXISTS (SELECT 1 FROM handled WHERE (batch.txid, batch.seq) >= (handled.txid, handled.seq))),
+  last AS (SELECT txid, seq FROM skipped ORDER BY txid DESC, seq DESC LIMIT 1),
+  moved AS (UPDATE event_consumer SET txid = last.txid, seq = last.seq, updated = now() FROM last WHERE event_consumer.name = $1 RETURNING 1),
+  looked AS (SELECT coalesce(b.txid, cursor.txid) AS txid, coalesce(b.seq, cursor.seq) AS seq
+    FROM cursor LEFT JOIN LATERAL (SELECT txid, seq FROM batch ORDER BY txid DESC, seq DESC LIMIT 1) b ON true),
+  next AS (SELECT (SELECT txid FROM events WHERE txid IS NOT NULL AND (txid, seq) > (looked.txid, looked.seq) ORDER BY txid, seq LIMIT 1) AS txid FROM looked)
+  SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = $1) AS known, EXISTS (SELECT 1 FROM cursor) AS locked,
+    (SELECT count(*)::int FROM skipped) AS skipped, EXISTS (SELECT 1 FROM handled) AS ready,
+    (SELECT txid < pg_snapshot_xmin(pg_current_snapshot()) FROM next) AS more,
+    (SELECT txid >= pg_snapshot_xmin(pg_current_snapshot()) FROM next) AS pending, (SELECT count(*) FROM moved) AS moved`
+
+/** The events of one lifecycle (created, Pending, Running, Completed) as the relay writes them, with their resources. */
+const lifecycleEvents = (runId: string, at: Date) => {
+  const events = ["Scheduled", "Pending", "Running", "Completed"].map((name) => ({
+    id: crypto.randomUUID(),
+    occurred: at.toISOString(),
+    event: `prefect.flow-run.${name}`,
+    resource_id: `prefect.flow-run.${runId}`,
+    resource: { "prefect.resource.id": `prefect.flow-run.${runId}`, "prefect.resource.name": `sql-${runId}`, "prefect.state-name": name },
+    related_resource_ids: [],
+    related: [],
+    payload: { intended: { from: null, to: name.toUpperCase() } },
+    received: at.toISOString(),
+    follows: null
+  }))
+  const resources = events.map((e) => ({
+    id: crypto.randomUUID(),
+    occurred: e.occurred,
+    resource_id: e.resource_id,
+    resource_role: "",
+    resource: { "prefect.resource.name": `sql-${runId}` },
+    event_id: e.id
+  }))
+  return [JSON.stringify(events), JSON.stringify(resources), at] as const
+}
 
 /**
- * The statements Baton's database sees for one lifecycle, as the server's statement log shows them
- * (same count, same shapes), issued straight through `pg`: create (deployment record with its
- * pool's job template, queue, one statement inserting the run and its first state, the run
- * record, the event context), poll (the pool with the named queues, due runs, their records, the
- * queues' and deployments' last-polled bookkeeping), and three transitions
- * (a transaction: the locked row with its state, latest timestamp and deployment columns, then
- * state + run; then the event context). What the baseline leaves out is HTTP, JSON and Baton's own code.
+ * The statements Baton's database sees for one lifecycle, as pg_stat_statements counts them on
+ * the server's database (same count, same shapes), issued straight through `pg`: create
+ * (deployment record with its pool's job template, queue, one statement inserting the run, its
+ * first state and its event's note, the run record), poll (the pool with the named queues, the due
+ * runs with their records, the queues' and deployments' last-polled bookkeeping), three transitions
+ * (the run's row with its version, then state + run + note if the row is unchanged), the relay
+ * turning the four notes into events (a transaction: the notes out, the runs' context, the events
+ * in), and one consumer's look. What the baseline leaves out is HTTP, JSON and Baton's own code.
  */
-export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => async (worker: number) => {
-  const queue = setup.queues[worker]!
-  const client = await pool.connect()
-  try {
-    const writeState = (runId: string, type: string, name: string) =>
-      client.query(WRITE_STATE, [crypto.randomUUID(), new Date(), runId, type, name, JSON.stringify({ flow_run_id: runId }), "{}"])
-    const runId = crypto.randomUUID()
-    await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
-    await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
-    const at = new Date()
-    await client.query(
-      `WITH run AS (
-         INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
-           job_variables, deployment_id, work_queue_name, work_queue_id, state_id, state_type, state_name, state_timestamp,
-           run_count, total_run_time, expected_start_time, next_scheduled_start_time)
-         VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, '{}'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, $5, $6, $7,
-           $8, 'SCHEDULED', 'Scheduled', $2, 0, 0, $2, $2)
-         ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING id
-       ), stored AS (
-         INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
-         SELECT $8::uuid, $2::timestamptz, $2::timestamptz, $1::uuid, 'SCHEDULED', 'Scheduled', $2::timestamptz, NULL::text,
-           'null'::jsonb, $9::jsonb FROM run
-       )
-       SELECT id FROM run`,
-      [runId, at, `sql-${runId}`, setup.flowId, setup.deploymentId, queue.name, queue.id, crypto.randomUUID(),
-        JSON.stringify({ flow_run_id: runId, scheduled_time: at })]
-    )
-    await client.query(RUN_RECORD, [[runId]])
-    await client.query(EVENT_CONTEXT, [[runId]])
-    // The poll.
-    await client.query(
-      `SELECT work_pool.id, coalesce((
-         SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
-         FROM work_queue WHERE work_queue.work_pool_id = work_pool.id AND work_queue.name = ANY($2::text[])
-       ), '[]'::jsonb) AS queues
-       FROM work_pool WHERE work_pool.name = $1`,
-      [setup.pool, [queue.name]]
-    )
-    const due = await client.query(POLL, [setup.poolId, [queue.id], new Date(Date.now() + 5_000), 1])
-    const id: string = due.rows[0]?.id
-    if (id === undefined) throw new Error("the poll found no run")
-    await client.query(RUN_RECORD, [[id]])
-    await client.query(
-      `WITH queues_changed AS (SELECT id FROM work_queue WHERE id = ANY($1::uuid[]) AND status = 'NOT_READY'),
-         queues_polled AS (UPDATE work_queue SET last_polled = $2, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
-           WHERE id = ANY($1::uuid[])),
-         deployments_changed AS (SELECT id FROM deployment WHERE work_queue_id = ANY($1::uuid[]) AND status IS DISTINCT FROM 'READY'),
-         deployments_polled AS (UPDATE deployment SET status = 'READY', last_polled = $2 WHERE work_queue_id = ANY($1::uuid[]))
-       SELECT 'work-queue' AS kind, id FROM queues_changed UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed`,
-      [[queue.id], new Date()]
-    )
-    for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
-      await client.query("BEGIN")
+export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
+  // Each client looks as a consumer of its own (the server's consumers are one fiber each: no one waits for a cursor).
+  const consumers = new Set<string>()
+  const lookingAs = async (client: pg.PoolClient, worker: number) => {
+    const name = `bench_look_${worker}`
+    if (!consumers.has(name)) {
       await client.query(
-        `SELECT r.*, (SELECT to_jsonb(s.*) FROM flow_run_state s WHERE s.id = r.state_id) AS state,
-           (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp,
-           (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id, 'concurrency_options', d.concurrency_options)
-              FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency
-         FROM flow_run r WHERE r.id = $1 FOR UPDATE OF r`,
-        [id]
+        "INSERT INTO event_consumer (name, txid, seq) VALUES ($1, pg_snapshot_xmin(pg_current_snapshot()), 0) ON CONFLICT (name) DO NOTHING",
+        [name]
       )
-      await writeState(id, type, name)
-      await client.query("COMMIT")
-      await client.query(EVENT_CONTEXT, [[id]])
+      consumers.add(name)
     }
-  } finally {
-    client.release()
+    return name
+  }
+  return async (worker: number) => {
+    const queue = setup.queues[worker]!
+    const client = await pool.connect()
+    try {
+      const runId = crypto.randomUUID()
+      await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
+      await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
+      const at = new Date()
+      // Shaped like a transition's note, of a type the server's own relay passes over (it may take them).
+      const note = (type: string) => JSON.stringify({ type: "bench", kind: "flow_run", run_id: runId, to: type, at, from: null, work_queue_id: queue.id })
+      await client.query(
+        `WITH run AS (
+           INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
+             job_variables, deployment_id, work_queue_name, work_queue_id, state_id, state_type, state_name, state_timestamp,
+             run_count, total_run_time, expected_start_time, next_scheduled_start_time)
+           VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, '{}'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, $5, $6, $7,
+             $8, 'SCHEDULED', 'Scheduled', $2, 0, 0, $2, $2)
+           ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING id
+         ), stored AS (
+           INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
+           SELECT $8::uuid, $2::timestamptz, $2::timestamptz, $1::uuid, 'SCHEDULED', 'Scheduled', $2::timestamptz, NULL::text,
+             'null'::jsonb, $9::jsonb FROM run
+         ), noted AS (
+           INSERT INTO event_outbox (body) SELECT $10::jsonb FROM run
+         )
+         SELECT id FROM run`,
+        [runId, at, `sql-${runId}`, setup.flowId, setup.deploymentId, queue.name, queue.id, crypto.randomUUID(),
+          JSON.stringify({ flow_run_id: runId, scheduled_time: at }), note("SCHEDULED")]
+      )
+      await client.query(RUN_RECORD, [runId])
+      // The poll.
+      await client.query(
+        `SELECT work_pool.id, coalesce((
+           SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
+           FROM work_queue WHERE work_queue.work_pool_id = work_pool.id AND work_queue.name = ANY($2::text[])
+         ), '[]'::jsonb) AS queues
+         FROM work_pool WHERE work_pool.name = $1`,
+        [setup.pool, [queue.name]]
+      )
+      const due = await client.query(POLL, [setup.poolId, [queue.id], new Date(Date.now() + 5_000), 1])
+      const id: string = due.rows[0]?.id
+      if (id === undefined) throw new Error("the poll found no run")
+      const polledAt = new Date()
+      await client.query(MARK_POLLED, [[queue.id], polledAt, polledAt.toISOString()])
+      for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
+        const read = await client.query(TRANSITION_READ, [id])
+        const stored = await client.query(TRANSITION_STORE, [
+          crypto.randomUUID(), new Date(), id, type, name, JSON.stringify({ flow_run_id: id }), "{}", read.rows[0].row_version, note(type)
+        ])
+        if (stored.rows[0].stored !== 1) throw new Error(`${type}: the run changed meanwhile`)
+      }
+      // The relay (its batch holds whatever notes are there: this lifecycle's, give or take).
+      await client.query("BEGIN")
+      await client.query(TAKE_NOTES)
+      await client.query(EVENT_CONTEXT, [[id]])
+      await client.query(WRITE_EVENTS, [...lifecycleEvents(id, new Date())])
+      await client.query("COMMIT")
+      await client.query(CONSUMER_LOOK, [await lookingAs(client, worker)])
+    } finally {
+      client.release()
+    }
   }
 }
 
