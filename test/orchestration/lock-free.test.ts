@@ -23,28 +23,29 @@ const scheduledRun = (name: string) =>
     return idOf(ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, state: { type: "SCHEDULED" } } }), 201))
   })
 
+/** Proposes Pending to `id` through the core policy, lock-free, the rules seeing the run as `ruleRun` makes it. */
+const proposePending = <Row extends RunStateRow>(id: string, ruleRun: (row: Row) => Effect.Effect<unknown>) =>
+  Effect.flatMap(RunStatesRepo, (repo) =>
+    repo.transition({ kind: "flow_run", id, proposed: pending, rules: coreFlowPolicy, lockFree: () => true, ruleRun: ruleRun as never })
+  )
+
+/** The run as the flow rules see it. */
+const asRuleRun = (row: RunStateRow) => ({ ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) })
+
 describe("transitions without the lock", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
     it.effect("a run changed between the read and the store is decided again from its newest row, and stored once", () =>
       Effect.gen(function* () {
-        const repo = yield* RunStatesRepo
         const sql = yield* SqlClient.SqlClient
         const id = yield* scheduledRun("lock-free-changed")
         const seen: Array<{ readonly state: string | null; readonly tags: unknown }> = []
-        const result = yield* repo.transition({
-          kind: "flow_run",
-          id,
-          proposed: pending,
-          rules: coreFlowPolicy,
-          lockFree: () => true,
-          ruleRun: (row: RunStateRow & { readonly tags?: unknown }) =>
-            Effect.gen(function* () {
-              seen.push({ state: row.state_type, tags: row.tags })
-              // Another writer changes the run while the first decision is made.
-              if (seen.length === 1) yield* sql`UPDATE flow_run SET tags = '["changed"]'::jsonb WHERE id = ${id}`.pipe(Effect.orDie)
-              return { ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) } as never
-            })
-        })
+        const result = yield* proposePending(id, (row: RunStateRow & { readonly tags?: unknown }) =>
+          Effect.gen(function* () {
+            seen.push({ state: row.state_type, tags: row.tags })
+            // Another writer changes the run while the first decision is made.
+            if (seen.length === 1) yield* sql`UPDATE flow_run SET tags = '["changed"]'::jsonb WHERE id = ${id}`.pipe(Effect.orDie)
+            return asRuleRun(row)
+          }))
         expect(result?.status).toBe("ACCEPT")
         // Decided twice: the second time from the row the other writer left.
         expect(seen).toEqual([{ state: "SCHEDULED", tags: [] }, { state: "SCHEDULED", tags: ["changed"] }])
@@ -58,33 +59,18 @@ describe("transitions without the lock", () => {
 
     it.effect("a run left alone is stored from its first decision", () =>
       Effect.gen(function* () {
-        const repo = yield* RunStatesRepo
         const id = yield* scheduledRun("lock-free-alone")
         let decisions = 0
-        const result = yield* repo.transition({
-          kind: "flow_run",
-          id,
-          proposed: pending,
-          rules: coreFlowPolicy,
-          lockFree: () => true,
-          ruleRun: (row: RunStateRow) =>
-            Effect.sync(() => {
-              decisions++
-              return { ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) } as never
-            })
-        })
+        const result = yield* proposePending(id, (row: RunStateRow) =>
+          Effect.sync(() => {
+            decisions++
+            return asRuleRun(row)
+          }))
         expect(result?.status).toBe("ACCEPT")
         expect(decisions).toBe(1)
         expect(ok(yield* request("GET", `/flow_runs/${id}`), 200).state_type).toBe("PENDING")
         // No run: nothing decided.
-        const missing = yield* repo.transition({
-          kind: "flow_run",
-          id: crypto.randomUUID(),
-          proposed: pending,
-          rules: coreFlowPolicy,
-          lockFree: () => true,
-          ruleRun: () => Effect.die("no run to decide for")
-        })
+        const missing = yield* proposePending(crypto.randomUUID(), () => Effect.die("no run to decide for"))
         expect(missing).toBeUndefined()
       })
     )
