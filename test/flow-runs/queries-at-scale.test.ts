@@ -119,7 +119,7 @@ const levels = [
     table: "flow_run_rollup_deployment",
     key: "deployment_id, slot, state_type, state_name",
     fresh: rollupGroupedByDeployment("(SELECT * FROM flow_run WHERE deployment_id IS NOT NULL)", 1),
-    deltas: "(SELECT * FROM flow_run_rollup_delta WHERE deployment_id IS NOT NULL)"
+    deltas: "(SELECT * FROM flow_run_rollup_delta WHERE deployment_id IS NOT NULL) deltas"
   }
 ] as const
 
