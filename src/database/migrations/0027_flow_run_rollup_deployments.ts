@@ -24,8 +24,7 @@ import { ROLLUP_ADD, ROLLUP_COLUMNS, rollupParts } from "./0026_flow_run_rollup_
  *   they add nothing to an answer.
  *
  * Filled here from the runs (the per-deployment rows) and from the deltas not folded yet (into
- * `flow_run_rollup`, whose deltas have no deployment yet), with writers waiting (as 0026): about 2.5 s
- * over 1M runs.
+ * `flow_run_rollup`, whose deltas have no deployment yet), with writers waiting (as 0026).
  */
 
 /** The columns of a row of `flow_run_rollup_deployment`, and of a delta. */
@@ -80,6 +79,11 @@ const addInto = (source: string) => `
 
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  // Filling the table reads every run with a deployment: longer than server.database.timeout (10 s)
+  // over a few million runs, which would roll the migration back at every start. No limit for this
+  // migration (the setting is the transaction's: put back for the migrations after it).
+  const [{ timeout }] = yield* sql<{ timeout: string }>`SELECT current_setting('statement_timeout') AS timeout`
+  yield* sql`SELECT set_config('statement_timeout', '0', true)`
   yield* sql`LOCK TABLE flow_run IN SHARE ROW EXCLUSIVE MODE`
   yield* sql`ALTER TABLE flow_run_rollup_delta ADD COLUMN IF NOT EXISTS deployment_id uuid`
   yield* sql`
@@ -193,12 +197,30 @@ export default Effect.gen(function* () {
   `)
   yield* sql.unsafe(`DELETE FROM flow_run_rollup r WHERE ${EMPTY}`)
   yield* sql`DELETE FROM flow_run_rollup_deployment`
+  // The runs read 16,384 heap pages (128 MB) at a time, each part added in, with a notice after each:
+  // the client drops a connection that says nothing for longer than server.database.timeout and
+  // connection_timeout (client.ts, guardedSocket), and one statement over ten million runs takes minutes.
   yield* sql.unsafe(`
-    INSERT INTO flow_run_rollup_deployment (${DEPLOYMENT_ROLLUP_COLUMNS})
-    ${rollupGroupedByDeployment("(SELECT * FROM flow_run WHERE deployment_id IS NOT NULL)", 1)}
+    DO $$
+    DECLARE
+      pages bigint := pg_relation_size('flow_run') / current_setting('block_size')::bigint;
+      first bigint := 0;
+    BEGIN
+      WHILE first < pages LOOP
+        INSERT INTO flow_run_rollup_deployment AS r (${DEPLOYMENT_ROLLUP_COLUMNS})
+        ${rollupGroupedByDeployment(`(
+          SELECT * FROM flow_run
+          WHERE ctid >= format('(%s,0)', first)::tid AND ctid < format('(%s,0)', first + 16384)::tid AND deployment_id IS NOT NULL
+        )`, 1)}
+        ON CONFLICT (deployment_id, slot, state_type, state_name) DO UPDATE SET ${ROLLUP_ADD};
+        first := first + 16384;
+        RAISE NOTICE 'flow_run_rollup_deployment: % of % pages of flow_run', least(first, pages), pages;
+      END LOOP;
+    END $$
   `)
   yield* sql`ANALYZE flow_run_rollup`
   yield* sql`ANALYZE flow_run_rollup_deployment`
+  yield* sql`SELECT set_config('statement_timeout', ${timeout}, true)`
 })
 
 /**
