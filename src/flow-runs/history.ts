@@ -487,12 +487,14 @@ const sources = (
         FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
       `
+      // Parts with nothing to read are left out (a window on the hour cuts no quarter hour): less to plan.
+      const cut = plan.pieceFrom.length > 0 || plan.derivedSlots.length > 0
       return sql`
-        WITH late AS MATERIALIZED (${late}), pieces AS MATERIALIZED (${pieces})
+        WITH late AS MATERIALIZED (${late})${cut ? sql`, pieces AS MATERIALIZED (${pieces})` : sql``}
         ${group(whole)}
         UNION ALL ${lateRows}
-        UNION ALL ${liveRows}
-        UNION ALL ${group(edgeRows)}
+        ${plan.livePieceFrom.length > 0 ? sql`UNION ALL ${liveRows}` : sql``}
+        ${cut ? sql`UNION ALL ${group(edgeRows)}` : sql``}
         UNION ALL ${odd(sql`${bucket(sql`flow_run.expected_start_time`)}, flow_run.state_type, flow_run.state_name, count(*),
           sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})`, sql`GROUP BY 1, 2, 3`)}
       `
@@ -500,7 +502,7 @@ const sources = (
     count: sql`
       SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${ROLLUP_ROWS} WHERE ${all(sql, slotConditions)})
         + (${odd(sql`count(*)`)})
-        + (SELECT count(*) FROM (${edges(sql`1`)}) edges)
+        ${plan.cutFrom.length > 0 ? sql`+ (SELECT count(*) FROM (${edges(sql`1`)}) edges)` : sql``}
     `
   }
 }
