@@ -23,8 +23,16 @@ import { ROLLUP_ADD, ROLLUP_COLUMNS, rollupParts } from "./0026_flow_run_rollup_
  *   quarter hour would otherwise leave a row behind for every state each of its runs went through;
  *   they add nothing to an answer.
  *
+ * - A deleted deployment's runs keep its id (flow_run has no foreign key to it), so they stay in its
+ *   rows: `flow_runs.deployment_id` still picks them, the `deployments` filter (which needs the
+ *   deployment's row) no longer does; history.ts answers both.
+ *
+ * Size: a row per deployment, quarter hour and state with runs. Over 10M seeded runs (8M of them in
+ * 300 deployments) 2.6M rows, 507 MB beside flow_run's 11 GB; never more rows than runs.
+ *
  * Filled here from the runs (the per-deployment rows) and from the deltas not folded yet (into
- * `flow_run_rollup`, whose deltas have no deployment yet), with writers waiting (as 0026).
+ * `flow_run_rollup`, whose deltas have no deployment yet), with writers waiting (as 0026): 12 s over
+ * 1M runs on a loaded machine.
  */
 
 /** The columns of a row of `flow_run_rollup_deployment`, and of a delta. */
