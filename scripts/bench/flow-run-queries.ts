@@ -183,6 +183,21 @@ export const queryCases = async (api: string, at = new Date()): Promise<Readonly
         history_interval_seconds: 86400,
         flow_runs: { deployment_id: { any_: [sample.deployment_id] } }
       }
+    },
+    {
+      name: "history 30 days, 1-day intervals, busiest deployment",
+      route: "/flow_runs/history",
+      body: {
+        history_start: new Date(day.getTime() - 30 * 86_400_000).toISOString(),
+        history_end: day.toISOString(),
+        history_interval_seconds: 86400,
+        flow_runs: { deployment_id: { any_: [busiestDeployment] } }
+      }
+    },
+    {
+      name: "count deployment_id any_ [busiest deployment]",
+      route: "/flow_runs/count",
+      body: { flow_runs: { deployment_id: { any_: [busiestDeployment] } } }
     }
   ]
 }

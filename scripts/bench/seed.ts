@@ -24,11 +24,13 @@
  * The flow_run and flow_run_state secondary indexes are dropped for the bulk insert and created again
  * in the same transaction (so a failure leaves the database as it was); with migration 0016 applied,
  * the new final runs are added to flow_run_rollup in one grouped insert (its row trigger is off for
- * the bulk insert; with migration 0026 all the new runs, final or not). Then VACUUM ANALYZE.
+ * the bulk insert; with migration 0026 all the new runs, final or not; with migration 0027 per
+ * deployment too, into flow_run_rollup_deployment, from the same grouping). Then VACUUM ANALYZE.
  */
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { ROLLUP_ADD, ROLLUP_COLUMNS, rollupGrouped } from "../../src/database/migrations/0026_flow_run_rollup_live.ts"
+import { addGroupedRows, rollupGroupedByDeployment } from "../../src/database/migrations/0027_flow_run_rollup_deployments.ts"
 
 export interface SeedOptions {
   readonly runs: number
@@ -281,9 +283,15 @@ export async function seedRuns(
       const live = (await client.query<{ present: boolean }>(
         `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'flow_run_rollup' AND column_name = 'count_waiting') AS present`
       )).rows[0]!.present
+      // Since migration 0027 per deployment as well.
+      const perDeployment = (await client.query<{ present: boolean }>(
+        `SELECT to_regclass('flow_run_rollup_deployment') IS NOT NULL AS present`
+      )).rows[0]!.present
       const batchRuns = "(SELECT * FROM flow_run WHERE flow_id IN (SELECT id FROM flow WHERE name LIKE 'bench-' || $1 || '-flow-%'))"
       await client.query(
-        live
+        perDeployment
+          ? addGroupedRows(rollupGroupedByDeployment(batchRuns, 1))
+          : live
           ? `INSERT INTO flow_run_rollup AS r (${ROLLUP_COLUMNS}) ${rollupGrouped(batchRuns, 1)}
              ON CONFLICT (slot, state_type, state_name) DO UPDATE SET ${ROLLUP_ADD}`
           : `INSERT INTO flow_run_rollup AS r (slot, state_type, state_name, count_runs, sum_run_time, sum_lateness)
@@ -304,7 +312,12 @@ export async function seedRuns(
     }
     await client.query("COMMIT")
     log("committed")
-    await client.query(`VACUUM ANALYZE flow, deployment, work_pool, work_queue, flow_run, flow_run_state${rollup ? ", flow_run_rollup" : ""}`)
+    const rollupTables = rollup
+      ? (await client.query<{ name: string }>(
+        "SELECT relname AS name FROM pg_class WHERE relname IN ('flow_run_rollup', 'flow_run_rollup_deployment') AND relkind = 'r'"
+      )).rows.map((row) => `, ${row.name}`).join("")
+      : ""
+    await client.query(`VACUUM ANALYZE flow, deployment, work_pool, work_queue, flow_run, flow_run_state${rollupTables}`)
     log("vacuumed and analyzed")
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined)

@@ -5,10 +5,14 @@
  * folded into the rollup now and then: the two add up to the counts, and are always read together).
  * A final run's run time and lateness are summed; a run not final yet has estimates that move with
  * the time of the request, linearly, so its row keeps the counts and sums they follow from (see
- * migration 0026) and they are worked out for the time of the request.
+ * migration 0026) and they are worked out for the time of the request. `flow_run_rollup_deployment`
+ * (migration 0027) holds the same per deployment, and the deltas say whose they are: a body filtered
+ * by deployment ids reads those deployments' rows and deltas instead, and their runs where runs are
+ * read one by one; everything else is the same.
  *
- * It serves the bodies whose only filter is on the runs' expected start time (after_, before_) and
- * state (type and name any_), or none. Whole slots inside the window (and inside one interval of a
+ * It serves the bodies whose only filter is on the runs' expected start time (after_, before_),
+ * state (type and name any_) and deployment (the run's deployment_id any_, or the `deployments`
+ * filter's id any_), or none. Whole slots inside the window (and inside one interval of a
  * history) come from the rollup. Read from the runs one by one: the runs of the slots a boundary
  * cuts (an interval's, or the filter's); for a history, the unfinished runs of the slot holding the
  * time of the request (some of its runs are late by then, some not yet) and of a rollup row whose
@@ -28,6 +32,8 @@ import { Effect } from "effect"
 import type { StateType } from "../domain/states.ts"
 import { LATEST } from "../domain/time.ts"
 import { historyBuckets, type HistoryWindow } from "../orchestration/history.ts"
+import { ROLLUP_COLUMNS } from "../database/migrations/0026_flow_run_rollup_live.ts"
+import { DEPLOYMENT_ROLLUP_COLUMNS } from "../database/migrations/0027_flow_run_rollup_deployments.ts"
 
 /** The rollup's slot: flow_run_rollup_slot (migration 0018). */
 const SLOT_MS = 900_000
@@ -59,6 +65,10 @@ export interface RollupFilter {
   readonly before?: Date
   readonly types?: ReadonlyArray<string>
   readonly names?: ReadonlyArray<string>
+  /** Runs of these deployments only (the run's deployment_id any_, the `deployments` filter's id any_, or those in both). */
+  readonly deployments?: ReadonlyArray<string>
+  /** Only those of `deployments` that exist: the `deployments` filter matches a run through its deployment's row. */
+  readonly existingDeployments?: boolean
 }
 
 type Criteria = Readonly<Record<string, unknown>>
@@ -66,14 +76,37 @@ type Criteria = Readonly<Record<string, unknown>>
 const present = (criteria: Criteria) =>
   Object.entries(criteria).filter(([key, value]) => key !== "operator" && value !== null && value !== undefined)
 
+/** A criterion's any_ (undefined for none), or false when it has anything else (not_any_, is_null_ …). */
+const anyOnly = (criterion: unknown): ReadonlyArray<string> | undefined | false => {
+  const c = criterion as Criteria
+  if (present(c).some(([k]) => k !== "any_")) return false
+  return (c.any_ ?? undefined) as ReadonlyArray<string> | undefined
+}
+
+/** The ids in both lists (UUIDs in any case). */
+const within = (ids: ReadonlyArray<string> | undefined, more: ReadonlyArray<string>) => {
+  if (ids === undefined) return more
+  const kept = new Set(more.map((id) => id.toLowerCase()))
+  return ids.filter((id) => kept.has(id.toLowerCase()))
+}
+
 /**
  * The body's filter as a RollupFilter, or undefined when it filters on anything else: a related
- * object, another field of the run, not_any_, or or_ between two criteria.
+ * object (but deployments by id), another field of the run, not_any_, or or_ between two criteria.
  */
 export const rollupFilter = (query: RelatedFilters): RollupFilter | undefined => {
   let filter: { -readonly [K in keyof RollupFilter]: RollupFilter[K] } = {}
   for (const [key, value] of Object.entries(query)) {
     if (NOT_FILTERS.has(key) || value === null || value === undefined) continue
+    if (key === "deployments") {
+      // Only `{ id: { any_ } }`: any other criterion, or none (`{}` asks for a deployment to exist), is not ids.
+      const criteria = present(value as Criteria)
+      if (criteria.length !== 1 || criteria[0]![0] !== "id") return undefined
+      const ids = anyOnly(criteria[0]![1])
+      if (ids === false || ids === undefined) return undefined
+      filter = { ...filter, deployments: within(filter.deployments, ids), existingDeployments: true }
+      continue
+    }
     if (key !== "flow_runs") return undefined
     const runs = value as Criteria
     const criteria = present(runs)
@@ -84,6 +117,10 @@ export const rollupFilter = (query: RelatedFilters): RollupFilter | undefined =>
         if (present(c).some(([k]) => k !== "after_" && k !== "before_")) return undefined
         if (c.after_ != null) filter = { ...filter, after: c.after_ as Date }
         if (c.before_ != null) filter = { ...filter, before: c.before_ as Date }
+      } else if (field === "deployment_id") {
+        const ids = anyOnly(criterion)
+        if (ids === false) return undefined
+        if (ids !== undefined) filter = { ...filter, deployments: within(filter.deployments, ids) }
       } else if (field === "state") {
         const parts = present(c)
         if (parts.length > 1 && c.operator === "or_") return undefined
@@ -268,17 +305,25 @@ type Fragment = Statement.Fragment
 
 const all = (sql: SqlClient, conditions: ReadonlyArray<Fragment>) => (conditions.length === 0 ? sql`TRUE` : sql.and(conditions))
 
-/** The filter's state conditions on `table`'s state_type and state_name. */
-const stateConditions = (sql: SqlClient, filter: RollupFilter, table: string): Array<Fragment> => [
+/**
+ * The filter's conditions on `table`'s state_type, state_name and deployment_id (a run, or a rollup
+ * row per deployment). The deployments that must exist are also given as a list, for the planner's
+ * estimates and the indexes.
+ */
+const keyConditions = (sql: SqlClient, filter: RollupFilter, table: string): Array<Fragment> => [
   ...(filter.types !== undefined ? [sql`${sql.unsafe(table)}.state_type = ANY(${filter.types}::text[])`] : []),
-  ...(filter.names !== undefined ? [sql`${sql.unsafe(table)}.state_name = ANY(${filter.names}::text[])`] : [])
+  ...(filter.names !== undefined ? [sql`${sql.unsafe(table)}.state_name = ANY(${filter.names}::text[])`] : []),
+  ...(filter.deployments !== undefined ? [sql`${sql.unsafe(table)}.deployment_id = ANY(${filter.deployments}::uuid[])`] : []),
+  ...(filter.deployments !== undefined && filter.existingDeployments === true
+    ? [sql`${sql.unsafe(table)}.deployment_id = ANY(ARRAY(SELECT deployment.id FROM deployment WHERE deployment.id = ANY(${filter.deployments}::uuid[])))`]
+    : [])
 ]
 
-/** The filter's conditions on a run (its expected start time and state), as the plain query has them. */
+/** The filter's conditions on a run (its expected start time, state and deployment), as the plain query has them. */
 const runConditions = (sql: SqlClient, filter: RollupFilter): Array<Fragment> => [
   ...(filter.after !== undefined ? [sql`flow_run.expected_start_time >= ${filter.after}`] : []),
   ...(filter.before !== undefined ? [sql`flow_run.expected_start_time <= ${filter.before}`] : []),
-  ...stateConditions(sql, filter, "flow_run")
+  ...keyConditions(sql, filter, "flow_run")
 ]
 
 /**
@@ -309,7 +354,7 @@ const sources = (
     ...(plan.wholeFrom !== undefined ? [sql`rollup.slot >= ${plan.wholeFrom}::timestamptz`] : []),
     ...(plan.wholeTo !== undefined ? [sql`rollup.slot < ${plan.wholeTo}::timestamptz`] : []),
     sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`,
-    ...stateConditions(sql, filter, "rollup")
+    ...keyConditions(sql, filter, "rollup")
   ]
   const windowConditions = [
     ...(window.start !== undefined ? [sql`flow_run.expected_start_time >= ${window.start}`] : []),
@@ -317,7 +362,12 @@ const sources = (
     // A history counts runs with a state; a count every run.
     ...(window.history ? [sql`flow_run.state_type IS NOT NULL`] : [])
   ]
-  const ROLLUP_ROWS = sql.unsafe("(SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rollup")
+  // The rollup's rows: all of them, or with deployment ids, per deployment (the deltas hold both;
+  // keyConditions picks the deployments' rows and deltas, in both branches).
+  const perDeployment = filter.deployments !== undefined
+  const table = sql.unsafe(perDeployment ? "flow_run_rollup_deployment" : "flow_run_rollup")
+  const columns = sql.unsafe(perDeployment ? DEPLOYMENT_ROLLUP_COLUMNS : ROLLUP_COLUMNS)
+  const ROLLUP_ROWS = sql`(SELECT ${columns} FROM ${table} UNION ALL SELECT ${columns} FROM flow_run_rollup_delta) rollup`
   /** The runs the rollup cannot hold, as the plain query picks them. */
   const odd = (select: Fragment, group: Fragment = sql``) => sql`
     SELECT ${select} FROM flow_run
@@ -331,7 +381,7 @@ const sources = (
         -- (OFFSET 0 keeps it a scan per range, never the whole window filtered).
         SELECT ${select} FROM flow_run
         WHERE flow_run.expected_start_time >= cut.lo AND flow_run.expected_start_time < cut.hi
-          AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(IN_ROLLUP)}
+          AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(IN_ROLLUP)}
         OFFSET 0
       ) edge
   `
@@ -350,8 +400,8 @@ const sources = (
       // (OFFSET 0: the bound's index, not a walk of the window's rows by their key.)
       const late = sql`
         SELECT DISTINCT rollup.slot, rollup.state_name FROM (
-          (SELECT * FROM flow_run_rollup WHERE running_since_max > ${at}::timestamptz OFFSET 0)
-          UNION ALL SELECT * FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
+          (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0)
+          UNION ALL SELECT ${columns} FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
         ) rollup
         WHERE ${all(sql, slotConditions)} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
@@ -384,7 +434,7 @@ const sources = (
             FROM flow_run
             WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_name = late.state_name
               AND flow_run.expected_start_time >= late.slot AND flow_run.expected_start_time < late.slot + interval '15 minutes'
-              AND ${sql.unsafe(LIVE)}
+              AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
             GROUP BY 1, 2
           ) run
       `
@@ -396,7 +446,7 @@ const sources = (
             SELECT flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})
             FROM flow_run
             WHERE flow_run.expected_start_time >= piece.lo AND flow_run.expected_start_time < piece.hi
-              AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
+              AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
             GROUP BY 1, 2
           ) run
       `
@@ -411,7 +461,7 @@ const sources = (
               ${runTime(sql, at)} AS run_time, ${latenessMicros(sql, at)} AS lateness
             FROM flow_run
             WHERE flow_run.expected_start_time >= piece.lo AND flow_run.expected_start_time < piece.hi
-              AND ${all(sql, stateConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(ROLLED_UP)}
+              AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(ROLLED_UP)}
             OFFSET 0
           ) run
         GROUP BY 1, 2, 3, 4, 5
@@ -430,19 +480,21 @@ const sources = (
           JOIN ${ROLLUP_ROWS} ON rollup.slot = derived.slot
         -- Also as a condition on the rollup's key, for its index (a join alone hashes the whole rollup).
         WHERE rollup.slot = ANY(${plan.derivedSlots}::timestamptz[]) AND rollup.state_type IN ${sql.unsafe(FINAL_TYPES)}
-          AND ${all(sql, stateConditions(sql, filter, "rollup"))}
+          AND ${all(sql, keyConditions(sql, filter, "rollup"))}
       `
       const group = (source: Fragment) => sql`
         SELECT bucket, state_type, state_name, sum(count_runs), sum(run_time), sum(lateness)
         FROM (${source}) source (bucket, state_type, state_name, count_runs, run_time, lateness)
         GROUP BY 1, 2, 3
       `
+      // Parts with nothing to read are left out (a window on the hour cuts no quarter hour): less to plan.
+      const cut = plan.pieceFrom.length > 0 || plan.derivedSlots.length > 0
       return sql`
-        WITH late AS MATERIALIZED (${late}), pieces AS MATERIALIZED (${pieces})
+        WITH late AS MATERIALIZED (${late})${cut ? sql`, pieces AS MATERIALIZED (${pieces})` : sql``}
         ${group(whole)}
         UNION ALL ${lateRows}
-        UNION ALL ${liveRows}
-        UNION ALL ${group(edgeRows)}
+        ${plan.livePieceFrom.length > 0 ? sql`UNION ALL ${liveRows}` : sql``}
+        ${cut ? sql`UNION ALL ${group(edgeRows)}` : sql``}
         UNION ALL ${odd(sql`${bucket(sql`flow_run.expected_start_time`)}, flow_run.state_type, flow_run.state_name, count(*),
           sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})`, sql`GROUP BY 1, 2, 3`)}
       `
@@ -450,7 +502,7 @@ const sources = (
     count: sql`
       SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${ROLLUP_ROWS} WHERE ${all(sql, slotConditions)})
         + (${odd(sql`count(*)`)})
-        + (SELECT count(*) FROM (${edges(sql`1`)}) edges)
+        ${plan.cutFrom.length > 0 ? sql`+ (SELECT count(*) FROM (${edges(sql`1`)}) edges)` : sql``}
     `
   }
 }

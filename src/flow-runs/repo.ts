@@ -170,7 +170,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
           return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []))
         })
 
-    /** Filtered on nothing but expected start time and state, from the rollup of final runs (see history.ts). */
+    /** Filtered on nothing but expected start time, state and deployment ids, from the rollup (see history.ts). */
     const count = (query: FlowRunQuery) => {
       const filter = rollupFilter(query)
       return filter !== undefined
@@ -235,7 +235,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       })
 
     /**
-     * Filtered on nothing but expected start time and state, from the rollup of final runs (see
+     * Filtered on nothing but expected start time, state and deployment ids, from the rollup (see
      * history.ts); else over the matching runs.
      */
     const history = (query: FlowRunQuery, options: HistoryWindow) =>

@@ -6,6 +6,7 @@ import { migrate, MIGRATIONS_TABLE, reset } from "../../src/database/migrator.ts
 import { migrations } from "../../src/database/migrations/index.ts"
 import { layer as settingsLayer } from "../../src/settings/settings.ts"
 import { scopedDatabase } from "../support/database.ts"
+import { rollupIsExact } from "../support/rollup.ts"
 
 const expected = Object.keys(migrations).map((key) => [Number(key.slice(0, 4)), key.slice(5)] as const)
 
@@ -95,6 +96,57 @@ describe("migrations", () => {
       ])
       const duplicate = yield* Effect.flip(run(5, "2026-01-01T00:00:04Z"))
       expect((duplicate.cause as { code?: string }).code).toBe("23505")
+    }),
+    60_000
+  )
+
+  it.scoped("the flow-run rollup per deployment (0027) is filled from the runs already there; the deltas not folded yet go into the rollup", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const context = yield* Layer.build(database.connect())
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const before = Object.fromEntries(Object.entries(migrations).filter(([key]) => key < "0027"))
+      yield* Effect.provide(Migrator.make({})({ loader: Migrator.fromRecord(before), table: MIGRATIONS_TABLE }), context)
+      const flow = "00000000-0000-4000-8000-00000000f000"
+      const deployments = ["00000000-0000-4000-8000-00000000d001", "00000000-0000-4000-8000-00000000d002", "00000000-0000-4000-8000-00000000d003"]
+      yield* sql`INSERT INTO flow (id, created, updated, name) VALUES (${flow}, now(), now(), 'f')`
+      // 210 runs 7 minutes apart, each of three deployments or none, in every kind of state.
+      yield* sql`
+        INSERT INTO flow_run (id, created, updated, name, flow_id, deployment_id, state_type, state_name, state_timestamp,
+          expected_start_time, start_time, total_run_time)
+        SELECT gen_random_uuid(), now(), now(), 'run-' || i, ${flow},
+          (ARRAY[${deployments[0]!}, ${deployments[1]!}, ${deployments[2]!}, NULL]::uuid[])[1 + i % 4],
+          (ARRAY['SCHEDULED', 'PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'SCHEDULED'])[1 + i % 7],
+          (ARRAY['Scheduled', 'Pending', 'Running', 'Completed', 'Failed', 'Cancelled', 'Late'])[1 + i % 7],
+          '2030-01-01T00:00:00Z'::timestamptz + i * interval '7 minutes' + interval '1 minute',
+          '2030-01-01T00:00:00Z'::timestamptz + i * interval '7 minutes',
+          CASE WHEN i % 7 IN (2, 3, 4) THEN '2030-01-01T00:00:00Z'::timestamptz + i * interval '7 minutes' + (i % 5) * interval '1 second' END,
+          CASE WHEN i % 7 IN (3, 4) THEN i * 1.25 ELSE 0 END
+        FROM generate_series(0, 209) AS i
+      `
+      // Changes the triggers of 0026 append as deltas (folded about once in 256), and a deletion (folded).
+      yield* sql`UPDATE flow_run SET state_type = 'COMPLETED', state_name = 'Completed', total_run_time = 3 WHERE state_type = 'RUNNING' AND name LIKE 'run-1%'`
+      yield* sql`DELETE FROM flow_run WHERE name IN ('run-5', 'run-6', 'run-77')`
+      yield* sql`UPDATE flow_run SET state_type = 'PENDING', state_name = 'Pending' WHERE state_name = 'Late' AND name LIKE 'run-2%'`
+      const [{ deltas }] = yield* sql<{ deltas: number }>`SELECT count(*)::int AS deltas FROM flow_run_rollup_delta`
+      expect(deltas).toBeGreaterThan(0)
+
+      expect((yield* Effect.provide(migrate, context))[0]).toEqual([27, "flow_run_rollup_deployments"])
+      expect(yield* sql`SELECT 1 FROM flow_run_rollup_delta`).toEqual([])
+      const per = yield* sql<{ deployment_id: string; runs: string }>`
+        SELECT deployment_id, sum(count_runs) AS runs FROM flow_run_rollup_deployment GROUP BY 1 ORDER BY 1
+      `
+      expect(per.map((row) => [row.deployment_id, Number(row.runs)])).toEqual(
+        deployments.map((id, i) => [id, Array.from({ length: 210 }, (_, n) => n).filter((n) => n % 4 === i && ![5, 6, 77].includes(n)).length])
+      )
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
+      // The triggers of 0027 keep it: a run changing deployment, losing it, gaining one; then folded.
+      yield* sql`UPDATE flow_run SET deployment_id = ${deployments[2]!} WHERE name = 'run-8'`
+      yield* sql`UPDATE flow_run SET deployment_id = NULL WHERE name IN ('run-9', 'run-10')`
+      yield* sql`UPDATE flow_run SET deployment_id = ${deployments[0]!}, state_type = 'RUNNING', state_name = 'Running' WHERE name = 'run-11'`
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
+      yield* sql`SELECT flow_run_rollup_fold()`
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
     }),
     60_000
   )

@@ -6,13 +6,14 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema, TestClock } from "effect"
-import { rollupGrouped } from "../../src/database/migrations/0026_flow_run_rollup_live.ts"
+import { rollupFilter } from "../../src/flow-runs/history.ts"
 import { decodeStateDetails } from "../../src/domain/fast-decode.ts"
 import { StateDetails } from "../../src/domain/states.ts"
 import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
 import { FlowRun, FlowRunPolicy } from "../../src/flow-runs/schemas.ts"
 import { decodePolicy, flowRunsJson } from "../../src/flow-runs/wire.ts"
 import { idOf } from "../support/api.ts"
+import { rollupIsExact } from "../support/rollup.ts"
 import { type Json, request, testServer } from "../support/server.ts"
 
 const MISSING = "00000000-0000-4000-8000-000000000000"
@@ -102,50 +103,6 @@ const filters: ReadonlyArray<Body> = [
   },
   { flow_runs: { state: { type: { any_: [] } } } }
 ]
-
-/**
- * The rollup and its deltas hold exactly what adding up the runs again gives (migration 0026: every
- * run with a state type, name and expected start time), and each row's bound on its Running runs'
- * state timestamps is at least their latest.
- */
-const rollupIsExact = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const columns = "slot, state_type, state_name, count_runs, sum_run_time, sum_lateness, count_waiting, sum_waiting_since, count_running, sum_running_since"
-  const drift = yield* sql.unsafe(`
-    WITH fresh AS (
-      SELECT * FROM (${rollupGrouped("flow_run", 1)}) fresh (${columns}, running_since_max)
-    ),
-    rolled AS (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta),
-    kept AS (
-      SELECT slot, state_type, state_name, sum(count_runs) AS count_runs, sum(sum_run_time) AS sum_run_time,
-        sum(sum_lateness) AS sum_lateness, sum(count_waiting) AS count_waiting, sum(sum_waiting_since) AS sum_waiting_since,
-        sum(count_running) AS count_running, sum(sum_running_since) AS sum_running_since
-      FROM rolled GROUP BY 1, 2, 3 HAVING sum(count_runs) <> 0
-    )
-    (SELECT 'missing' AS side, ${columns} FROM fresh EXCEPT SELECT 'missing', * FROM kept)
-    UNION ALL
-    (SELECT 'extra', * FROM kept EXCEPT SELECT 'extra', ${columns} FROM fresh)
-  `)
-  expect(drift).toEqual([])
-  const empty = yield* sql`
-    SELECT slot, state_type, state_name FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rolled
-    GROUP BY 1, 2, 3 HAVING sum(count_runs) = 0 AND (sum(sum_run_time) <> 0 OR sum(sum_lateness) <> 0 OR sum(count_waiting) <> 0
-      OR sum(sum_waiting_since) <> 0 OR sum(count_running) <> 0 OR sum(sum_running_since) <> 0)
-  `
-  expect(empty).toEqual([])
-  const unbound = yield* sql`
-    SELECT flow_run.id FROM flow_run
-    WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_timestamp IS NOT NULL AND flow_run.state_name IS NOT NULL
-      AND flow_run.expected_start_time IS NOT NULL
-      AND NOT EXISTS (
-        SELECT 1 FROM (SELECT * FROM flow_run_rollup UNION ALL SELECT * FROM flow_run_rollup_delta) rolled
-        WHERE rolled.slot = flow_run_rollup_slot(flow_run.expected_start_time) AND rolled.state_type = 'RUNNING'
-          AND rolled.state_name = flow_run.state_name
-          AND rolled.running_since_max >= CASE WHEN flow_run.total_run_time >= 0 THEN flow_run.state_timestamp ELSE 'infinity' END
-      )
-  `
-  expect(unbound).toEqual([])
-})
 
 describe("flow-run queries at scale", () => {
   it.layer(testServer(), { timeout: 180_000 })((it) => {
@@ -389,6 +346,187 @@ describe("flow-run queries at scale", () => {
           yield* sameHistory(window, { flow_runs: { state: { type: { any_: ["FAILED"] } } } })
         }
       })
+    )
+
+    it.effect("a history and count filtered by deployments, from the rollup per deployment, answer as the plain queries as runs move between deployments and the clock moves", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const T = BASE + 800 * HOUR
+        yield* TestClock.setTime(T)
+        const flow = (yield* post("/flows/", { name: "per-deployment" })).id
+        const deployment = (name: string) => Effect.map(post("/deployments/", { name, flow_id: flow }), idOf)
+        const a = yield* deployment("dep-a")
+        const b = yield* deployment("dep-b")
+        const c = yield* deployment("dep-c")
+        // Runs expected every 7 min 13 s from 5 hours before the clock to 3 hours after it; deployment
+        // a has most of them, some have none. Each brought to one kind of state: every kind meets
+        // every owner (8 kinds, 7 owners).
+        const owners = [a, b, c, null, a, a, b]
+        const runs: Array<{ id: string; kind: number; owner: string | null }> = []
+        for (let i = 0; i < 67; i++) {
+          const owner = owners[i % owners.length]!
+          const run = yield* post("/flow_runs/", {
+            flow_id: flow,
+            ...(owner === null ? {} : { deployment_id: owner }),
+            state: { type: "SCHEDULED", state_details: { scheduled_time: iso(T - 5 * HOUR + i * (7 * MINUTE + 13_000)) } }
+          })
+          runs.push({ id: idOf(run), kind: i % 8, owner })
+        }
+        // And as a deployment makes them (expected now).
+        for (const owner of [a, b, a]) {
+          const run = yield* post(`/deployments/${owner}/create_flow_run`, {})
+          runs.push({ id: idOf(run), kind: 2, owner })
+        }
+        for (const [i, run] of runs.entries()) {
+          yield* TestClock.adjust(`${(i % 3) * 1_009 + 7} millis`)
+          switch (run.kind) {
+            case 0: // stays Scheduled (some marked Late): late once the clock is past it
+              if (i % 16 === 0) yield* setState(run.id, { type: "SCHEDULED", name: "Late", state_details: { scheduled_time: iso(T - 6 * HOUR) } }, true)
+              break
+            case 1:
+              yield* setState(run.id, { type: "PENDING" })
+              break
+            case 2:
+              yield* setState(run.id, { type: "PENDING" })
+              yield* setState(run.id, { type: "RUNNING" })
+              break
+            case 3:
+              yield* setState(run.id, { type: "PENDING" })
+              yield* setState(run.id, { type: "RUNNING" })
+              yield* TestClock.adjust("1 second")
+              yield* setState(run.id, { type: "COMPLETED" })
+              break
+            case 4:
+              yield* setState(run.id, { type: "RUNNING" }, true)
+              yield* TestClock.adjust("3 seconds")
+              yield* setState(run.id, { type: "FAILED" })
+              break
+            case 5:
+              yield* setState(run.id, { type: "CANCELLED" })
+              break
+            case 6: // paused before it ever ran: not started, so late like a Scheduled run
+              yield* setState(run.id, { type: "PAUSED" }, true)
+              break
+            case 7:
+              yield* setState(run.id, { type: "RUNNING" }, true)
+              yield* TestClock.adjust("2 seconds")
+              yield* setState(run.id, { type: "CANCELLING" }, true)
+              break
+          }
+        }
+
+        const windows = (now: number) => [
+          { history_start: iso(T - 6 * HOUR), history_end: iso(T + 4 * HOUR), history_interval_seconds: 3600 },
+          { history_start: iso(T - 5 * HOUR + 17 * MINUTE + 23_456), history_end: iso(T + 3 * HOUR), history_interval_seconds: 1200 },
+          // What the bench asks: 30 days to the end of tomorrow, a day each.
+          { history_start: iso(T - 30 * 24 * HOUR), history_end: iso(T + 2 * 24 * HOUR), history_interval_seconds: 86400 },
+          // Up to the clock, from a start not on the hour, as a UI asks.
+          { history_start: iso(now - 24 * HOUR), history_end: iso(now), history_interval_seconds: 3600 },
+          { history_start: iso(now - 6 * HOUR + 1), history_end: iso(now + 1), history_interval_seconds: 600 }
+        ]
+        const filters = (now: number): ReadonlyArray<Body> => [
+          { flow_runs: { deployment_id: { any_: [a] } } },
+          { flow_runs: { deployment_id: { any_: [b, c] } } },
+          { flow_runs: { deployment_id: { any_: [a, a, MISSING] } } },
+          { flow_runs: { deployment_id: { any_: [] } } },
+          { deployments: { id: { any_: [a, c] } } },
+          { deployments: { operator: "or_", id: { any_: [a.toUpperCase(), c] } }, flow_runs: { deployment_id: { any_: [a, b] } } },
+          {
+            flow_runs: {
+              deployment_id: { operator: "or_", any_: [b, a] },
+              state: { type: { any_: ["RUNNING", "SCHEDULED", "COMPLETED", "CANCELLING"] } },
+              expected_start_time: { after_: iso(T - 3 * HOUR + 7), before_: iso(now) }
+            }
+          },
+          { flow_runs: { deployment_id: { any_: [c] }, state: { name: { any_: ["Late", "Scheduled", "Paused"] } } } }
+        ]
+        // Each of those is one the rollup answers (else the comparisons below would prove nothing).
+        for (const filter of filters(T)) expect(rollupFilter(filter as never)?.deployments, JSON.stringify(filter)).toBeDefined()
+        // Bodies that are not only deployment ids are answered from the runs.
+        for (const other of [
+          { deployments: {} },
+          { deployments: { id: { not_any_: [a] } } },
+          { deployments: { id: { any_: [a] }, name: { any_: ["dep-a"] } } },
+          { flow_runs: { deployment_id: { is_null_: true } } },
+          { flow_runs: { deployment_id: { any_: [a], is_null_: false } } },
+          { flow_runs: { operator: "or_", deployment_id: { any_: [a] }, state: { type: { any_: ["RUNNING"] } } } },
+          { flows: { id: { any_: [flow] } }, flow_runs: { deployment_id: { any_: [a] } } }
+        ]) {
+          expect(rollupFilter(other as never), JSON.stringify(other)).toBeUndefined()
+        }
+        const check = Effect.gen(function* () {
+          yield* rollupIsExact
+          const now = yield* TestClock.currentTimeMillis
+          for (const filter of filters(now)) {
+            yield* sameCount(filter)
+            for (const window of windows(now)) yield* sameHistory(window, filter)
+          }
+          yield* sameHistory(windows(now)[0]!)
+          yield* sameCount({})
+        })
+        // At the clock (on the quarter hour), then inside a quarter hour, then folded.
+        yield* check
+        const day = yield* sameHistory(windows(T)[0]!, filters(T)[0]!)
+        expect(day.flatMap((bucket) => bucket.states.map((s) => s.state_name))).toEqual(
+          expect.arrayContaining(["Scheduled", "Late", "Pending", "Running", "Paused", "Cancelling", "Completed", "Failed", "Cancelled"])
+        )
+        expect(yield* sameCount(filters(T)[0]!)).toBe(runs.filter((r) => r.owner === a).length)
+        yield* TestClock.adjust(`${20 * 60_000 + 17_123} millis`)
+        yield* check
+        yield* sql`SELECT flow_run_rollup_fold()`
+        yield* check
+
+        // Runs moving on, changing deployment, gaining one and losing it; deletions.
+        const of = (owner: string | null, kind: number) => runs.filter((r) => r.owner === owner && r.kind === kind)
+        yield* sql`UPDATE flow_run SET deployment_id = ${c} WHERE id = ${of(a, 2)[0]!.id}`
+        yield* sql`UPDATE flow_run SET deployment_id = ${a} WHERE id = ${of(b, 3)[0]!.id}`
+        yield* sql`UPDATE flow_run SET deployment_id = ${b} WHERE id = ${of(null, 0)[0]!.id}`
+        yield* sql`UPDATE flow_run SET deployment_id = NULL WHERE id = ${of(a, 6)[0]!.id}`
+        yield* sql`UPDATE flow_run SET deployment_id = NULL WHERE id = ${of(a, 4)[0]!.id}`
+        // A deployment change and a transition in one statement.
+        yield* sql`
+          UPDATE flow_run SET deployment_id = ${a}, state_type = 'PENDING', state_name = 'Pending'
+          WHERE id = ${of(c, 0)[0]!.id}
+        `
+        for (const run of [...of(a, 1), ...of(b, 1)].slice(0, 3)) yield* setState(run.id, { type: "RUNNING" })
+        for (const run of [...of(a, 2), ...of(c, 2)].slice(1, 4)) yield* setState(run.id, { type: "COMPLETED" })
+        expect((yield* request("DELETE", `/flow_runs/${of(b, 4)[0]!.id}`)).status).toBe(204)
+        yield* post("/flow_runs/bulk_delete", { flow_runs: { id: { any_: [of(a, 5)[0]!.id, of(null, 3)[0]!.id] } } })
+        yield* check
+        yield* sql`SELECT flow_run_rollup_fold()`
+        yield* check
+
+        // Deployment c deleted: with it go its runs still Scheduled that never ran; the others keep its
+        // id (the `deployments` filter no longer matches them, the runs' deployment_id does) …
+        expect((yield* request("DELETE", `/deployments/${c}`)).status).toBe(204)
+        yield* check
+        // … until they lose it, as a foreign key ON DELETE SET NULL (the reference's) sets it.
+        yield* sql`UPDATE flow_run SET deployment_id = NULL WHERE deployment_id = ${c}`
+        yield* check
+        expect(yield* sameCount({ flow_runs: { deployment_id: { any_: [c] } } })).toBe(0)
+        // Hours later: the waiting runs late, the future ones past.
+        yield* TestClock.adjust(`${4 * HOUR + 3_001} millis`)
+        yield* check
+        yield* sql`SELECT flow_run_rollup_fold()`
+        yield* check
+
+        // The answers come from flow_run_rollup_deployment: a row changed there changes them.
+        const body = { flow_runs: { deployment_id: { any_: [b] } } }
+        const before = (yield* post("/flow_runs/count", body)) as number
+        const rows = yield* sql<{ n: number }>`
+          UPDATE flow_run_rollup_deployment SET count_runs = count_runs + 1000 WHERE deployment_id = ${b} RETURNING 1 AS n
+        `
+        expect(rows.length).toBeGreaterThan(0)
+        expect(yield* post("/flow_runs/count", body)).toBe(before + 1000 * rows.length)
+        expect(yield* post("/flow_runs/count", plainly(body))).toBe(before)
+        yield* sql`UPDATE flow_run_rollup_deployment SET count_runs = count_runs - 1000 WHERE deployment_id = ${b}`
+        yield* check
+
+        // The flow deleted, its runs with it: nothing left of them, per deployment or not.
+        expect((yield* request("DELETE", `/flows/${flow}`)).status).toBe(204)
+        yield* rollupIsExact
+        expect(yield* sql`SELECT 1 FROM flow_run_rollup_deployment WHERE deployment_id IN (${a}, ${b}, ${c})`).toEqual([])
+      }), 240_000
     )
 
     it.effect("a filter on several state types reads them one at a time and answers the same page", () =>

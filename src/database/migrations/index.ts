@@ -28,6 +28,7 @@ import m0023 from "./0023_background_tasks.ts"
 import m0024 from "./0024_flow_run_live_state_index.ts"
 import m0025 from "./0025_instance_leading.ts"
 import m0026 from "./0026_flow_run_rollup_live.ts"
+import m0027 from "./0027_flow_run_rollup_deployments.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -55,5 +56,6 @@ export const migrations = {
   "0023_background_tasks": m0023,
   "0024_flow_run_live_state_index": m0024,
   "0025_instance_leading": m0025,
-  "0026_flow_run_rollup_live": m0026
+  "0026_flow_run_rollup_live": m0026,
+  "0027_flow_run_rollup_deployments": m0027
 }
