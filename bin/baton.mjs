@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as v8 from "node:v8"
+import { runInNewContext } from "node:vm"
 
 /** Whether node was started with a V8 option of this name (then Baton leaves it alone). */
 const given = (name) => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((arg) => arg.startsWith(name))
@@ -37,6 +38,28 @@ if (!given("--semi-space-growth-factor")) {
   v8.setFlagsFromString("--semi-space-growth-factor=1")
   process.once("baton:started", () => v8.setFlagsFromString("--semi-space-growth-factor=2"))
 }
+// Start-up also leaves about 8MB of garbage spread over the old generation's pages, which V8's memory
+// reducer collects and compacts away only when the server has idled for 30 to 60 s. One full
+// collection that compacts, a second after start-up (not in the way of the first requests), brings
+// the server to that size at once: about 5MB less resident, for one pause of 0.1 to 0.4 s.
+process.once("baton:started", () => setTimeout(compactOnce, 1000).unref())
+
+/** One full garbage collection that compacts the heap, through V8's `gc` function (not otherwise exposed). */
+const compactOnce = () => {
+  try {
+    v8.setFlagsFromString("--expose-gc")
+    // The flag puts `gc` in contexts made from now on: a new one hands it over.
+    const gc = runInNewContext("gc")
+    if (!given("--expose-gc")) v8.setFlagsFromString("--no-expose-gc")
+    const compacting = given("--compact-on-every-full-gc")
+    if (!compacting) v8.setFlagsFromString("--compact-on-every-full-gc")
+    gc()
+    if (!compacting) v8.setFlagsFromString("--no-compact-on-every-full-gc")
+  } catch {
+    // Memory given back later by V8 itself, as before.
+  }
+}
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bundle = path.join(root, "dist", "main.js")
 
