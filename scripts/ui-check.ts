@@ -49,7 +49,7 @@ const call = async (method: string, route: string, body?: unknown): Promise<any>
 
 const startServer = async (): Promise<ChildProcess> => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "baton-ui-check-"))
-  const child = spawn(process.execPath, [path.join(ROOT, "bin/baton.mjs"), "server", "start"], {
+  const child = spawn(path.join(ROOT, "bin/baton.mjs"), ["server", "start"], {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit"],
     env: {

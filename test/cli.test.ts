@@ -1,11 +1,16 @@
 /**
  * The `baton` command: a server started, stopped with SIGTERM and started again on its data (from
  * the bundle, as `npm start` runs it: through tsx each start would take seconds longer); the
- * settings report (through bin/baton.mjs, as a user types it) and a bad setting refused with one line.
+ * settings report (through bin/baton.mjs, as a user types it) and a bad setting refused with one line;
+ * bin/baton.mjs run as a command, whose first lines (for sh) set the C allocator's mmap threshold
+ * before they start node.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { seededHome } from "./support/database.ts"
 import { SECRET_VALUES, SECRETS } from "./support/secrets.ts"
@@ -87,5 +92,25 @@ describe.concurrent("the baton command", () => {
       expect(bad.stderr[0]).toContain("integer")
     }),
     60_000
+  )
+
+  it.live("run as a command, sets MALLOC_MMAP_THRESHOLD_ (unless set) and runs node on itself with its arguments", () =>
+    Effect.sync(() => {
+      // A `node` that says what it was given, found first on PATH as sh looks it up.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "baton-launcher-"))
+      try {
+        fs.writeFileSync(path.join(dir, "node"), '#!/bin/sh\nprintf "%s\\n" "threshold=$MALLOC_MMAP_THRESHOLD_" "$@"\n', { mode: 0o755 })
+        const run = (env: Record<string, string>) => {
+          const { MALLOC_MMAP_THRESHOLD_: _, ...inherited } = process.env
+          const result = spawnSync(BIN, ["server", "start", "--host", "a b"], { env: { ...inherited, PATH: `${dir}:${process.env.PATH}`, ...env }, encoding: "utf8" })
+          expect(result.status, result.stderr).toBe(0)
+          return result.stdout.split("\n").slice(0, -1)
+        }
+        expect(run({})).toEqual(["threshold=32768", BIN, "server", "start", "--host", "a b"])
+        expect(run({ MALLOC_MMAP_THRESHOLD_: "65536" })[0]).toBe("threshold=65536")
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
+    })
   )
 })

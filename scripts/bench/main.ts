@@ -506,7 +506,8 @@ const scheduler = async (api: JsonClient) => {
     })
   )
   const count = async () => (await api.post("/flow_runs/count", { flows: { id: { any_: [flow.id] } } })) as number
-  const services = spawn(process.execPath, [path.join(ROOT, "bin/baton.mjs"), "server", "services", "start"], {
+  // As a user starts it: bin/baton.mjs run as a command (its first lines set the environment, then run node).
+  const services = spawn(path.join(ROOT, "bin/baton.mjs"), ["server", "services", "start"], {
     cwd: ROOT,
     env: {
       ...process.env,

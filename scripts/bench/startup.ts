@@ -1,6 +1,6 @@
 /**
- * Start-up time and idle memory of the server as `baton server start` runs it (through
- * bin/baton.mjs, so the bundle in dist/ when it is current).
+ * Start-up time and idle memory of the server as `baton server start` runs it (bin/baton.mjs run as
+ * a command, as `npm start` and `npx baton` run it: so the bundle in dist/ when it is current).
  *
  *   npx tsx scripts/bench/startup.ts [--runs N] [--port P] [--database-url URL] [--idle-seconds S]
  *                                    [--entry FILE] [--no-build]
@@ -73,7 +73,19 @@ const healthy = (url: string): Promise<boolean> =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Spawns `node bin/baton.mjs server start` and resolves once /v2/api/health answers 200. */
+/**
+ * The environment bin/baton.mjs's launcher line (`export NAME="${NAME-value}"`, read by sh when the
+ * file runs as a command) gives node, for a server started with node directly; a variable set in
+ * this process's environment is kept, as the launcher keeps it.
+ */
+export const launcherEnv = (): Record<string, string> => {
+  const launcher = fs.readFileSync(BIN, "utf8").split("\n")[1] ?? ""
+  return Object.fromEntries(
+    [...launcher.matchAll(/export (\w+)="\$\{\w+-([^}]*)\}"/g)].map(([, name, value]) => [name!, process.env[name!] ?? value!])
+  )
+}
+
+/** Spawns `bin/baton.mjs server start` and resolves once /v2/api/health answers 200. */
 export const startServer = async (options: StartupOptions): Promise<StartedServer> => {
   const port = options.port ?? 4320
   const env: Record<string, string> = {
@@ -85,12 +97,18 @@ export const startServer = async (options: StartupOptions): Promise<StartedServe
     ...options.env
   }
   const url = `http://127.0.0.1:${port}/v2/api/health`
+  const args = ["server", "start", ...(options.args ?? [])]
   const started = performance.now()
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.entry ?? BIN, "server", "start", ...(options.args ?? [])], {
-    cwd: ROOT,
-    env,
-    stdio: options.stdio ?? "ignore"
-  })
+  // As a user starts it: bin/baton.mjs run as a command (its launcher line sets the environment, then
+  // execs node). With node options or another entry, node is started here with that same environment.
+  const child =
+    options.entry === undefined && (options.nodeArgs ?? []).length === 0
+      ? spawn(BIN, args, { cwd: ROOT, env, stdio: options.stdio ?? "ignore" })
+      : spawn(process.execPath, [...(options.nodeArgs ?? []), options.entry ?? BIN, ...args], {
+          cwd: ROOT,
+          env: { ...launcherEnv(), ...env },
+          stdio: options.stdio ?? "ignore"
+        })
   let exited: number | null | undefined
   const exit = new Promise<void>((resolve) =>
     child.once("exit", (code) => {

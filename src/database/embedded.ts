@@ -54,6 +54,13 @@ export const SOCKET_FILE = ".s.PGSQL.5432"
  */
 export const SHARED_BUFFERS = "8MB"
 
+/**
+ * PostgreSQL sizes its lock tables, process slots and their hash tables in shared memory for this
+ * many connections, and PGlite zero-fills all of it at start. PGlite runs one backend, whatever the
+ * number of clients on its socket, so the default 100 paid for 99 that never come: 10 takes the
+ * shared memory from 15 to 12MB.
+ */
+export const MAX_CONNECTIONS = 10
 
 /** Whether process `pid` exists (EPERM: it does, as another user's). */
 const processExists = (pid: number) => {
@@ -120,7 +127,13 @@ export const openPGlite = (options: Pick<EmbeddedOptions, "dataDir" | "loadDataD
         PGlite.create({
           ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
           ...(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {}),
-          startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${options.sharedBuffers ?? SHARED_BUFFERS}`]
+          startParams: [
+            ...PGlite.defaultStartParams,
+            "-c",
+            `shared_buffers=${options.sharedBuffers ?? SHARED_BUFFERS}`,
+            "-c",
+            `max_connections=${MAX_CONNECTIONS}`
+          ]
         }),
       catch: (cause) =>
         new EmbeddedDatabaseError({

@@ -3,19 +3,23 @@
  * and the dates each yields. Time zones, DST and the expression languages come from luxon,
  * cron-parser and rrule rather than hand-written calendars.
  */
-import { CronExpressionParser } from "cron-parser"
 import { Either, ParseResult, Schema } from "effect"
-import { DateTime, IANAZone } from "luxon"
-// rrule is CommonJS: its named exports are not visible to ESM imports under plain Node.
-import rrule from "rrule"
+import type { DateTime } from "luxon"
+import type { RRule, RRuleSet } from "rrule"
 import * as Lax from "../domain/lax.ts"
+import { memoize, onFirstUse } from "../domain/on-first-use.ts"
 import { Timestamp } from "../domain/time.ts"
+
+// Loaded when a schedule is first checked or computed (domain/on-first-use.ts).
+const cronParser = onFirstUse<typeof import("cron-parser")>("cron-parser")
+const rrule = onFirstUse<typeof import("rrule")>("rrule")
+const luxon = onFirstUse<typeof import("luxon")>("luxon")
 
 /** The most dates one computation yields, as the reference bounds it. */
 export const MAX_ITERATIONS = 1000
 
 const TimeZone = Schema.String.pipe(
-  Schema.filter((zone) => IANAZone.isValidZone(zone) || `Invalid timezone: '${zone}'`, {
+  Schema.filter((zone) => luxon().IANAZone.isValidZone(zone) || `Invalid timezone: '${zone}'`, {
     // Generated values (the fuzz tests) come from real zones: random text is almost never one.
     arbitrary: () => (fc) => fc.constantFrom("UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe")
   })
@@ -28,18 +32,16 @@ const validCron = (cron: string): string | undefined => {
     return `Invalid cron string: '${cron}' (Exactly 5, 6 or 7 columns has to be specified for iterator expression.)`
   }
   try {
-    CronExpressionParser.parse(cron)
+    cronParser().CronExpressionParser.parse(cron)
     return undefined
   } catch (cause) {
     return `Invalid cron string: '${cron}' (${(cause as Error).message})`
   }
 }
 
-const { rrulestr } = rrule
-
 const validRRule = (rule: string): string | undefined => {
   try {
-    rrulestr(rule, { forceset: true })
+    rrule().rrulestr(rule, { forceset: true })
     return undefined
   } catch (cause) {
     return `Invalid RRule string '${rule}': ${(cause as Error).message}`
@@ -96,8 +98,8 @@ const intervalDates = (schedule: typeof IntervalSchedule.Type, window: DateWindo
   const days = Math.floor(schedule.interval / 86_400)
   const rest = schedule.interval - days * 86_400
   const advance = (dt: DateTime): DateTime => dt.plus({ days }).plus({ seconds: rest }) as DateTime
-  const anchor = DateTime.fromJSDate(schedule.anchor_date ?? new Date(Date.UTC(2020, 0, 1)), { zone })
-  const start = DateTime.fromJSDate(window.start, { zone })
+  const anchor = luxon().DateTime.fromJSDate(schedule.anchor_date ?? new Date(Date.UTC(2020, 0, 1)), { zone })
+  const start = luxon().DateTime.fromJSDate(window.start, { zone })
   // Jump close to the start, then step: the jump uses the average interval, the steps the calendar.
   const jumps = Math.floor((start.toMillis() - anchor.toMillis()) / (schedule.interval * 1000))
   // In either direction: a start long before the anchor must not be walked back to one interval at a time.
@@ -121,14 +123,14 @@ const intervalDates = (schedule: typeof IntervalSchedule.Type, window: DateWindo
 const cronDates = (schedule: typeof CronSchedule.Type, window: DateWindow): Array<Date> => {
   const zone = zoneOf(schedule.timezone)
   // The reference starts one second early, so a date exactly at `start` is included.
-  const expression = CronExpressionParser.parse(schedule.cron, {
+  const expression = cronParser().CronExpressionParser.parse(schedule.cron, {
     currentDate: new Date(window.start.getTime() - 1000),
     tz: zone
   })
   const fields = expression.fields
   const restrictsBoth = !fields.dayOfMonth.isWildcard && !fields.dayOfWeek.isWildcard
   const matchesBoth = (date: Date) => {
-    const local = DateTime.fromJSDate(date, { zone })
+    const local = luxon().DateTime.fromJSDate(date, { zone })
     const weekday = local.weekday % 7
     return (fields.dayOfMonth.values as ReadonlyArray<number | string>).includes(local.day) &&
       (fields.dayOfWeek.values as ReadonlyArray<number | string>).some((d) => Number(d) % 7 === weekday)
@@ -158,7 +160,7 @@ const rruleDates = (schedule: typeof RRuleSchedule.Type, window: DateWindow): Ar
   const hasStart = /DTSTART/i.test(schedule.rrule)
   const floating = (dt: DateTime) => new Date(Date.UTC(dt.year, dt.month - 1, dt.day, dt.hour, dt.minute, dt.second))
   const fromFloating = (d: Date) =>
-    DateTime.fromObject(
+    luxon().DateTime.fromObject(
       {
         year: d.getUTCFullYear(),
         month: d.getUTCMonth() + 1,
@@ -173,8 +175,8 @@ const rruleDates = (schedule: typeof RRuleSchedule.Type, window: DateWindow): Ar
   const text = hasStart
     ? schedule.rrule
     : `DTSTART:20200101T000000Z\n${/^\s*(RRULE|EXRULE|RDATE|EXDATE)/i.test(schedule.rrule) ? schedule.rrule : `RRULE:${schedule.rrule}`}`
-  const from = floating(DateTime.fromJSDate(window.start, { zone }))
-  const set = rebased(rrulestr(text, { forceset: true }) as InstanceType<typeof RRuleSet>, from)
+  const from = floating(luxon().DateTime.fromJSDate(window.start, { zone }))
+  const set = rebased(rrule().rrulestr(text, { forceset: true }) as RRuleSet, from)
   const dates: Array<Date> = []
   const n = countOf(window)
   let steps = 0
@@ -196,16 +198,17 @@ const rruleDates = (schedule: typeof RRuleSchedule.Type, window: DateWindow): Ar
  */
 const MAX_RRULE_STEPS = 200_000
 
-const { RRule, RRuleSet } = rrule
-
 /** Lengths of the fixed periods (rrule's frequencies SECONDLY … WEEKLY), in milliseconds. */
-const FIXED_PERIOD_MS: Partial<Record<number, number>> = {
-  [RRule.WEEKLY]: 7 * 86_400_000,
-  [RRule.DAILY]: 86_400_000,
-  [RRule.HOURLY]: 3_600_000,
-  [RRule.MINUTELY]: 60_000,
-  [RRule.SECONDLY]: 1000
-}
+const fixedPeriodMs = memoize((): Partial<Record<number, number>> => {
+  const { RRule } = rrule()
+  return {
+    [RRule.WEEKLY]: 7 * 86_400_000,
+    [RRule.DAILY]: 86_400_000,
+    [RRule.HOURLY]: 3_600_000,
+    [RRule.MINUTELY]: 60_000,
+    [RRule.SECONDLY]: 1000
+  }
+})
 
 /**
  * The set with each rule's DTSTART moved forward by whole periods to just before `from`, which
@@ -213,16 +216,17 @@ const FIXED_PERIOD_MS: Partial<Record<number, number>> = {
  * window years after DTSTART is not walked to one date at a time. Rules counted from their start
  * (COUNT), and sets with exclusion rules, are left as they are.
  */
-const rebased = (set: InstanceType<typeof RRuleSet>, from: Date): InstanceType<typeof RRuleSet> => {
+const rebased = (set: RRuleSet, from: Date): RRuleSet => {
+  const { RRule, RRuleSet } = rrule()
   if (set.exrules().length > 0) return set
-  const rules = set.rrules() as Array<InstanceType<typeof RRule>>
+  const rules = set.rrules() as Array<RRule>
   const moved = rules.map((rule) => {
     const options = rule.options
     const start = options.dtstart
     if (options.count !== null || start === null || start >= from) return rule
     const interval = options.interval || 1
     let dtstart: Date | undefined
-    const period = FIXED_PERIOD_MS[options.freq]
+    const period = fixedPeriodMs()[options.freq]
     if (period !== undefined) {
       const periods = Math.floor((from.getTime() - start.getTime()) / (period * interval)) - 1
       if (periods > 0) dtstart = new Date(start.getTime() + periods * period * interval)

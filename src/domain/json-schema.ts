@@ -3,13 +3,18 @@
  * ajv. Failures are described the way the reference words them ("1 is not of type 'string'"), since
  * clients show and match those messages.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv"
+import { memoize, onFirstUse } from "./on-first-use.ts"
 import { regExpEngine } from "./regex.ts"
 import { isObject } from "./schemas.ts"
 
+const ajvPackage = onFirstUse<typeof import("ajv")>("ajv")
+
 // Remote $refs are never fetched: ajv resolves only what the schema itself contains. Patterns run
 // with RE2 (regex.ts), in linear time.
-const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: false, verbose: true, code: { regExp: regExpEngine } })
+const ajv = memoize(
+  () => new (ajvPackage().Ajv)({ allErrors: false, strict: false, validateFormats: false, verbose: true, code: { regExp: regExpEngine } })
+)
 
 export type SchemaCheck =
   | { readonly valid: true }
@@ -138,12 +143,12 @@ const fieldOf = (error: ErrorObject): string | null => {
 }
 
 /**
- * Compiled validators of `ajv` by the schema's JSON. ajv keeps every schema object it compiled, and
+ * Compiled validators of `ajv()` by the schema's JSON. ajv keeps every schema object it compiled, and
  * callers pass a fresh copy each time (a deployment's schema, prepared per request): without this,
  * each request would compile again and ajv's own cache would grow for ever. `schema` is the object
  * compiled (the one ajv's errors point into).
  */
-export const validatorCache = (ajv: Ajv, max = 256) => {
+export const validatorCache = (ajv: () => Ajv, max = 256) => {
   const validators = new Map<string, { readonly schema: object; readonly validate: ValidateFunction }>()
   return (schema: object): { readonly schema: object; readonly validate: ValidateFunction } => {
     const key = JSON.stringify(schema)
@@ -156,10 +161,10 @@ export const validatorCache = (ajv: Ajv, max = 256) => {
     }
     let validate: ValidateFunction
     try {
-      validate = ajv.compile(schema)
+      validate = ajv().compile(schema)
     } catch (error) {
       // ajv keeps the schema it failed to compile: each request's copy would stay for ever.
-      ajv.removeSchema(schema)
+      ajv().removeSchema(schema)
       throw error
     }
     const entry = { schema, validate }
@@ -167,7 +172,7 @@ export const validatorCache = (ajv: Ajv, max = 256) => {
     if (validators.size > max) {
       const [oldestKey, oldest] = validators.entries().next().value!
       validators.delete(oldestKey)
-      ajv.removeSchema(oldest.schema)
+      ajv().removeSchema(oldest.schema)
     }
     return entry
   }

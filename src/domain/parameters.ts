@@ -9,6 +9,7 @@ import { valueErrorItem } from "./problems.ts"
 import { checkParameters, describeFailure } from "./json-schema.ts"
 import { renderTemplate, type TemplateBudget, templateBudget, type TemplateFilter, validateTemplate } from "./templates.ts"
 import { isObject } from "./schemas.ts"
+import { groupThousands } from "./strings.ts"
 
 type Json = unknown
 
@@ -20,14 +21,13 @@ export const serializedSize = (parameters: Json): number => {
   return size
 }
 
-const grouped = (n: number) => n.toLocaleString("en-US")
 
 /** The reference's refusal of parameters over `max` bytes (0 turns the limit off); undefined when they fit. */
 export const parameterSizeProblem = (parameters: Json, max: number): string | undefined => {
   if (max === 0) return undefined
   const size = serializedSize(parameters)
   return size > max
-    ? `Flow run parameters must be less than ${grouped(max)} bytes when serialized (got ${grouped(size)} bytes).`
+    ? `Flow run parameters must be less than ${groupThousands(max)} bytes when serialized (got ${groupThousands(size)} bytes).`
     : undefined
 }
 

@@ -9,7 +9,10 @@
  * with a clear reason, and so is a pattern longer than MAX_PATTERN_LENGTH: compiling and running
  * one costs time in proportion to its length too.
  */
-import { RE2JS } from "re2js"
+import type { RE2JS } from "re2js"
+import { onFirstUse } from "./on-first-use.ts"
+
+const re2js = onFirstUse<typeof import("re2js")>("re2js")
 
 /** Longest pattern accepted, in characters. */
 export const MAX_PATTERN_LENGTH = 2000
@@ -36,6 +39,7 @@ export const compilePattern = (pattern: string): RE2JS => {
   }
   let regex: RE2JS
   try {
+    const { RE2JS } = re2js()
     regex = RE2JS.compile(RE2JS.translateRegExp(pattern))
   } catch (error) {
     throw new UnsupportedPattern(

@@ -6,9 +6,9 @@
  * reference does.
  */
 import type { ErrorObject, ValidateFunction } from "ajv"
-import { Ajv2020 } from "ajv/dist/2020.js"
 import { isIPv4, isIPv6 } from "node:net"
 import { pythonRepr, validatorCache } from "./json-schema.ts"
+import { memoize, onFirstUse } from "./on-first-use.ts"
 import { placeholderOf } from "./parameters.ts"
 import { patternProblem, regExpEngine } from "./regex.ts"
 import {
@@ -135,10 +135,12 @@ const formats = {
   regex: isRegex
 }
 
+const ajv2020 = onFirstUse<typeof import("ajv/dist/2020.js")>("ajv/dist/2020.js")
+
 const makeAjv = () => {
   // Remote $refs are never fetched: ajv resolves only what the schema itself holds. Other formats
   // are not checked (nor are they by the reference).
-  const ajv = new Ajv2020({
+  const ajv = new (ajv2020().Ajv2020)({
     allErrors: true,
     strict: false,
     verbose: true,
@@ -167,7 +169,7 @@ const makeAjv = () => {
   return ajv
 }
 
-const shared = makeAjv()
+const shared = memoize(makeAjv)
 const sharedValidator = validatorCache(shared, 128)
 
 /**
@@ -213,12 +215,12 @@ export const schemaProblem = (prepared: JsonSchema): string | undefined => {
   const { $schema: _, ...schema } = prepared
   let valid: boolean
   try {
-    valid = shared.validateSchema(schema) as boolean
+    valid = shared().validateSchema(schema) as boolean
   } catch (error) {
     return `Invalid schema: ${(error as Error).message}`
   }
   if (!valid) {
-    const first = mergeAdditional(withoutBranches(shared.errors ?? [], fromOtherSchema))[0]
+    const first = mergeAdditional(withoutBranches(shared().errors ?? [], fromOtherSchema))[0]
     return `Invalid schema: ${first === undefined ? "is not valid" : wordingOf(first)}`
   }
   // The meta-schema's `format: regex`, which ajv leaves to compiling.
@@ -244,7 +246,7 @@ const validatorOf = (schema: JsonSchema): { readonly schema: object; readonly va
     return sharedValidator(schema)
   } catch (error) {
     try {
-      shared.removeSchema(schema)
+      shared().removeSchema(schema)
     } catch {
       // nothing was kept
     }

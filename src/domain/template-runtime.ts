@@ -11,6 +11,7 @@
  */
 import { Environment, Interpreter } from "@huggingface/jinja"
 import type { Program } from "./template-syntax.ts"
+import { groupThousands } from "./strings.ts"
 import {
   ArrayValue,
   children,
@@ -77,7 +78,6 @@ const EngineInterpreter = Interpreter as unknown as new (environment: Environmen
 const EVALUATED = "BatonEvaluated"
 const evaluated = (value: Value): Node => ({ type: EVALUATED, value })
 
-const grouped = (n: number) => n.toLocaleString("en-US")
 const PER_BUDGET = "the limit of the templates of one request or automation action"
 
 // ----------------------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ class BoundedInterpreter extends EngineInterpreter {
   private allocate(amount: number) {
     this.budget.allocated += amount
     if (this.budget.allocated > this.limits.allocation) {
-      this.over(`Template rendering made more than ${grouped(this.limits.allocation)} characters of values in all (${PER_BUDGET}).`)
+      this.over(`Template rendering made more than ${groupThousands(this.limits.allocation)} characters of values in all (${PER_BUDGET}).`)
     }
   }
 
@@ -144,9 +144,9 @@ class BoundedInterpreter extends EngineInterpreter {
     if (!namespace && this.seen.has(value)) return
     const { weight, depth } = measureAny(value)
     if (weight > this.limits.size) {
-      this.over(`Template made a value of more than ${grouped(this.limits.size)} characters (the limit of any value and of the output).`)
+      this.over(`Template made a value of more than ${groupThousands(this.limits.size)} characters (the limit of any value and of the output).`)
     }
-    if (depth > this.limits.depth) this.over(`Template made a value nested more than ${grouped(this.limits.depth)} levels deep.`)
+    if (depth > this.limits.depth) this.over(`Template made a value nested more than ${groupThousands(this.limits.depth)} levels deep.`)
     if (!namespace) this.count(value)
   }
 
@@ -158,7 +158,7 @@ class BoundedInterpreter extends EngineInterpreter {
     const items = Array.isArray(value.value) ? value.value.length : value.value instanceof Map ? value.value.size : typeof value.value === "string" ? value.value.length >> 4 : 0
     if (items < 64) return
     this.budget.steps += items >> 6
-    if (this.budget.steps > this.limits.steps) this.over(`Template rendering took more than ${grouped(this.limits.steps)} steps (${PER_BUDGET}).`)
+    if (this.budget.steps > this.limits.steps) this.over(`Template rendering took more than ${groupThousands(this.limits.steps)} steps (${PER_BUDGET}).`)
     this.checkTime()
   }
 
@@ -174,18 +174,18 @@ class BoundedInterpreter extends EngineInterpreter {
   /** Refuses to go on once the budget's steps or time are spent. */
   checkTime() {
     if (performance.now() - this.budget.started - this.budget.excluded > this.limits.milliseconds) {
-      this.over(`Template rendering took more than ${grouped(this.limits.milliseconds)} ms (${PER_BUDGET}).`)
+      this.over(`Template rendering took more than ${groupThousands(this.limits.milliseconds)} ms (${PER_BUDGET}).`)
     }
   }
 
   override evaluate(node: Node | undefined, environment: Environment): Value {
     if (node?.type === EVALUATED) return node.value as Value
     const steps = ++this.budget.steps
-    if (steps > this.limits.steps) this.over(`Template rendering took more than ${grouped(this.limits.steps)} steps (${PER_BUDGET}).`)
+    if (steps > this.limits.steps) this.over(`Template rendering took more than ${groupThousands(this.limits.steps)} steps (${PER_BUDGET}).`)
     // Wall time as a backstop only: steps bound the work, except steps over large values handed in.
     if ((steps & 15) === 0) this.checkTime()
     if (this.nesting >= this.limits.nesting) {
-      this.over(`Template nests expressions or macro calls more than ${grouped(this.limits.nesting)} deep.`)
+      this.over(`Template nests expressions or macro calls more than ${groupThousands(this.limits.nesting)} deep.`)
     }
     this.nesting++
     try {
@@ -206,7 +206,7 @@ class BoundedInterpreter extends EngineInterpreter {
       const text = value.toString()
       this.allocate(text.length)
       if (result.length + text.length > this.limits.size) {
-        this.over(`Template output is longer than ${grouped(this.limits.size)} characters (the limit of any value and of the output).`)
+        this.over(`Template output is longer than ${groupThousands(this.limits.size)} characters (the limit of any value and of the output).`)
       }
       result += text
     }
@@ -234,7 +234,7 @@ class BoundedInterpreter extends EngineInterpreter {
   private guardFilter(name: string, operand: Value, args: ReadonlyArray<Value>, kwargs: ReadonlyMap<string, Value>) {
     const limit = this.limits.size
     const tooLarge = (what: string, size: number) => {
-      if (size > limit) this.over(`${what} would make more than ${grouped(limit)} characters (the limit of any value and of the output).`)
+      if (size > limit) this.over(`${what} would make more than ${groupThousands(limit)} characters (the limit of any value and of the output).`)
     }
     const text = string(operand)
     switch (name) {
@@ -283,7 +283,7 @@ class BoundedInterpreter extends EngineInterpreter {
         const [old, replacement] = [string(args[0]), string(args[1])]
         const countArg = args[2]?.type === "KeywordArgumentsValue" ? (args[2].value as Map<string, Value>).get("count") : args[2]
         if (old !== undefined && replacement !== undefined && replacedLength(text, old, replacement, integer(countArg)) > limit) {
-          this.over(`replace() would make more than ${grouped(limit)} characters (the limit of any value and of the output).`)
+          this.over(`replace() would make more than ${groupThousands(limit)} characters (the limit of any value and of the output).`)
         }
       } else {
         const separator = string(args[0])
@@ -291,7 +291,7 @@ class BoundedInterpreter extends EngineInterpreter {
         const found = separator === undefined ? Math.ceil(text.length / 2) : separator === "" ? 0 : occurrences(text, separator)
         const parts = (most < 0 ? found : Math.min(found, most)) + 1
         // Each part is an item of the list: written out, at least its quotes and a separator.
-        if (text.length + parts * 4 > limit) this.over(`split() would make more than ${grouped(limit)} characters (the limit of any value and of the output).`)
+        if (text.length + parts * 4 > limit) this.over(`split() would make more than ${groupThousands(limit)} characters (the limit of any value and of the output).`)
       }
       return call(args, scope)
     })

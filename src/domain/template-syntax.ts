@@ -6,6 +6,7 @@
  * and a construct left open at the end (a string, a comment, a tag) is found by a small scan.
  */
 import { parse, tokenize } from "@huggingface/jinja"
+import { groupThousands } from "./strings.ts"
 
 export type Program = ReturnType<typeof parse>
 type Token = ReturnType<typeof tokenize>[number]
@@ -254,7 +255,7 @@ export const parseTemplate = (source: string): { readonly program: Program } | {
     return {
       problem: {
         line: 0,
-        message: `Contains too much whitespace in a row (runs of whitespace whose squared lengths add up to ${work.toLocaleString("en-US")}). Templates can hold runs adding up to no more than ${MAX_WHITESPACE_WORK.toLocaleString("en-US")}.`
+        message: `Contains too much whitespace in a row (runs of whitespace whose squared lengths add up to ${groupThousands(work)}). Templates can hold runs adding up to no more than ${groupThousands(MAX_WHITESPACE_WORK)}.`
       }
     }
   }

@@ -1,6 +1,9 @@
 /** Timestamps on the wire: ISO 8601 strings, serialised in UTC ("2026-11-22T10:00:00.000Z"). */
 import { Clock, Effect, ParseResult, Schema } from "effect"
-import { DateTime } from "luxon"
+import { onFirstUse } from "./on-first-use.ts"
+
+// Loaded when a date is first written in a time zone (on-first-use.ts).
+const luxon = onFirstUse<typeof import("luxon")>("luxon")
 
 /** The first and last instants the reference accepts (Python's datetime: years 1 to 9999). */
 export const EARLIEST = new Date("0001-01-01T00:00:00.000Z")
@@ -41,7 +44,7 @@ export const now: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms)
  * clients meet in keys and files the reference writes.
  */
 export const pythonDate = (date: Date, timezone: string | null | undefined = "UTC"): string => {
-  const local = DateTime.fromJSDate(date, { zone: timezone ?? "UTC" })
+  const local = luxon().DateTime.fromJSDate(date, { zone: timezone ?? "UTC" })
   const fraction = local.millisecond === 0 ? "" : `.${String(local.millisecond * 1000).padStart(6, "0")}`
   return `${local.toFormat("yyyy-MM-dd HH:mm:ss")}${fraction}${local.toFormat("ZZ")}`
 }

@@ -11,9 +11,8 @@ import { Effect, Either, Option, Stream } from "effect"
 import type { IncomingMessage } from "node:http"
 import type { SettingsValue } from "../settings/settings.ts"
 import { BadRequest } from "../domain/errors.ts"
+import { groupThousands } from "../domain/strings.ts"
 import { BadRequestResponse, errorResponse, PayloadTooLarge, PayloadTooLargeResponse } from "./errors.ts"
-
-const grouped = (n: number) => n.toLocaleString("en-US")
 
 /** The bytes of `source` when there are at most `max` of them; none as soon as there are more. */
 const readAtMost = (source: IncomingMessage, max: number): Effect.Effect<Option.Option<Buffer>, Error> =>
@@ -71,7 +70,7 @@ export const bodyLimit = (settings: SettingsValue) => {
   const max = settings.server.api.max_request_body_size
   const tooLarge = errorResponse(
     PayloadTooLargeResponse,
-    new PayloadTooLarge({ detail: `Request body is larger than the limit of ${grouped(max)} bytes.` }),
+    new PayloadTooLarge({ detail: `Request body is larger than the limit of ${groupThousands(max)} bytes.` }),
     { connection: "close" }
   )
   const incomplete = errorResponse(BadRequestResponse, new BadRequest({ detail: "Incomplete request body." }), {

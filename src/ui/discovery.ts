@@ -19,6 +19,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Context, Effect, Option } from "effect"
 import type { SettingsValue } from "../settings/settings.ts"
+import { compareVersions } from "../domain/strings.ts"
 
 /** The two UIs, as /ui-settings names them: v1 the default UI, v2 the second one. */
 export type UiVersion = "v1" | "v2"
@@ -143,7 +144,7 @@ export const sitePackagesPatterns = (home: string, cwd: string): ReadonlyArray<R
   ]
 }
 
-const byVersionDescending = (a: string, b: string) => b.localeCompare(a, "en", { numeric: true })
+const byVersionDescending = (a: string, b: string) => compareVersions(b, a)
 
 /** The folders a pattern names that exist. */
 const expand = async (pattern: ReadonlyArray<string>): Promise<Array<string>> => {
