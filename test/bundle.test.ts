@@ -45,7 +45,7 @@ describe("the bundle", () => {
       socket.send({ type: "auth", token: null })
       expect(yield* Effect.promise(() => socket.next())).toEqual({ type: "auth_success" })
 
-      const flow = (yield* Effect.promise(() => ok(server, "POST", "/flows/", { name: "first-use" }, 201))) as { id: string }
+      const flow = (yield* Effect.promise(() => ok(server, "POST", "/flows/", { name: "first-use" }, 201))) as unknown as { id: string }
       const deployment = (yield* Effect.promise(() =>
         ok(server, "POST", "/deployments/", {
           name: "first-use",
@@ -57,17 +57,17 @@ describe("the bundle", () => {
           ],
           parameter_openapi_schema: { type: "object", properties: { code: { type: "string", pattern: "^[a-z]+$" } } }
         }, 201)
-      )) as { id: string; schedules: Array<unknown> }
+      )) as unknown as { id: string; schedules: Array<unknown> }
       expect(deployment.schedules).toHaveLength(2)
       yield* Effect.promise(() => ok(server, "POST", `/deployments/${deployment.id}/schedule`, { min_runs: 4 }))
       const scheduled = (yield* Effect.promise(() =>
         ok(server, "POST", "/flow_runs/filter", { deployments: { id: { any_: [deployment.id] } } })
-      )) as Array<{ expected_start_time: string }>
+      )) as unknown as Array<{ expected_start_time: string }>
       expect(scheduled.length).toBeGreaterThanOrEqual(4)
 
       const run = (yield* Effect.promise(() =>
         ok(server, "POST", `/deployments/${deployment.id}/create_flow_run`, { parameters: { code: "abc" } }, 201)
-      )) as { name: string }
+      )) as unknown as { name: string }
       expect(run.name).toMatch(/^[a-z]+-[a-z]+$/)
       const refused = yield* Effect.promise(() =>
         ok(server, "POST", `/deployments/${deployment.id}/create_flow_run`, { parameters: { code: "ABC" } }, 409)
