@@ -24,8 +24,8 @@ import { runInNewContext } from "node:vm"
 const given = (name) => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((arg) => arg.startsWith(name))
 
 // Idle memory (docs/performance.md, "Memory and start-up"). These are V8 options that still take
-// effect once V8 runs; options read only when node starts (--max-semi-space-size) would need a
-// second process.
+// effect once V8 runs; one read only when node starts (--max-semi-space-size) would go on the
+// `exec node` of the first lines.
 //
 // The embedded database is PostgreSQL compiled to WebAssembly, which V8 optimises in the background
 // as it runs. One compilation task instead of one per core keeps the optimiser's scratch memory,
