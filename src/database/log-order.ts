@@ -1,10 +1,12 @@
 /**
  * Reading a table as a log, in the order its rows became final. Each row carries the transaction
  * that wrote it (`txid`, `pg_current_xact_id()`) and a sequence number (`seq`). A reader takes only
- * rows whose transaction is older than the oldest transaction still running: no commit can add a row
- * before them any more, so a reader that moves a position forward over them skips nothing, however
- * the writers' commits interleave. A row newer than that horizon waits until the transactions
- * before it end (usually milliseconds; a long-running writing transaction holds every reader back).
+ * rows whose transaction is older than the horizon, the oldest transaction still running that can
+ * write to this database: no commit can add a row before them any more, so a reader that moves a
+ * position forward over them skips nothing, however the writers' commits interleave. A row newer
+ * than that horizon waits until the transactions before it end (usually milliseconds; a
+ * long-running writing transaction in this database holds every reader back, one in another
+ * database on the same PostgreSQL server does not).
  */
 import type { SqlClient, Statement } from "@effect/sql"
 import { Effect } from "effect"
@@ -15,8 +17,12 @@ export interface LogPosition {
   readonly seq: string
 }
 
-/** The oldest transaction still running (or the next one): rows of older transactions are final. */
-export const horizon = (sql: SqlClient.SqlClient) => sql`pg_snapshot_xmin(pg_current_snapshot())`
+/**
+ * The oldest transaction still running that can write to this database (or the next one): rows of
+ * older transactions are final. `baton_log_horizon()` (migration 0028) passes over the transactions
+ * of other databases on the same server, which share its transaction ids.
+ */
+export const horizon = (sql: SqlClient.SqlClient) => sql`baton_log_horizon()`
 
 /** Rows after `position` that no running transaction can precede any more, in log order by `ORDER BY txid, seq`. */
 export const finalAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>

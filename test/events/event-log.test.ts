@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Queue } from "effect"
+import pg from "pg"
 import { realClock } from "../../src/domain/time.ts"
 import { ALL_EVENTS, EventLog, type EventsHandled, NO_EVENTS } from "../../src/events/log.ts"
 import { EventRelay } from "../../src/events/relay.ts"
@@ -164,6 +165,34 @@ describe("the event log", () => {
         yield* Fiber.join(draining)
         yield* consumer.drain
         expect(seen).toEqual(["early", "late"])
+      })
+    )
+
+    // Transaction ids are the PostgreSQL server's: one running in the server's other databases is older than the events.
+    it.scoped.skipIf(!onServer())("a writing transaction in another database on the same server holds no consumer back", () =>
+      Effect.gen(function* () {
+        const log = yield* EventLog
+        const seen: Array<string> = []
+        const consumer = yield* log.consumer("test-other-database", 100, (events) => Effect.sync(() => void seen.push(...events.map((e) => e.event))))
+        // A session of the server's own database (TEST_DATABASE_URL's, not this test's) holds a transaction id, as a long load there would.
+        const other = yield* Effect.acquireRelease(
+          Effect.promise(async () => {
+            const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+            await client.connect()
+            await client.query("BEGIN")
+            const held = await client.query<{ xid: string }>("SELECT pg_current_xact_id()::text AS xid")
+            return { client, xid: held.rows[0]!.xid }
+          }),
+          ({ client }) => Effect.promise(() => client.query("ROLLBACK").then(() => client.end()))
+        )
+        yield* log.write([event("after")])
+        const sql = yield* SqlClient.SqlClient
+        const [written] = yield* sql<{ txid: string }>`SELECT txid::text AS txid FROM events WHERE event = 'after'`
+        // The event's transaction is newer than the one still running there …
+        expect(BigInt(written!.txid)).toBeGreaterThan(BigInt(other.xid))
+        // … and it is final here all the same.
+        expect(yield* consumer.drain).toBe(1)
+        expect(seen).toEqual(["after"])
       })
     )
 

@@ -29,6 +29,7 @@ import m0024 from "./0024_flow_run_live_state_index.ts"
 import m0025 from "./0025_instance_leading.ts"
 import m0026 from "./0026_flow_run_rollup_live.ts"
 import m0027 from "./0027_flow_run_rollup_deployments.ts"
+import m0028 from "./0028_log_horizon.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -57,5 +58,6 @@ export const migrations = {
   "0024_flow_run_live_state_index": m0024,
   "0025_instance_leading": m0025,
   "0026_flow_run_rollup_live": m0026,
-  "0027_flow_run_rollup_deployments": m0027
+  "0027_flow_run_rollup_deployments": m0027,
+  "0028_log_horizon": m0028
 }
