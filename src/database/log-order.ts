@@ -20,13 +20,32 @@ export interface LogPosition {
 /**
  * The oldest transaction still running that can write to this database (or the next one): rows of
  * older transactions are final. `baton_log_horizon()` (migration 0028) passes over the transactions
- * of other databases on the same server, which share its transaction ids.
+ * of other databases on the same server, which share its transaction ids (about a second after one
+ * first holds a reader back: see the migration). A call is a PL/pgSQL function's, so where the first
+ * row after a reader's position is known, the readers below make it only when that row is not older
+ * than every running transaction (`oldestRunning`, free, never newer than the horizon): that is,
+ * only when they would otherwise wait, and once per statement.
  */
 export const horizon = (sql: SqlClient.SqlClient) => sql`baton_log_horizon()`
 
+/** The snapshot's oldest running transaction, of any database (or the next one): never newer than the horizon. */
+const oldestRunning = (sql: SqlClient.SqlClient) => sql`pg_snapshot_xmin(pg_current_snapshot())`
+
+/**
+ * The horizon as a reader whose next row is of transaction `first` (NULL: none; named once, as it
+ * may be a subquery) needs it: the oldest running transaction when that row is older (what lies
+ * beyond is read at the next look, which asks again), else the horizon itself. A row is final when
+ * older than this, pending (committed, waiting for an older transaction) when not.
+ */
+export const horizonFor = (sql: SqlClient.SqlClient, first: Statement.Fragment) =>
+  sql`(CASE WHEN (${first} < ${oldestRunning(sql)}) IS NOT FALSE THEN ${oldestRunning(sql)} ELSE ${horizon(sql)} END)`
+
 /** Rows after `position` that no running transaction can precede any more, in log order by `ORDER BY txid, seq`. */
-export const finalAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>
-  sql`txid IS NOT NULL AND (txid, seq) > (${position.txid}::xid8, ${position.seq}::bigint) AND txid < ${horizon(sql)}`
+export const finalAfter = (sql: SqlClient.SqlClient, table: string, position: LogPosition) => {
+  const txid = sql`${position.txid}::xid8`
+  const seq = sql`${position.seq}::bigint`
+  return sql`txid IS NOT NULL AND (txid, seq) > (${txid}, ${seq}) AND txid < (SELECT ${horizonFor(sql, firstAfter(sql, table, txid, seq))})`
+}
 
 /** Committed rows after `position` that are not final yet: a transaction older than them still runs. */
 export const pendingAfter = (sql: SqlClient.SqlClient, position: LogPosition) =>

@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { currentPosition, finalAfter, firstAfter, horizon, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
+import { currentPosition, finalAfter, firstAfter, horizon, horizonFor, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
 import { idAt } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
@@ -229,7 +229,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       Effect.map(
         sql<EventRow & { readonly txid: string; readonly seq: string }>`
           SELECT id, occurred, event, resource, related, payload, received, follows, txid::text AS txid, seq::text AS seq
-          FROM events WHERE ${finalAfter(sql, position)}
+          FROM events WHERE ${finalAfter(sql, "events", position)}
           ORDER BY events.txid, events.seq LIMIT ${limit}
         `,
         (rows): ReadonlyArray<LoggedEvent> => rows.map((row) => ({ event: toEvent(row), position: positionOf(row) }))
@@ -253,8 +253,10 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     const lookAfter = (position: LogPosition) =>
       Effect.map(
         sql<{ ready: boolean | null; pending: boolean | null }>`
-          SELECT first < ${horizon(sql)} AS ready, first >= ${horizon(sql)} AS pending
-          FROM (SELECT ${firstAfter(sql, "events", sql`${position.txid}::xid8`, sql`${position.seq}::bigint`)} AS first) f
+          SELECT first < h AS ready, first >= h AS pending
+          FROM (SELECT first, ${horizonFor(sql, sql`first`)} AS h FROM (
+            SELECT ${firstAfter(sql, "events", sql`${position.txid}::xid8`, sql`${position.seq}::bigint`)} AS first
+          ) f) f
         `,
         (rows) => ({ ready: rows[0]!.ready === true, pending: rows[0]!.pending === true })
       )
@@ -295,10 +297,12 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     const consumerState = (name: string) =>
       Effect.map(
         sql<{ known: boolean; ready: boolean | null; pending: boolean | null }>`
-          SELECT c.name IS NOT NULL AS known, first < ${horizon(sql)} AS ready, first >= ${horizon(sql)} AS pending
+          SELECT c.name IS NOT NULL AS known, c.first < c.h AS ready, c.first >= c.h AS pending
           FROM (SELECT 1) one
           LEFT JOIN LATERAL (
-            SELECT c.name, ${firstAfter(sql, "events", sql`c.txid`, sql`c.seq`)} AS first FROM event_consumer c WHERE c.name = ${name}
+            SELECT c.name, f.first, ${horizonFor(sql, sql`f.first`)} AS h FROM event_consumer c,
+              LATERAL (SELECT ${firstAfter(sql, "events", sql`c.txid`, sql`c.seq`)} AS first) f
+            WHERE c.name = ${name}
           ) c ON true
         `,
         (rows) => ({ known: rows[0]!.known, ready: rows[0]!.ready === true, pending: rows[0]!.pending === true })
@@ -319,10 +323,12 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
         sql<{ known: boolean; locked: boolean; skipped: number; ready: boolean; more: boolean | null; pending: boolean | null }>`
           WITH cursor AS (
             SELECT txid, seq FROM event_consumer WHERE name = ${name} FOR UPDATE SKIP LOCKED
+          ), bound AS (
+            SELECT ${horizonFor(sql, firstAfter(sql, "events", sql`cursor.txid`, sql`cursor.seq`))} AS h FROM cursor
           ), batch AS (
             SELECT e.txid, e.seq, e.event FROM cursor, LATERAL (
               SELECT txid, seq, event FROM events
-              WHERE txid IS NOT NULL AND (txid, seq) > (cursor.txid, cursor.seq) AND txid < ${horizon(sql)}
+              WHERE txid IS NOT NULL AND (txid, seq) > (cursor.txid, cursor.seq) AND txid < (SELECT h FROM bound)
               ORDER BY txid, seq LIMIT ${limit}
             ) e
           ), handled AS (
@@ -344,7 +350,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
           SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = ${name}) AS known,
             EXISTS (SELECT 1 FROM cursor) AS locked, (SELECT count(*)::int FROM skipped) AS skipped,
             EXISTS (SELECT 1 FROM handled) AS ready,
-            (SELECT txid < ${horizon(sql)} FROM next) AS more, (SELECT txid >= ${horizon(sql)} FROM next) AS pending,
+            (SELECT next.txid < bound.h FROM next, bound) AS more, (SELECT next.txid >= bound.h FROM next, bound) AS pending,
             (SELECT count(*) FROM moved) AS moved
         `,
         (rows) => ({ ...rows[0]!, more: rows[0]!.more === true, pending: rows[0]!.pending === true })

@@ -157,7 +157,8 @@ describe("the event log", () => {
         yield* Deferred.await(written)
         yield* log.write([event("late")])
         const draining = yield* Effect.fork(consumer.drain)
-        yield* realMillis(300)
+        // Long enough for the log's horizon to ask whose transaction `early`'s is (after a second): this database's.
+        yield* realMillis(1500)
         // `late` is committed, but not final while `early`'s transaction runs: nothing is handled yet.
         expect(seen).toEqual([])
         yield* Deferred.succeed(commit, undefined)
@@ -190,7 +191,8 @@ describe("the event log", () => {
         const [written] = yield* sql<{ txid: string }>`SELECT txid::text AS txid FROM events WHERE event = 'after'`
         // The event's transaction is newer than the one still running there …
         expect(BigInt(written!.txid)).toBeGreaterThan(BigInt(other.xid))
-        // … and it is final here all the same.
+        // … and it is final here all the same, once the log's horizon has asked whose the older one is
+        // (about a second after it first held a look back).
         expect(yield* consumer.drain).toBe(1)
         expect(seen).toEqual(["after"])
       })
