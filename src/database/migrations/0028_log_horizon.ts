@@ -31,49 +31,35 @@ export default Effect.gen(function* () {
     CREATE OR REPLACE FUNCTION baton_log_horizon() RETURNS xid8 LANGUAGE plpgsql STABLE AS $$
     DECLARE
       snapshot pg_snapshot := pg_current_snapshot();
-      oldest xid8 := pg_snapshot_xmin(snapshot);
       -- The transaction met last: its id, when it was first met (epoch seconds), and 'ours' once asked.
       met text := coalesce(current_setting('baton.log_horizon_met', true), '');
       others text := coalesce(current_setting('baton.log_horizon_others', true), '');
-      other_ids xid8[];
+      other_ids xid8[] := CASE WHEN others = '' THEN '{}'::xid8[] ELSE others::xid8[] END;
       here oid;
-      x xid8;
+      -- From the oldest running transaction on, in expressions only (no query) until one is passed over.
+      x xid8 := pg_snapshot_xmin(snapshot);
     BEGIN
-      IF oldest = pg_snapshot_xmax(snapshot) THEN
-        RETURN oldest;
-      END IF;
-      -- The usual case, in expressions only: the oldest running transaction is not one known to be
-      -- another database's, and is new, young or known to be this database's.
-      other_ids := CASE WHEN others = '' THEN '{}'::xid8[] ELSE others::xid8[] END;
-      IF NOT (oldest = ANY(other_ids)) THEN
-        IF split_part(met, ' ', 1) <> oldest::text THEN
-          met := set_config('baton.log_horizon_met', oldest::text || ' ' || extract(epoch FROM clock_timestamp())::text, false);
-          RETURN oldest;
-        END IF;
-        IF split_part(met, ' ', 3) = 'ours' OR clock_timestamp() < to_timestamp(split_part(met, ' ', 2)::float8) + interval '1 second' THEN
-          RETURN oldest;
-        END IF;
-      END IF;
-      FOR x IN SELECT xip FROM pg_snapshot_xip(snapshot) AS xip ORDER BY 1 LOOP
-        CONTINUE WHEN x = ANY(other_ids);
-        IF split_part(met, ' ', 1) <> x::text THEN
-          met := set_config('baton.log_horizon_met', x::text || ' ' || extract(epoch FROM clock_timestamp())::text, false);
-          RETURN x;
-        END IF;
-        IF split_part(met, ' ', 3) = 'ours' OR clock_timestamp() < to_timestamp(split_part(met, ' ', 2)::float8) + interval '1 second' THEN
-          RETURN x;
-        END IF;
-        IF here IS NULL THEN
-          SELECT oid INTO here FROM pg_database WHERE datname = current_database();
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_stat_get_activity(NULL::int) a WHERE a.backend_xid = x::xid AND a.datid <> here)
-          OR EXISTS (SELECT 1 FROM pg_prepared_xact() p WHERE p.transaction = x::xid AND p.dbid <> here) THEN
+      WHILE x < pg_snapshot_xmax(snapshot) LOOP
+        IF NOT (x = ANY(other_ids)) THEN
+          IF split_part(met, ' ', 1) <> x::text THEN
+            met := set_config('baton.log_horizon_met', x::text || ' ' || extract(epoch FROM clock_timestamp())::text, false);
+            RETURN x;
+          END IF;
+          IF split_part(met, ' ', 3) = 'ours' OR clock_timestamp() < to_timestamp(split_part(met, ' ', 2)::float8) + interval '1 second' THEN
+            RETURN x;
+          END IF;
+          IF here IS NULL THEN
+            SELECT oid INTO here FROM pg_database WHERE datname = current_database();
+          END IF;
+          IF NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(NULL::int) a WHERE a.backend_xid = x::xid AND a.datid <> here)
+            AND NOT EXISTS (SELECT 1 FROM pg_prepared_xact() p WHERE p.transaction = x::xid AND p.dbid <> here) THEN
+            met := set_config('baton.log_horizon_met', met || ' ours', false);
+            RETURN x;
+          END IF;
           other_ids := (other_ids || x)[greatest(1, cardinality(other_ids) - 14):];
           others := set_config('baton.log_horizon_others', other_ids::text, false);
-          CONTINUE;
         END IF;
-        met := set_config('baton.log_horizon_met', met || ' ours', false);
-        RETURN x;
+        x := coalesce((SELECT min(xip) FROM pg_snapshot_xip(snapshot) AS xip WHERE xip > x), pg_snapshot_xmax(snapshot));
       END LOOP;
       RETURN pg_snapshot_xmax(snapshot);
     END
