@@ -40,6 +40,15 @@ const oldestRunning = (sql: SqlClient.SqlClient) => sql`pg_snapshot_xmin(pg_curr
 export const horizonFor = (sql: SqlClient.SqlClient, first: Statement.Fragment) =>
   sql`(CASE WHEN (${first} < ${oldestRunning(sql)}) IS NOT FALSE THEN ${oldestRunning(sql)} ELSE ${horizon(sql)} END)`
 
+/**
+ * Whether the row of transaction `first` (xid8; NULL: none) is final (`ready`) or committed behind
+ * an older transaction of this database (`pending`, a reader looks again shortly): a subquery of one
+ * row, asking the horizon as horizonFor does.
+ */
+export const look = (sql: SqlClient.SqlClient, first: Statement.Fragment) =>
+  sql`(SELECT f.first < f.h AS ready, f.first >= f.h AS pending
+    FROM (SELECT first, ${horizonFor(sql, sql`first`)} AS h FROM (SELECT ${first} AS first) named) f)`
+
 /** Rows after `position` that no running transaction can precede any more, in log order by `ORDER BY txid, seq`. */
 export const finalAfter = (sql: SqlClient.SqlClient, table: string, position: LogPosition) => {
   const txid = sql`${position.txid}::xid8`

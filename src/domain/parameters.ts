@@ -21,7 +21,6 @@ export const serializedSize = (parameters: Json): number => {
   return size
 }
 
-
 /** The reference's refusal of parameters over `max` bytes (0 turns the limit off); undefined when they fit. */
 export const parameterSizeProblem = (parameters: Json, max: number): string | undefined => {
   if (max === 0) return undefined

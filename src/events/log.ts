@@ -266,9 +266,9 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
         tailStarted = true
         const next = yield* Scope.extend(watch, scope)
         let position = yield* repo.position()
-        // Live subscribers do not wait for events to become final (a long transaction in this database
-        // holds that back): committed ones are delivered at once and remembered, so
-        // that they are not delivered again when the log reaches them.
+        // Live subscribers do not wait for events to become final (a long transaction in this
+        // database holds that back): committed ones are delivered at once and remembered, so that
+        // they are not delivered again when the log reaches them.
         const early = new Set<string>()
         const publish = (events: ReadonlyArray<ReceivedEvent>) =>
           Effect.asVoid(PubSub.publishAll(live, events.filter((event) => !deliveredHere.delete(event.id) && !early.delete(event.id))))

@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { currentPosition, finalAfter, firstAfter, horizon, horizonFor, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
+import { currentPosition, finalAfter, firstAfter, horizon, horizonFor, look, type LogPosition, pendingAfter, positionOf } from "../database/log-order.ts"
 import { idAt } from "../domain/ids.ts"
 import { now } from "../domain/time.ts"
 import { bucketMillis, type Countable, PIVOT, type TimeUnit } from "./counting.ts"
@@ -69,8 +69,9 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
 
     /**
      * Stores the events not stored yet (by id) and their resources, in the caller's transaction
-     * (EventLog.write opens one for more than one statement): a statement per INSERT_BATCH events. With `announce`, a statement
-     * that stored one also sends that notification (sent at the commit, once per transaction).
+     * (EventLog.write opens one for more than one statement): a statement per INSERT_BATCH events.
+     * With `announce`, a statement that stored one also sends that notification (sent at the commit,
+     * once per transaction).
      */
     const write = traced("EventsRepo.write")(function* (
       events: ReadonlyArray<ReceivedEvent>,
@@ -253,10 +254,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     const lookAfter = (position: LogPosition) =>
       Effect.map(
         sql<{ ready: boolean | null; pending: boolean | null }>`
-          SELECT first < h AS ready, first >= h AS pending
-          FROM (SELECT first, ${horizonFor(sql, sql`first`)} AS h FROM (
-            SELECT ${firstAfter(sql, "events", sql`${position.txid}::xid8`, sql`${position.seq}::bigint`)} AS first
-          ) f) f
+          SELECT ready, pending FROM ${look(sql, firstAfter(sql, "events", sql`${position.txid}::xid8`, sql`${position.seq}::bigint`))} next
         `,
         (rows) => ({ ready: rows[0]!.ready === true, pending: rows[0]!.pending === true })
       )
@@ -297,13 +295,10 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
     const consumerState = (name: string) =>
       Effect.map(
         sql<{ known: boolean; ready: boolean | null; pending: boolean | null }>`
-          SELECT c.name IS NOT NULL AS known, c.first < c.h AS ready, c.first >= c.h AS pending
+          SELECT c.name IS NOT NULL AS known, next.ready, next.pending
           FROM (SELECT 1) one
-          LEFT JOIN LATERAL (
-            SELECT c.name, f.first, ${horizonFor(sql, sql`f.first`)} AS h FROM event_consumer c,
-              LATERAL (SELECT ${firstAfter(sql, "events", sql`c.txid`, sql`c.seq`)} AS first) f
-            WHERE c.name = ${name}
-          ) c ON true
+          LEFT JOIN event_consumer c ON c.name = ${name}
+          LEFT JOIN LATERAL ${look(sql, firstAfter(sql, "events", sql`c.txid`, sql`c.seq`))} next ON true
         `,
         (rows) => ({ known: rows[0]!.known, ready: rows[0]!.ready === true, pending: rows[0]!.pending === true })
       )
