@@ -12,6 +12,7 @@ import { RunStatesRepo } from "../orchestration/repo.ts"
 import { transitionNote } from "../orchestration/transitions.ts"
 import { rollupCount, rollupFilter, rollupHistory, withoutJit } from "./history.ts"
 import { flowRunOrder, flowRunPage, type FlowRunQuery } from "./page.ts"
+import { flowRunJsonSql } from "./page-json.ts"
 import { type FlowRunRow, toFlowRun } from "./row.ts"
 import {
   type FlowRun,
@@ -159,6 +160,20 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         return rows.map((row) => toFlowRun(row, at))
       })
 
+    const runJson = sql.unsafe(flowRunJsonSql("request.at"))
+
+    /** A page as `filter` reads it, as the JSON text of the array of runs (page-json.ts). */
+    const filterJson = (query: FlowRunQuery & SortedPage<FlowRunSort>) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const rows = yield* sql<{ run: string }>`
+          SELECT ${runJson}::text AS run
+          FROM (${flowRunPage(sql, query)}) flow_run ${runJoins} CROSS JOIN (SELECT ${at}::timestamptz AS at) request
+          ORDER BY ${flowRunOrder(sql, query.sort)}
+        `
+        return `[${rows.map((row) => row.run).join(",")}]`
+      })
+
     /** The runs with these ids, in that order (ids of no run left out). */
     const readMany = (ids: ReadonlyArray<string>) =>
       ids.length === 0
@@ -279,6 +294,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       update,
       updateLabels,
       filter,
+      filterJson,
       count,
       lateness,
       history,

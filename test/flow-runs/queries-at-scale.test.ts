@@ -604,5 +604,72 @@ describe("flow-run queries at scale", () => {
         }
       })
     )
+
+    it.effect("a page written by the database is the page the schema encodes, estimates, defaults and odd rows included", () =>
+      Effect.gen(function* () {
+        const repo = yield* FlowRunsRepo
+        const sql = yield* SqlClient.SqlClient
+        const flow = (yield* post("/flows/", { name: "db-json" })).id
+        yield* post("/work_pools/", { name: "db-json-pool", type: "process" })
+        yield* post("/work_pools/db-json-pool/queues/", { name: "first-name" })
+        const deployment = idOf(yield* post("/deployments/", { name: "d", flow_id: flow, work_pool_name: "db-json-pool", work_queue_name: "first-name" }))
+        const made = [
+          yield* post(`/deployments/${deployment}/create_flow_run`, { tags: ["t"], parameters: { n: { deep: [1, null, "x"] }, "10": 1, b: 2 } }),
+          yield* post("/flow_runs/", { flow_id: flow, labels: { team: "x" }, state: { type: "RUNNING" } }),
+          yield* post("/flow_runs/", { flow_id: flow, state: { type: "SCHEDULED", state_details: { scheduled_time: iso(BASE) } } }),
+          yield* post("/flow_runs/", { flow_id: flow, state: { type: "PAUSED", state_details: { pause_timeout: iso(BASE), pause_reschedule: true } } }),
+          yield* post("/flow_runs/", { flow_id: flow, state: { type: "COMPLETED" } }),
+          yield* post("/flow_runs/", { flow_id: flow, job_variables: { env: { A: "1" } } }),
+          yield* post("/flow_runs/", { flow_id: flow })
+        ].map(idOf)
+        const [fromDeployment, running, late, paused, completed, startedLate, stateless] = made
+        const at = new Date(yield* TestClock.currentTimeMillis)
+        // Times to the microsecond, as other writers (and the bench's seed) store them.
+        const before = (seconds: number) => new Date(at.getTime() - seconds * 1000).toISOString().replace("Z", "789Z")
+        yield* sql`UPDATE flow_run SET state_timestamp = ${before(90.25)}::timestamptz, total_run_time = 0.1::float8 + 0.2::float8 WHERE id = ${running}`
+        yield* sql`UPDATE flow_run SET expected_start_time = ${before(3600)}::timestamptz, empirical_policy = '{"max_retries": 2}' WHERE id = ${late}`
+        yield* sql`UPDATE flow_run_state SET state_details = ${JSON.stringify({ scheduled_time: "2031-01-01T00:00:00.123456Z", pause_key: "k" })}::jsonb, data = NULL
+          WHERE flow_run_id = ${paused}`
+        yield* sql`UPDATE flow_run SET expected_start_time = ${before(600)}::timestamptz, start_time = NULL, empirical_policy = '{}' WHERE id = ${completed}`
+        yield* sql`UPDATE flow_run SET expected_start_time = ${before(7200)}::timestamptz, start_time = ${before(60)}::timestamptz,
+          created_by = '{"id": null, "type": "AUTOMATION", "display_value": "nightly"}', labels = NULL WHERE id = ${startedLate}`
+        yield* sql`UPDATE flow_run SET state_id = NULL, state_type = NULL, state_name = NULL, created_by = 'null' WHERE id = ${stateless}`
+        // The queue's current name is answered, not the one the run was made with.
+        yield* request("PATCH", "/work_pools/db-json-pool/queues/first-name", { body: { name: "second-name" } })
+        expect(fromDeployment).toBeDefined()
+
+        const query = { flows: { operator: "and_" as const, name: { any_: ["db-json"] } }, limit: 200, offset: 0 }
+        for (const sort of ["ID_DESC", "EXPECTED_START_TIME_ASC", "START_TIME_DESC", "NAME_ASC"] as const) {
+          const records = yield* repo.filter({ ...query, sort })
+          expect(records).toHaveLength(made.length)
+          const encoded = JSON.parse(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(records)))
+          const written = JSON.parse(yield* repo.filterJson({ ...query, sort }))
+          expect(written, sort).toEqual(encoded)
+          // Key for key in the schema's order, nested objects too.
+          const keys = (runs: Array<Record<string, any>>) =>
+            runs.map((r) => [Object.keys(r), Object.keys(r.empirical_policy), r.state && Object.keys(r.state), r.state && Object.keys(r.state.state_details)])
+          expect(keys(written)).toEqual(keys(encoded))
+        }
+        const byId = new Map<string, Record<string, any>>(
+          JSON.parse(yield* repo.filterJson({ ...query, sort: "ID_DESC" })).map((r: Record<string, any>) => [r.id, r])
+        )
+        expect(byId.get(running)!.estimated_run_time).toBeCloseTo(90.25 + 0.3, 9)
+        expect(byId.get(late)!.estimated_start_time_delta).toBe(3600)
+        expect(byId.get(late)!.empirical_policy).toEqual({ max_retries: 2, retry_delay_seconds: 0, retries: null, retry_delay: null, pause_keys: [], resuming: false, retry_type: null })
+        expect(byId.get(completed)!.estimated_start_time_delta).toBe(0)
+        expect(byId.get(startedLate)!.estimated_start_time_delta).toBe(7140)
+        expect(byId.get(paused)!.state.state_details.scheduled_time).toBe("2031-01-01T00:00:00.123Z")
+        expect(byId.get(stateless)!.state).toBeNull()
+        expect(byId.get(fromDeployment)!.work_queue_name).toBe("second-name")
+        expect(byId.get(fromDeployment)!.work_pool_name).toBe("db-json-pool")
+
+        // What the route answers.
+        const answered = yield* request("POST", "/flow_runs/filter", { body: { ...query, sort: "ID_DESC" } })
+        expect(answered.status).toBe(200)
+        expect(answered.headers.get("content-type")).toBe("application/json")
+        expect(answered.body).toEqual(JSON.parse(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(yield* repo.filter({ ...query, sort: "ID_DESC" })))))
+        expect((yield* request("POST", "/flow_runs/filter", { body: { flows: { name: { any_: ["no-such-flow"] } } } })).body).toEqual([])
+      })
+    )
   })
 })
