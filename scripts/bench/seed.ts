@@ -53,7 +53,7 @@ const uuidv7 = (ts: string) => `(
 const STATE_DETAILS = `jsonb_build_object(
   'flow_run_id', s.id, 'task_run_id', NULL, 'child_flow_run_id', NULL,
   'scheduled_time', CASE WHEN s.state_type = 'SCHEDULED'
-    THEN to_char(s.expected_start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END,
+    THEN to_char(s.expected_start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END,
   'cache_key', NULL, 'cache_expiration', NULL, 'deferred', false, 'untrackable_result', false,
   'pause_timeout', NULL, 'pause_reschedule', false, 'pause_key', NULL, 'run_input_keyset', NULL,
   'refresh_cache', NULL, 'retriable', NULL, 'transition_id', NULL, 'task_parameters_id', NULL,

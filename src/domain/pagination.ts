@@ -29,16 +29,31 @@ export const paginated = <A>(results: ReadonlyArray<A>, count: number, limit: nu
   page
 })
 
+/** The rows of `read(limit, offset)` for `page` (from 1), the total `count`, and the limit. */
+const readPage = <A, E, R>(
+  options: { readonly limit?: number | null | undefined; readonly page: number },
+  read: (limit: number, offset: number) => Effect.Effect<A, E, R>,
+  count: Effect.Effect<number, E, R>
+) =>
+  Effect.flatMap(resolveLimit(options.limit), (limit) =>
+    Effect.map(Effect.all([read(limit, (options.page - 1) * limit), count]), ([results, total]) => ({ results, total, limit })))
+
 /** One page: the rows of `read(limit, offset)` for `page` (from 1) and the total `count`. */
 export const paginate = <A, E, R>(
   options: { readonly limit?: number | null | undefined; readonly page: number },
   read: (limit: number, offset: number) => Effect.Effect<ReadonlyArray<A>, E, R>,
   count: Effect.Effect<number, E, R>
+) => Effect.map(readPage(options, read, count), ({ limit, results, total }) => paginated(results, total, limit, options.page))
+
+/** `paginate` for a read that answers its page as JSON text (a page the database wrote): the same answer, as text. */
+export const paginateJson = <E, R>(
+  options: { readonly limit?: number | null | undefined; readonly page: number },
+  read: (limit: number, offset: number) => Effect.Effect<string, E, R>,
+  count: Effect.Effect<number, E, R>
 ) =>
-  Effect.gen(function* () {
-    const limit = yield* resolveLimit(options.limit)
-    const [results, total] = yield* Effect.all([read(limit, (options.page - 1) * limit), count])
-    return paginated(results, total, limit, options.page)
+  Effect.map(readPage(options, read, count), ({ limit, results, total }) => {
+    const { pages, page } = paginated([], total, limit, options.page)
+    return `{"results":${results},"count":${total},"limit":${limit},"pages":${pages},"page":${page}}`
   })
 
 export const PaginationResponse = <S extends Schema.Schema.Any>(item: S, identifier: string) =>

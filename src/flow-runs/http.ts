@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Stream } from "effect"
-import { paginate, resolveLimit } from "../domain/pagination.ts"
+import { paginateJson, resolveLimit } from "../domain/pagination.ts"
 import { orFail } from "../domain/errors.ts"
 import { historyWindow } from "../orchestration/history.ts"
 import { BatonApi } from "../api.ts"
@@ -48,8 +48,10 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
             HttpServerResponse.text(page, { contentType: "application/json" })))
       )
       .handle("paginate", ({ payload }) =>
-        paginate(payload, (limit, offset) => runs.filter({ ...payload, limit, offset }), runs.count(payload))
-      )
+        Effect.map(
+          paginateJson(payload, (limit, offset) => runs.filterJson({ ...payload, limit, offset }), runs.count(payload)),
+          (page) => HttpServerResponse.text(page, { contentType: "application/json" })
+        ))
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(runs.removeMatching(payload.flow_runs, payload.limit), (deleted) => ({ deleted }))
       )

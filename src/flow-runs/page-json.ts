@@ -9,7 +9,7 @@
  * by side. Numbers and stored JSON keep PostgreSQL's spelling (`1e-05`, jsonb's key order), the same
  * values.
  */
-import { isoTimeSql, stateJsonSql } from "../orchestration/state-json.ts"
+import { isoTimeSql, jsonObjectSql, stateJsonSql, storedKeySql } from "../orchestration/state-json.ts"
 
 /** The policy's keys in `flowRunWire`'s order, with the schema's default for a missing key (as `decodePolicy`). */
 const POLICY: ReadonlyArray<readonly [string, string]> = [
@@ -46,25 +46,19 @@ export const flowRunJsonSql = (at: string) => {
       AND ${r}.state_type IS DISTINCT FROM 'CANCELLED' AND ${r}.state_type IS DISTINCT FROM 'CRASHED'
       THEN ${secondsBetween(at, ms(`${r}.expected_start_time`))}
     ELSE 0 END`
-  const createdBy = `CASE WHEN jsonb_typeof(${r}.created_by) = 'object' THEN json_build_object(
-    'id', coalesce(${r}.created_by -> 'id', 'null'::jsonb), 'type', coalesce(${r}.created_by -> 'type', 'null'::jsonb),
-    'display_value', coalesce(${r}.created_by -> 'display_value', 'null'::jsonb)) END`
-  const time = (column: string) => isoTimeSql(`${r}.${column}`)
-  return `json_build_object(
-    'id', ${r}.id, 'created', ${time("created")}, 'updated', ${time("updated")}, 'name', ${r}.name,
-    'flow_id', ${r}.flow_id, 'state_id', ${r}.state_id, 'deployment_id', ${r}.deployment_id,
-    'deployment_version', ${r}.deployment_version, 'work_queue_id', ${r}.work_queue_id,
-    'work_queue_name', coalesce(work_queue.name, ${r}.work_queue_name), 'flow_version', ${r}.flow_version,
-    'parameters', ${r}.parameters, 'idempotency_key', ${r}.idempotency_key, 'context', ${r}.context,
-    'empirical_policy', json_build_object(${POLICY.map(([key, fallback]) => `'${key}', coalesce(${policy} -> '${key}', '${fallback}'::jsonb)`).join(", ")}),
-    'tags', ${r}.tags, 'labels', ${r}.labels, 'parent_task_run_id', ${r}.parent_task_run_id,
-    'state_type', ${r}.state_type, 'state_name', ${r}.state_name, 'run_count', ${r}.run_count,
-    'expected_start_time', ${time("expected_start_time")}, 'next_scheduled_start_time', ${time("next_scheduled_start_time")},
-    'start_time', ${time("start_time")}, 'end_time', ${time("end_time")}, 'total_run_time', ${r}.total_run_time,
-    'estimated_run_time', ${r}.total_run_time + ${running}, 'estimated_start_time_delta', ${lateness},
-    'auto_scheduled', ${r}.auto_scheduled, 'infrastructure_document_id', ${r}.infrastructure_document_id,
-    'infrastructure_pid', ${r}.infrastructure_pid, 'created_by', ${createdBy},
-    'work_pool_id', work_pool.id, 'work_pool_name', work_pool.name, 'state', ${stateJsonSql("flow_run_state")},
-    'job_variables', ${r}.job_variables
-  )`
+  const createdBy = `CASE WHEN jsonb_typeof(${r}.created_by) = 'object' THEN ${
+    jsonObjectSql(["id", "type", "display_value"].map((key) => storedKeySql(`${r}.created_by`, key, "null")).join(", "))
+  } END`
+  const time = (column: string) => `${isoTimeSql(`${r}.${column}`)} AS ${column}`
+  return jsonObjectSql(`
+    ${r}.id, ${time("created")}, ${time("updated")}, ${r}.name, ${r}.flow_id, ${r}.state_id, ${r}.deployment_id,
+    ${r}.deployment_version, ${r}.work_queue_id, coalesce(work_queue.name, ${r}.work_queue_name) AS work_queue_name,
+    ${r}.flow_version, ${r}.parameters, ${r}.idempotency_key, ${r}.context,
+    ${jsonObjectSql(POLICY.map(([key, fallback]) => storedKeySql(policy, key, fallback)).join(", "))} AS empirical_policy,
+    ${r}.tags, ${r}.labels, ${r}.parent_task_run_id, ${r}.state_type, ${r}.state_name, ${r}.run_count,
+    ${time("expected_start_time")}, ${time("next_scheduled_start_time")}, ${time("start_time")}, ${time("end_time")},
+    ${r}.total_run_time, ${r}.total_run_time + ${running} AS estimated_run_time, ${lateness} AS estimated_start_time_delta,
+    ${r}.auto_scheduled, ${r}.infrastructure_document_id, ${r}.infrastructure_pid, ${createdBy} AS created_by,
+    work_pool.id AS work_pool_id, work_pool.name AS work_pool_name, ${stateJsonSql("flow_run_state")} AS state,
+    ${r}.job_variables`)
 }

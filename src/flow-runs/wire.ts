@@ -2,8 +2,9 @@
  * Flow runs on the wire without the schema machinery, for pages of up to 200 runs where decoding and
  * encoding through Effect Schema cost more than the query: the policy decoded as
  * `Schema.decodeUnknownSync(FlowRunPolicy)` does (fast when it is complete and well formed), and a
- * page of runs as the JSON text HttpApi answers for `Schema.Array(FlowRun)` (same fields in the same
- * order; test/flow-runs/wire.test.ts holds the two side by side).
+ * run as the JSON text HttpApi answers for `FlowRun` (same fields in the same order;
+ * test/flow-runs/wire.test.ts holds the two side by side). A page of runs for `filter` and
+ * `paginate` is written by the database (page-json.ts).
  */
 import { Schema } from "effect"
 import { stateWire } from "../domain/state-wire.ts"
@@ -103,9 +104,6 @@ export const flowRunWire = (run: FlowRun) => {
     job_variables: run.job_variables
   }
 }
-
-/** The JSON text of a list of flow runs, as HttpApi writes `Schema.Array(FlowRun)`. */
-export const flowRunsJson = (runs: ReadonlyArray<FlowRun>) => JSON.stringify(runs.map(flowRunWire))
 
 /** The JSON text of one flow run, as `Schema.encode(FlowRun)` gives it. */
 export const flowRunJson = (run: FlowRun) => JSON.stringify(flowRunWire(run))

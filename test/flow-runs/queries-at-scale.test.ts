@@ -11,7 +11,7 @@ import { decodeStateDetails } from "../../src/domain/fast-decode.ts"
 import { StateDetails } from "../../src/domain/states.ts"
 import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
 import { FlowRun, FlowRunPolicy } from "../../src/flow-runs/schemas.ts"
-import { decodePolicy, flowRunsJson } from "../../src/flow-runs/wire.ts"
+import { decodePolicy, flowRunWire } from "../../src/flow-runs/wire.ts"
 import { idOf } from "../support/api.ts"
 import { rollupIsExact } from "../support/rollup.ts"
 import { type Json, request, testServer } from "../support/server.ts"
@@ -578,7 +578,7 @@ describe("flow-run queries at scale", () => {
         yield* setState(idOf(run), { type: "PAUSED", state_details: { pause_timeout: "2031-01-01T00:00:00Z", pause_reschedule: true } }, true)
         const runs = yield* repo.filter({ flows: { operator: "and_", name: { any_: ["wire"] } }, sort: "ID_DESC", limit: 200, offset: 0 })
         expect(runs).toHaveLength(3)
-        expect(flowRunsJson(runs)).toBe(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(runs)))
+        expect(JSON.stringify(runs.map(flowRunWire))).toBe(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(runs)))
         const answered = yield* request("POST", "/flow_runs/filter", { body: { flows: { name: { any_: ["wire"] } } } })
         expect(answered.headers.get("content-type")).toBe("application/json")
         expect(answered.body.map((r) => r.id)).toEqual(runs.map((r) => r.id))
@@ -669,6 +669,19 @@ describe("flow-run queries at scale", () => {
         expect(answered.headers.get("content-type")).toBe("application/json")
         expect(answered.body).toEqual(JSON.parse(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(yield* repo.filter({ ...query, sort: "ID_DESC" })))))
         expect((yield* request("POST", "/flow_runs/filter", { body: { flows: { name: { any_: ["no-such-flow"] } } } })).body).toEqual([])
+        // paginate: the same page, with the count.
+        for (const [limit, page] of [[3, 1], [3, 3], [0, 1], [200, 2]] as const) {
+          const paged = yield* request("POST", "/flow_runs/paginate", { body: { flows: query.flows, sort: "NAME_ASC", limit, page } })
+          expect(paged.status).toBe(200)
+          const records = yield* repo.filter({ ...query, sort: "NAME_ASC", limit, offset: (page - 1) * limit })
+          expect(paged.body).toEqual({
+            results: JSON.parse(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(records))),
+            count: made.length,
+            limit,
+            pages: limit === 0 ? 0 : Math.ceil(made.length / limit),
+            page
+          })
+        }
       })
     )
   })
