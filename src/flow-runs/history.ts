@@ -5,19 +5,25 @@
  * folded into the rollup now and then: the two add up to the counts, and are always read together).
  * A final run's run time and lateness are summed; a run not final yet has estimates that move with
  * the time of the request, linearly, so its row keeps the counts and sums they follow from (see
- * migration 0026) and they are worked out for the time of the request. `flow_run_rollup_deployment`
- * (migration 0027) holds the same per deployment, and the deltas say whose they are: a body filtered
- * by deployment ids reads those deployments' rows and deltas instead, and their runs where runs are
- * read one by one; everything else is the same.
+ * migration 0026) and they are worked out for the time of the request. `flow_run_rollup_hour`
+ * (migration 0029) holds the same per hour, folded from the same deltas (which stay per quarter
+ * hour): a whole hour is read from its rows and the deltas of its four slots, a quarter as many rows
+ * as its slots'. `flow_run_rollup_deployment` (migration 0027) holds the quarter hours per
+ * deployment, and the deltas say whose they are: a body filtered by deployment ids reads those
+ * deployments' rows and deltas instead (per quarter hour only: there are no hours per deployment),
+ * and their runs where runs are read one by one; everything else is the same.
  *
  * It serves the bodies whose only filter is on the runs' expected start time (after_, before_),
  * state (type and name any_) and deployment (the run's deployment_id any_, or the `deployments`
  * filter's id any_), or none. Whole slots inside the window (and inside one interval of a
- * history) come from the rollup. Read from the runs one by one: the runs of the slots a boundary
+ * history) come from the rollup: whole hours from the hour table (no boundary inside them, none of
+ * their slots cut, and for a history not the hour holding the time of the request), the other whole
+ * slots from the quarter-hour table. Read from the runs one by one: the runs of the slots a boundary
  * cuts (an interval's, or the filter's); for a history, the unfinished runs of the slot holding the
  * time of the request (some of its runs are late by then, some not yet) and of a rollup row whose
- * Running runs may have started after it (a state timestamp ahead of this server's clock); and the
- * runs the rollup cannot hold (no state type, name or expected start time: none that Baton writes).
+ * Running runs may have started after it (a state timestamp ahead of this server's clock; for an
+ * hour's row, the hour's Running runs of that state); and the runs the rollup cannot hold (no state
+ * type, name or expected start time: none that Baton writes).
  * A count thus reads no unfinished run one by one, however many there are; a history a few slots'.
  *
  * The answer is the one the plain query over the runs gives: the rollup's sums are exact (numeric,
@@ -34,9 +40,12 @@ import { LATEST } from "../domain/time.ts"
 import { historyBuckets, type HistoryWindow } from "../orchestration/history.ts"
 import { ROLLUP_COLUMNS } from "../database/migrations/0026_flow_run_rollup_live.ts"
 import { DEPLOYMENT_ROLLUP_COLUMNS } from "../database/migrations/0027_flow_run_rollup_deployments.ts"
+import { hourOf as hourOfSql } from "../database/migrations/0029_flow_run_rollup_hours.ts"
 
 /** The rollup's slot: flow_run_rollup_slot (migration 0018). */
 const SLOT_MS = 900_000
+/** The hour table's slot (migration 0029): its hours start on whole UTC hours, as hourOf there. */
+const HOUR_MS = 3_600_000
 
 const FINAL_TYPES = "('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED')"
 
@@ -49,6 +58,10 @@ const ROLLED_UP =
 
 /** A run in the rollup not final yet (through migration 0016's partial index of the runs not final). */
 const LIVE = `${ROLLED_UP} IS NOT TRUE AND flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL`
+
+/** A delta's columns after its slot, as a unit's (see `sources`). */
+const DELTA_SUMS =
+  "rollup.state_type, rollup.state_name, rollup.count_runs, rollup.sum_run_time, rollup.sum_lateness, rollup.count_waiting, rollup.sum_waiting_since, rollup.count_running, rollup.sum_running_since, rollup.running_since_max"
 
 /** A run in the rollup, final or not (migration 0026). */
 const IN_ROLLUP = "flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL"
@@ -154,7 +167,10 @@ export interface HistoryRow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
+/** A time as PostgreSQL reads it, ±infinity for a range open at that end. */
+const timeOrInfinity = (ms: number) => (ms === -Infinity ? "-infinity" : ms === Infinity ? "infinity" : iso(ms))
 const slotOf = (ms: number) => ms - (((ms % SLOT_MS) + SLOT_MS) % SLOT_MS)
+const hourOf = (ms: number) => ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS)
 /** A time in whole microseconds as an ISO 8601 string PostgreSQL reads to the microsecond. */
 const isoMicros = (us: number) => {
   const micros = ((us % 1000) + 1000) % 1000
@@ -177,6 +193,12 @@ const isoMicros = (us: number) => {
  * `pieceLess` the time in the largest piece whose interval it is taken from), and the slot's rollup row
  * counts at that time (`derivedSlots`, `derivedAt`). Its runs' numbers are final: taking them from the
  * rollup's exact sums leaves exact sums.
+ *
+ * The whole slots are given as ranges (`rangeFrom`, `rangeTo`, ±infinity for open ends): of whole
+ * hours (`rangeHour`, read from `flow_run_rollup_hour` when `hours`) and of quarter hours (read from
+ * the quarter-hour table, less `cutSlots`). An hour is whole when all four of its slots are whole,
+ * no boundary is strictly inside it (one on a quarter hour cuts no slot but puts the hour in two
+ * intervals) and it does not hold `now`.
  */
 export const rollupPlan = (options: {
   readonly start?: number
@@ -185,6 +207,8 @@ export const rollupPlan = (options: {
   readonly filter: RollupFilter
   /** The time of the request (a history's): the unfinished runs of its slot are read one by one. */
   readonly now?: number
+  /** Whether whole hours may come from `flow_run_rollup_hour` (there is none per deployment). */
+  readonly hours: boolean
 }) => {
   const after = options.filter.after?.getTime()
   const before = options.filter.before?.getTime()
@@ -253,13 +277,47 @@ export const rollupPlan = (options: {
     points.sort((a, b) => a - b)
     for (let i = 1; i < points.length; i++) livePieces.push([points[i - 1]!, points[i]!])
   }
+  const wholeFrom = low === -Infinity ? -Infinity : Math.ceil(low / SLOT_MS) * SLOT_MS
   const wholeTo = Math.min(
     options.until !== undefined ? slotOf(options.until) : Infinity,
     before !== undefined ? slotOf(before) : Infinity
   )
+  // The whole slots, [wholeFrom, wholeTo) less the cut ones, in ranges of whole hours (from the hour
+  // table) and of quarter hours (from the quarter-hour table). An hour is whole when it is inside
+  // [wholeFrom, wholeTo), none of its slots is cut, no boundary is strictly inside it (it is inside one
+  // interval) and it does not hold the time of the request (whose slot's unfinished runs are read
+  // one by one; the hour's other rows are then wholly before or wholly after it).
+  const ranges: Array<{ from: number; to: number; hour: boolean }> = []
+  const range = (from: number, to: number, hour: boolean) => {
+    if (from >= to) return
+    const last = ranges[ranges.length - 1]
+    if (last !== undefined && last.to === from && last.hour === hour) last.to = to
+    else ranges.push({ from, to, hour })
+  }
+  const hourFrom = wholeFrom === -Infinity ? -Infinity : Math.ceil(wholeFrom / HOUR_MS) * HOUR_MS
+  const hourTo = wholeTo === Infinity ? Infinity : hourOf(wholeTo)
+  if (!options.hours || hourFrom >= hourTo) {
+    range(wholeFrom, wholeTo, false)
+  } else {
+    const broken = new Set<number>()
+    for (const slot of cutSlots) broken.add(hourOf(slot))
+    for (const boundary of options.boundaries) if (hourOf(boundary) !== boundary) broken.add(hourOf(boundary))
+    if (options.now !== undefined) broken.add(hourOf(options.now))
+    range(wholeFrom, hourFrom, false)
+    let from = hourFrom
+    for (const hour of [...broken].filter((h) => h >= hourFrom && h < hourTo).sort((a, b) => a - b)) {
+      range(from, hour, true)
+      range(hour, hour + HOUR_MS, false)
+      from = hour + HOUR_MS
+    }
+    range(from, hourTo, true)
+    range(hourTo, wholeTo, false)
+  }
   return {
-    wholeFrom: low === -Infinity ? undefined : iso(Math.ceil(low / SLOT_MS) * SLOT_MS),
-    wholeTo: wholeTo === Infinity ? undefined : iso(wholeTo),
+    rangeFrom: ranges.map((r) => timeOrInfinity(r.from)),
+    rangeTo: ranges.map((r) => timeOrInfinity(r.to)),
+    rangeHour: ranges.map((r) => r.hour),
+    hours: ranges.some((r) => r.hour),
     cutSlots: cutSlots.map(iso),
     cutFrom: countRanges.map(([from]) => isoMicros(from)),
     cutTo: countRanges.map(([, to]) => isoMicros(to)),
@@ -350,12 +408,6 @@ const sources = (
   filter: RollupFilter,
   at: Date
 ) => {
-  const slotConditions = [
-    ...(plan.wholeFrom !== undefined ? [sql`rollup.slot >= ${plan.wholeFrom}::timestamptz`] : []),
-    ...(plan.wholeTo !== undefined ? [sql`rollup.slot < ${plan.wholeTo}::timestamptz`] : []),
-    sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`,
-    ...keyConditions(sql, filter, "rollup")
-  ]
   const windowConditions = [
     ...(window.start !== undefined ? [sql`flow_run.expected_start_time >= ${window.start}`] : []),
     ...(window.until !== undefined ? [sql`flow_run.expected_start_time < ${window.until}`] : []),
@@ -368,6 +420,34 @@ const sources = (
   const table = sql.unsafe(perDeployment ? "flow_run_rollup_deployment" : "flow_run_rollup")
   const columns = sql.unsafe(perDeployment ? DEPLOYMENT_ROLLUP_COLUMNS : ROLLUP_COLUMNS)
   const ROLLUP_ROWS = sql`(SELECT ${columns} FROM ${table} UNION ALL SELECT ${columns} FROM flow_run_rollup_delta) rollup`
+  const keys = all(sql, keyConditions(sql, filter, "rollup"))
+  const notCut = sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`
+  /** The plan's ranges of whole slots: `hour` for whole hours, else quarter hours (less the cut ones). */
+  const RANGES = sql`unnest(${plan.rangeFrom}::timestamptz[], ${plan.rangeTo}::timestamptz[], ${plan.rangeHour}::boolean[]) AS range (lo, hi, hour)`
+  /** A unit's start: a delta's quarter hour, or its hour in a range of hours. */
+  const unitSlot = sql`CASE WHEN range.hour THEN ${sql.unsafe(hourOfSql("rollup.slot"))} ELSE rollup.slot END`
+  const UNIT_LENGTH = (unit: string) =>
+    sql`CASE WHEN ${sql.unsafe(unit)}.hour THEN interval '1 hour' ELSE interval '15 minutes' END`
+  /**
+   * The rollup's rows of the whole slots as units: whole hours' rows from the hour table, whole
+   * quarter hours' from the quarter-hour table (or the deployments'), each with the deltas of its
+   * slots (deltas are per quarter hour: in a range of hours, given their hour's slot). `hour` says
+   * which a unit is; its `slot` is its start, never another unit's.
+   */
+  const UNITS = sql`(
+    SELECT range.hour, part.* FROM ${RANGES}
+      CROSS JOIN LATERAL (
+        ${plan.hours ? sql`SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour rollup
+        WHERE range.hour AND rollup.slot >= range.lo AND rollup.slot < range.hi AND ${keys}
+        UNION ALL` : sql``}
+        SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM ${table} rollup
+        WHERE NOT range.hour AND rollup.slot >= range.lo AND rollup.slot < range.hi AND ${notCut} AND ${keys}
+      ) part
+    UNION ALL
+    SELECT range.hour, ${unitSlot}, ${sql.unsafe(DELTA_SUMS)}
+    FROM flow_run_rollup_delta rollup JOIN ${RANGES} ON rollup.slot >= range.lo AND rollup.slot < range.hi
+    WHERE ${notCut} AND ${keys}
+  ) rollup`
   /** The runs the rollup cannot hold, as the plain query picks them. */
   const odd = (select: Fragment, group: Fragment = sql``) => sql`
     SELECT ${select} FROM flow_run
@@ -394,46 +474,53 @@ const sources = (
     rows: (bucket: (time: Fragment) => Fragment) => {
       const atEpoch = sql`${epochSeconds(at)}::numeric`
       const nowSlot = sql`${plan.nowSlot!}::timestamptz`
-      // Rows whose Running runs may have started after the time of the request (a state timestamp
+      // Units whose Running runs may have started after the time of the request (a state timestamp
       // ahead of this clock, or a negative total run time): their runs are read one by one. Rare;
-      // found through the bound's partial index.
-      // (OFFSET 0: the bound's index, not a walk of the window's rows by their key.)
+      // found through the bounds' partial indexes (OFFSET 0: the bound's index, not a walk of the
+      // window's rows by their key). An hour is late when its row is or a delta of one of its slots is.
       const late = sql`
-        SELECT DISTINCT rollup.slot, rollup.state_name FROM (
-          (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0)
-          UNION ALL SELECT ${columns} FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
+        SELECT DISTINCT range.hour, ${unitSlot} AS slot, rollup.state_name FROM (
+          ${plan.hours
+            ? sql`(SELECT true AS hours, false AS quarters, ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
+                WHERE running_since_max > ${at}::timestamptz OFFSET 0)
+              UNION ALL`
+            : sql``}
+          (SELECT false AS hours, true AS quarters, ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0)
+          UNION ALL SELECT true, true, ${columns} FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
         ) rollup
-        WHERE ${all(sql, slotConditions)} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
+          JOIN ${RANGES} ON rollup.slot >= range.lo AND rollup.slot < range.hi
+            AND CASE WHEN range.hour THEN rollup.hours ELSE rollup.quarters END
+        WHERE ${notCut} AND ${keys} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
-      // The whole slots: per bucket, state and whether the slot is wholly before the time of the
-      // request (its runs not started are late by that time less their expected start; in a slot
-      // after it, not at all). The slot holding it has its unfinished runs read one by one.
+      // The whole units: per bucket, state and whether the unit is wholly before the time of the
+      // request (its runs not started are late by that time less their expected start; in a unit
+      // after it, not at all). The slot holding it has its unfinished runs read one by one (its hour
+      // is never a unit).
       const whole = sql`
         SELECT bucket, state_type, state_name, count_runs,
           sum_run_time + count_running * ${atEpoch} - sum_running_since,
           (sum_lateness + CASE WHEN past THEN count_waiting * ${atEpoch} - sum_waiting_since ELSE 0 END) * 1000000
         FROM (
           SELECT ${bucket(sql`rollup.slot`)} AS bucket, rollup.state_type, rollup.state_name,
-            rollup.slot + interval '15 minutes' <= ${at}::timestamptz AS past,
+            rollup.slot + ${UNIT_LENGTH("rollup")} <= ${at}::timestamptz AS past,
             sum(rollup.count_runs) AS count_runs, sum(rollup.sum_run_time) AS sum_run_time,
             sum(rollup.sum_lateness) AS sum_lateness, sum(rollup.count_waiting) AS count_waiting,
             sum(rollup.sum_waiting_since) AS sum_waiting_since, sum(rollup.count_running) AS count_running,
             sum(rollup.sum_running_since) AS sum_running_since
-          FROM ${ROLLUP_ROWS}
-          WHERE ${all(sql, slotConditions)}
-            AND NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
+          FROM ${UNITS}
+          WHERE NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
             AND (rollup.state_type <> 'RUNNING' OR (rollup.slot, rollup.state_name) NOT IN (SELECT slot, state_name FROM late))
           GROUP BY 1, 2, 3, 4
         ) slots
       `
-      // The runs of `late`'s rows, each row a whole slot inside one interval.
+      // The runs of `late`'s units, each a whole quarter hour or hour inside one interval.
       const lateRows = sql`
         SELECT ${bucket(sql`late.slot`)}, run.* FROM late
           CROSS JOIN LATERAL (
             SELECT flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})
             FROM flow_run
             WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_name = late.state_name
-              AND flow_run.expected_start_time >= late.slot AND flow_run.expected_start_time < late.slot + interval '15 minutes'
+              AND flow_run.expected_start_time >= late.slot AND flow_run.expected_start_time < late.slot + ${UNIT_LENGTH("late")}
               AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
             GROUP BY 1, 2
           ) run
@@ -500,7 +587,7 @@ const sources = (
       `
     },
     count: sql`
-      SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${ROLLUP_ROWS} WHERE ${all(sql, slotConditions)})
+      SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${UNITS})
         + (${odd(sql`count(*)`)})
         ${plan.cutFrom.length > 0 ? sql`+ (SELECT count(*) FROM (${edges(sql`1`)}) edges)` : sql``}
     `
@@ -534,7 +621,8 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
       until: until.getTime(),
       boundaries: Array.from({ length: buckets + 1 }, (_, i) => startMs + i * intervalMs),
       filter,
-      now: at.getTime()
+      now: at.getTime(),
+      hours: filter.deployments === undefined
     })
     // Intervals are whole seconds here: each run's interval found by date_bin, in exact microseconds.
     const rows = yield* withoutJit(
@@ -587,7 +675,7 @@ export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
     withoutJit(
       sql,
       sql<{ count: string }>`
-        SELECT (${sources(sql, rollupPlan({ boundaries: [], filter }), { history: false }, filter, at).count}) AS count
+        SELECT (${sources(sql, rollupPlan({ boundaries: [], filter, hours: filter.deployments === undefined }), { history: false }, filter, at).count}) AS count
       `
     ),
     (rows) => Number(rows[0]!.count)
