@@ -59,9 +59,10 @@ const ROLLED_UP =
 /** A run in the rollup not final yet (through migration 0016's partial index of the runs not final). */
 const LIVE = `${ROLLED_UP} IS NOT TRUE AND flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL`
 
-/** A delta's columns after its slot, as a unit's (see `sources`). */
-const DELTA_SUMS =
-  "rollup.state_type, rollup.state_name, rollup.count_runs, rollup.sum_run_time, rollup.sum_lateness, rollup.count_waiting, rollup.sum_waiting_since, rollup.count_running, rollup.sum_running_since, rollup.running_since_max"
+/** A rollup row's columns, and those after its slot (see `sources`). */
+const DELTA_COLUMNS =
+  "rollup.slot, rollup.state_type, rollup.state_name, rollup.count_runs, rollup.sum_run_time, rollup.sum_lateness, rollup.count_waiting, rollup.sum_waiting_since, rollup.count_running, rollup.sum_running_since, rollup.running_since_max"
+const UNIT_SUMS = DELTA_COLUMNS.slice("rollup.slot, ".length)
 
 /** A run in the rollup, final or not (migration 0026). */
 const IN_ROLLUP = "flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL"
@@ -194,11 +195,12 @@ const isoMicros = (us: number) => {
  * counts at that time (`derivedSlots`, `derivedAt`). Its runs' numbers are final: taking them from the
  * rollup's exact sums leaves exact sums.
  *
- * The whole slots are given as ranges (`rangeFrom`, `rangeTo`, ±infinity for open ends): of whole
- * hours (`rangeHour`, read from `flow_run_rollup_hour` when `hours`) and of quarter hours (read from
- * the quarter-hour table, less `cutSlots`). An hour is whole when all four of its slots are whole,
- * no boundary is strictly inside it (one on a quarter hour cuts no slot but puts the hour in two
- * intervals) and it does not hold `now`.
+ * The whole slots, [`wholeFrom`, `wholeTo`) less `cutSlots` (±infinity for open ends), are whole
+ * hours and whole quarter hours. With `hours`, the hours in [`hourFrom`, `hourTo`) but `brokenHours`
+ * are whole (read from `flow_run_rollup_hour`): all four of their slots are whole, no boundary is
+ * strictly inside them (one on a quarter hour cuts no slot but puts its hour in two intervals) and
+ * none holds `now`; the other whole slots are listed (`quarterSlots`: a few per boundary). Without,
+ * every whole slot is a quarter hour. Quarter hours are read from the quarter-hour table.
  */
 export const rollupPlan = (options: {
   readonly start?: number
@@ -282,42 +284,50 @@ export const rollupPlan = (options: {
     options.until !== undefined ? slotOf(options.until) : Infinity,
     before !== undefined ? slotOf(before) : Infinity
   )
-  // The whole slots, [wholeFrom, wholeTo) less the cut ones, in ranges of whole hours (from the hour
-  // table) and of quarter hours (from the quarter-hour table). An hour is whole when it is inside
-  // [wholeFrom, wholeTo), none of its slots is cut, no boundary is strictly inside it (it is inside one
-  // interval) and it does not hold the time of the request (whose slot's unfinished runs are read
-  // one by one; the hour's other rows are then wholly before or wholly after it).
-  const ranges: Array<{ from: number; to: number; hour: boolean }> = []
-  const range = (from: number, to: number, hour: boolean) => {
-    if (from >= to) return
-    const last = ranges[ranges.length - 1]
-    if (last !== undefined && last.to === from && last.hour === hour) last.to = to
-    else ranges.push({ from, to, hour })
-  }
-  const hourFrom = wholeFrom === -Infinity ? -Infinity : Math.ceil(wholeFrom / HOUR_MS) * HOUR_MS
-  const hourTo = wholeTo === Infinity ? Infinity : hourOf(wholeTo)
-  if (!options.hours || hourFrom >= hourTo) {
-    range(wholeFrom, wholeTo, false)
-  } else {
-    const broken = new Set<number>()
+  // The whole slots, [wholeFrom, wholeTo) less the cut ones: whole hours (from the hour table), the
+  // hours in [hourFrom, hourTo) less the broken ones, and quarter hours (from the quarter-hour table),
+  // the rest. An hour is whole when it is inside [wholeFrom, wholeTo), none of its slots is cut, no
+  // boundary is strictly inside it (it is inside one interval) and it does not hold the time of the
+  // request (whose slot's unfinished runs are read one by one; the hour's other rows are then wholly
+  // before or wholly after it).
+  let hourFrom = wholeFrom === -Infinity ? -Infinity : Math.ceil(wholeFrom / HOUR_MS) * HOUR_MS
+  let hourTo = wholeTo === Infinity ? Infinity : hourOf(wholeTo)
+  const broken = new Set<number>()
+  if (options.hours && hourFrom < hourTo) {
     for (const slot of cutSlots) broken.add(hourOf(slot))
     for (const boundary of options.boundaries) if (hourOf(boundary) !== boundary) broken.add(hourOf(boundary))
     if (options.now !== undefined) broken.add(hourOf(options.now))
-    range(wholeFrom, hourFrom, false)
-    let from = hourFrom
-    for (const hour of [...broken].filter((h) => h >= hourFrom && h < hourTo).sort((a, b) => a - b)) {
-      range(from, hour, true)
-      range(hour, hour + HOUR_MS, false)
-      from = hour + HOUR_MS
+    for (const hour of broken) if (hour < hourFrom || hour >= hourTo) broken.delete(hour)
+    // Broken hours at the ends narrow the range of hours instead.
+    while (broken.has(hourFrom)) {
+      broken.delete(hourFrom)
+      hourFrom += HOUR_MS
     }
-    range(from, hourTo, true)
-    range(hourTo, wholeTo, false)
+    while (broken.has(hourTo - HOUR_MS)) {
+      hourTo -= HOUR_MS
+      broken.delete(hourTo)
+    }
+  }
+  const hours = options.hours && hourFrom < hourTo
+  const brokenHours = [...broken].sort((a, b) => a - b)
+  // With whole hours, the other whole slots one by one (finite: the hours reach any open end).
+  const quarterSlots: Array<number> = []
+  if (hours) {
+    const uncut = (from: number, to: number) => {
+      for (let slot = from; slot < to; slot += SLOT_MS) if (!cut.has(slot)) quarterSlots.push(slot)
+    }
+    uncut(wholeFrom, hourFrom)
+    for (const hour of brokenHours) uncut(hour, hour + HOUR_MS)
+    uncut(hourTo, wholeTo)
   }
   return {
-    rangeFrom: ranges.map((r) => timeOrInfinity(r.from)),
-    rangeTo: ranges.map((r) => timeOrInfinity(r.to)),
-    rangeHour: ranges.map((r) => r.hour),
-    hours: ranges.some((r) => r.hour),
+    wholeFrom: timeOrInfinity(wholeFrom),
+    wholeTo: timeOrInfinity(wholeTo),
+    hours,
+    hourFrom: timeOrInfinity(hourFrom),
+    hourTo: timeOrInfinity(hourTo),
+    brokenHours: brokenHours.map(iso),
+    quarterSlots: quarterSlots.map(iso),
     cutSlots: cutSlots.map(iso),
     cutFrom: countRanges.map(([from]) => isoMicros(from)),
     cutTo: countRanges.map(([, to]) => isoMicros(to)),
@@ -422,31 +432,40 @@ const sources = (
   const ROLLUP_ROWS = sql`(SELECT ${columns} FROM ${table} UNION ALL SELECT ${columns} FROM flow_run_rollup_delta) rollup`
   const keys = all(sql, keyConditions(sql, filter, "rollup"))
   const notCut = sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`
-  /** The plan's ranges of whole slots: `hour` for whole hours, else quarter hours (less the cut ones). */
-  const RANGES = sql`unnest(${plan.rangeFrom}::timestamptz[], ${plan.rangeTo}::timestamptz[], ${plan.rangeHour}::boolean[]) AS range (lo, hi, hour)`
-  /** A unit's start: a delta's quarter hour, or its hour in a range of hours. */
-  const unitSlot = sql`CASE WHEN range.hour THEN ${sql.unsafe(hourOfSql("rollup.slot"))} ELSE rollup.slot END`
+  /** A slot inside the whole slots of the plan (in a whole hour or not). */
+  const inWhole = sql`rollup.slot >= ${plan.wholeFrom}::timestamptz AND rollup.slot < ${plan.wholeTo}::timestamptz AND ${notCut}`
+  /** A slot (or an hour's start) inside one of the plan's whole hours. */
+  const inHours = plan.hours
+    ? sql`(rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+        AND ${sql.unsafe(hourOfSql("rollup.slot"))} <> ALL(${plan.brokenHours}::timestamptz[]))`
+    : sql`FALSE`
+  /** A unit's start: a quarter hour's, or in a whole hour the hour's. */
+  const unitSlot = sql`CASE WHEN rollup.hour THEN ${sql.unsafe(hourOfSql("rollup.slot"))} ELSE rollup.slot END`
   const UNIT_LENGTH = (unit: string) =>
     sql`CASE WHEN ${sql.unsafe(unit)}.hour THEN interval '1 hour' ELSE interval '15 minutes' END`
+  /** The deltas inside the whole slots, each with whether it is in a whole hour (`hour`). */
+  const deltas = (where: Fragment) => sql`
+    SELECT ${inHours} AS hour, ${sql.unsafe(DELTA_COLUMNS)} FROM flow_run_rollup_delta rollup
+    WHERE ${inWhole} AND ${keys} AND ${where}`
   /**
-   * The rollup's rows of the whole slots as units: whole hours' rows from the hour table, whole
-   * quarter hours' from the quarter-hour table (or the deployments'), each with the deltas of its
-   * slots (deltas are per quarter hour: in a range of hours, given their hour's slot). `hour` says
-   * which a unit is; its `slot` is its start, never another unit's.
+   * The rollup's rows of the whole slots as units: whole hours' rows from the hour table (a range of
+   * its index, the broken hours left out), whole quarter hours' from the quarter-hour table (or the
+   * deployments': the slots listed, or without hours the range less the cut slots), and the deltas of
+   * their slots (deltas are per quarter hour: in a whole hour, given the hour's slot). `hour` says
+   * which a unit is; its `slot` is its start, never another unit's. Every bound is a constant, for
+   * the planner's estimates (a join to ranges made it expect a hundred thousand rows, and sort them).
    */
   const UNITS = sql`(
-    SELECT range.hour, part.* FROM ${RANGES}
-      CROSS JOIN LATERAL (
-        ${plan.hours ? sql`SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour rollup
-        WHERE range.hour AND rollup.slot >= range.lo AND rollup.slot < range.hi AND ${keys}
-        UNION ALL` : sql``}
-        SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM ${table} rollup
-        WHERE NOT range.hour AND rollup.slot >= range.lo AND rollup.slot < range.hi AND ${notCut} AND ${keys}
-      ) part
+    ${plan.hours
+      ? sql`SELECT true AS hour, ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour rollup
+        WHERE rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+          AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}
+      UNION ALL
+      SELECT false, ${sql.unsafe(ROLLUP_COLUMNS)} FROM ${table} rollup
+        WHERE rollup.slot = ANY(${plan.quarterSlots}::timestamptz[]) AND ${keys}`
+      : sql`SELECT false AS hour, ${sql.unsafe(ROLLUP_COLUMNS)} FROM ${table} rollup WHERE ${inWhole} AND ${keys}`}
     UNION ALL
-    SELECT range.hour, ${unitSlot}, ${sql.unsafe(DELTA_SUMS)}
-    FROM flow_run_rollup_delta rollup JOIN ${RANGES} ON rollup.slot >= range.lo AND rollup.slot < range.hi
-    WHERE ${notCut} AND ${keys}
+    SELECT rollup.hour, ${unitSlot}, ${sql.unsafe(UNIT_SUMS)} FROM (${deltas(sql`TRUE`)}) rollup
   ) rollup`
   /** The runs the rollup cannot hold, as the plain query picks them. */
   const odd = (select: Fragment, group: Fragment = sql``) => sql`
@@ -479,18 +498,19 @@ const sources = (
       // found through the bounds' partial indexes (OFFSET 0: the bound's index, not a walk of the
       // window's rows by their key). An hour is late when its row is or a delta of one of its slots is.
       const late = sql`
-        SELECT DISTINCT range.hour, ${unitSlot} AS slot, rollup.state_name FROM (
+        SELECT DISTINCT rollup.hour, ${unitSlot} AS slot, rollup.state_name FROM (
           ${plan.hours
-            ? sql`(SELECT true AS hours, false AS quarters, ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
-                WHERE running_since_max > ${at}::timestamptz OFFSET 0)
+            ? sql`SELECT true AS hour, ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
+                WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
+              WHERE rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+                AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}
               UNION ALL`
             : sql``}
-          (SELECT false AS hours, true AS quarters, ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0)
-          UNION ALL SELECT true, true, ${columns} FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
+          SELECT false AS hour, ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
+          WHERE ${inWhole} AND NOT ${inHours} AND ${keys}
+          UNION ALL ${deltas(sql`rollup.running_since_max > ${at}::timestamptz`)}
         ) rollup
-          JOIN ${RANGES} ON rollup.slot >= range.lo AND rollup.slot < range.hi
-            AND CASE WHEN range.hour THEN rollup.hours ELSE rollup.quarters END
-        WHERE ${notCut} AND ${keys} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
+        WHERE rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
       // The whole units: per bucket, state and whether the unit is wholly before the time of the
       // request (its runs not started are late by that time less their expected start; in a unit

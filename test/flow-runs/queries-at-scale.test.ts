@@ -341,6 +341,9 @@ describe("flow-run queries at scale", () => {
         yield* sql`UPDATE flow_run SET state_timestamp = ${new Date(now + 40 * MINUTE)} WHERE id = ${running[0]!}`
         yield* sql`UPDATE flow_run SET total_run_time = -5 WHERE id = ${running[1]!}`
         yield* check
+        // Folded: the bounds are then in the rows of the quarter hours and of the hours.
+        yield* sql`SELECT flow_run_rollup_fold()`
+        yield* check
         yield* TestClock.adjust("1 hour")
         yield* check
         // Runs the rollup cannot hold (none that Baton writes): no state, no expected start time.
