@@ -59,10 +59,9 @@ const ROLLED_UP =
 /** A run in the rollup not final yet (through migration 0016's partial index of the runs not final). */
 const LIVE = `${ROLLED_UP} IS NOT TRUE AND flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL`
 
-/** A rollup row's columns, and those after its slot (see `sources`). */
+/** A rollup row's columns, as `rollup`'s (see `sources`). */
 const DELTA_COLUMNS =
   "rollup.slot, rollup.state_type, rollup.state_name, rollup.count_runs, rollup.sum_run_time, rollup.sum_lateness, rollup.count_waiting, rollup.sum_waiting_since, rollup.count_running, rollup.sum_running_since, rollup.running_since_max"
-const UNIT_SUMS = DELTA_COLUMNS.slice("rollup.slot, ".length)
 
 /** A run in the rollup, final or not (migration 0026). */
 const IN_ROLLUP = "flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL"
@@ -439,34 +438,32 @@ const sources = (
     ? sql`(rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
         AND ${sql.unsafe(hourOfSql("rollup.slot"))} <> ALL(${plan.brokenHours}::timestamptz[]))`
     : sql`FALSE`
-  /** A unit's start: a quarter hour's, or in a whole hour the hour's. */
-  const unitSlot = sql`CASE WHEN rollup.hour THEN ${sql.unsafe(hourOfSql("rollup.slot"))} ELSE rollup.slot END`
-  const UNIT_LENGTH = (unit: string) =>
-    sql`CASE WHEN ${sql.unsafe(unit)}.hour THEN interval '1 hour' ELSE interval '15 minutes' END`
-  /** The deltas inside the whole slots, each with whether it is in a whole hour (`hour`). */
-  const deltas = (where: Fragment) => sql`
-    SELECT ${inHours} AS hour, ${sql.unsafe(DELTA_COLUMNS)} FROM flow_run_rollup_delta rollup
-    WHERE ${inWhole} AND ${keys} AND ${where}`
+  /** A unit's start: a quarter hour's, or in a whole hour the hour's (for a delta, or any row). */
+  const unitSlot = plan.hours ? sql`CASE WHEN ${inHours} THEN ${sql.unsafe(hourOfSql("rollup.slot"))} ELSE rollup.slot END` : sql`rollup.slot`
   /**
-   * The rollup's rows of the whole slots as units: whole hours' rows from the hour table (a range of
-   * its index, the broken hours left out), whole quarter hours' from the quarter-hour table (or the
-   * deployments': the slots listed, or without hours the range less the cut slots), and the deltas of
-   * their slots (deltas are per quarter hour: in a whole hour, given the hour's slot). `hour` says
-   * which a unit is; its `slot` is its start, never another unit's. Every bound is a constant, for
-   * the planner's estimates (a join to ranges made it expect a hundred thousand rows, and sort them).
+   * Where the rollup's rows of the whole slots are (each read as `rollup`): whole hours' rows in the
+   * hour table (a range of its index, the broken hours left out), whole quarter hours' in the
+   * quarter-hour table (or the deployments': the slots listed, or without hours the range less the
+   * cut slots), and the deltas of all their slots (per quarter hour; `unit` gives a delta in a whole
+   * hour the hour's slot). Every bound is a constant, for the planner's estimates (ranges joined
+   * laterally made it expect a hundred thousand rows, and sort them); each is read and summed apart
+   * (a union of the three is a subquery scan per row).
    */
-  const UNITS = sql`(
-    ${plan.hours
-      ? sql`SELECT true AS hour, ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour rollup
-        WHERE rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
-          AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}
-      UNION ALL
-      SELECT false, ${sql.unsafe(ROLLUP_COLUMNS)} FROM ${table} rollup
-        WHERE rollup.slot = ANY(${plan.quarterSlots}::timestamptz[]) AND ${keys}`
-      : sql`SELECT false AS hour, ${sql.unsafe(ROLLUP_COLUMNS)} FROM ${table} rollup WHERE ${inWhole} AND ${keys}`}
-    UNION ALL
-    SELECT rollup.hour, ${unitSlot}, ${sql.unsafe(UNIT_SUMS)} FROM (${deltas(sql`TRUE`)}) rollup
-  ) rollup`
+  const parts: ReadonlyArray<{ readonly from: Fragment; readonly where: Fragment; readonly unit: Fragment }> = [
+    ...(plan.hours
+      ? [{
+        from: sql`flow_run_rollup_hour rollup`,
+        where: sql`rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+          AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}`,
+        unit: sql`rollup.slot`
+      }, {
+        from: sql`${table} rollup`,
+        where: sql`rollup.slot = ANY(${plan.quarterSlots}::timestamptz[]) AND ${keys}`,
+        unit: sql`rollup.slot`
+      }]
+      : [{ from: sql`${table} rollup`, where: sql`${inWhole} AND ${keys}`, unit: sql`rollup.slot` }]),
+    { from: sql`flow_run_rollup_delta rollup`, where: sql`${inWhole} AND ${keys}`, unit: unitSlot }
+  ]
   /** The runs the rollup cannot hold, as the plain query picks them. */
   const odd = (select: Fragment, group: Fragment = sql``) => sql`
     SELECT ${select} FROM flow_run
@@ -498,41 +495,44 @@ const sources = (
       // found through the bounds' partial indexes (OFFSET 0: the bound's index, not a walk of the
       // window's rows by their key). An hour is late when its row is or a delta of one of its slots is.
       const late = sql`
-        SELECT DISTINCT rollup.hour, ${unitSlot} AS slot, rollup.state_name FROM (
+        SELECT DISTINCT ${unitSlot} AS slot, ${inHours} AS hour, rollup.state_name FROM (
           ${plan.hours
-            ? sql`SELECT true AS hour, ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
+            ? sql`SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
                 WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
               WHERE rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
                 AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}
               UNION ALL`
             : sql``}
-          SELECT false AS hour, ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
+          SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
           WHERE ${inWhole} AND NOT ${inHours} AND ${keys}
-          UNION ALL ${deltas(sql`rollup.running_since_max > ${at}::timestamptz`)}
+          UNION ALL SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM flow_run_rollup_delta rollup
+          WHERE ${inWhole} AND ${keys} AND rollup.running_since_max > ${at}::timestamptz
         ) rollup
         WHERE rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
-      // The whole units: per bucket, state and whether the unit is wholly before the time of the
-      // request (its runs not started are late by that time less their expected start; in a unit
-      // after it, not at all). The slot holding it has its unfinished runs read one by one (its hour
-      // is never a unit).
-      const whole = sql`
+      // The whole units, each part apart: per bucket, state and whether the row's unit is wholly
+      // before the time of the request (its runs not started are late by that time less their
+      // expected start; in a unit after it, not at all). The slot holding it has its unfinished runs
+      // read one by one; its hour is never a unit, so a unit, or a delta's quarter hour in it, is
+      // wholly before that time when its first quarter hour is, and in one interval: a delta of a
+      // whole hour needs its hour's slot only to be left out with the hour's late Running runs.
+      const whole = sql.join(" UNION ALL ", false)(parts.map(({ from, unit, where }) => sql`
         SELECT bucket, state_type, state_name, count_runs,
           sum_run_time + count_running * ${atEpoch} - sum_running_since,
           (sum_lateness + CASE WHEN past THEN count_waiting * ${atEpoch} - sum_waiting_since ELSE 0 END) * 1000000
         FROM (
           SELECT ${bucket(sql`rollup.slot`)} AS bucket, rollup.state_type, rollup.state_name,
-            rollup.slot + ${UNIT_LENGTH("rollup")} <= ${at}::timestamptz AS past,
+            rollup.slot + interval '15 minutes' <= ${at}::timestamptz AS past,
             sum(rollup.count_runs) AS count_runs, sum(rollup.sum_run_time) AS sum_run_time,
             sum(rollup.sum_lateness) AS sum_lateness, sum(rollup.count_waiting) AS count_waiting,
             sum(rollup.sum_waiting_since) AS sum_waiting_since, sum(rollup.count_running) AS count_running,
             sum(rollup.sum_running_since) AS sum_running_since
-          FROM ${UNITS}
-          WHERE NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
-            AND (rollup.state_type <> 'RUNNING' OR (rollup.slot, rollup.state_name) NOT IN (SELECT slot, state_name FROM late))
+          FROM ${from}
+          WHERE ${where} AND NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
+            AND (rollup.state_type <> 'RUNNING' OR (${unit}, rollup.state_name) NOT IN (SELECT slot, state_name FROM late))
           GROUP BY 1, 2, 3, 4
         ) slots
-      `
+      `))
       // The runs of `late`'s units, each a whole quarter hour or hour inside one interval.
       const lateRows = sql`
         SELECT ${bucket(sql`late.slot`)}, run.* FROM late
@@ -540,7 +540,8 @@ const sources = (
             SELECT flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})
             FROM flow_run
             WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_name = late.state_name
-              AND flow_run.expected_start_time >= late.slot AND flow_run.expected_start_time < late.slot + ${UNIT_LENGTH("late")}
+              AND flow_run.expected_start_time >= late.slot
+              AND flow_run.expected_start_time < late.slot + CASE WHEN late.hour THEN interval '1 hour' ELSE interval '15 minutes' END
               AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
             GROUP BY 1, 2
           ) run
@@ -607,7 +608,7 @@ const sources = (
       `
     },
     count: sql`
-      SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${UNITS})
+      SELECT ${sql.join(" + ", false)(parts.map(({ from, where }) => sql`(SELECT coalesce(sum(rollup.count_runs), 0) FROM ${from} WHERE ${where})`))}
         + (${odd(sql`count(*)`)})
         ${plan.cutFrom.length > 0 ? sql`+ (SELECT count(*) FROM (${edges(sql`1`)}) edges)` : sql``}
     `
