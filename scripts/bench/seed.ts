@@ -25,12 +25,14 @@
  * in the same transaction (so a failure leaves the database as it was); with migration 0016 applied,
  * the new final runs are added to flow_run_rollup in one grouped insert (its row trigger is off for
  * the bulk insert; with migration 0026 all the new runs, final or not; with migration 0027 per
- * deployment too, into flow_run_rollup_deployment, from the same grouping). Then VACUUM ANALYZE.
+ * deployment too, into flow_run_rollup_deployment, from the same grouping; with migration 0029 per hour
+ * too, into flow_run_rollup_hour, in the same statement). Then VACUUM ANALYZE.
  */
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { ROLLUP_ADD, ROLLUP_COLUMNS, rollupGrouped } from "../../src/database/migrations/0026_flow_run_rollup_live.ts"
-import { addGroupedRows, rollupGroupedByDeployment } from "../../src/database/migrations/0027_flow_run_rollup_deployments.ts"
+import { addGroupedRows as addGroupedRowsByDeployment, rollupGroupedByDeployment } from "../../src/database/migrations/0027_flow_run_rollup_deployments.ts"
+import { addGroupedRows } from "../../src/database/migrations/0029_flow_run_rollup_hours.ts"
 
 export interface SeedOptions {
   readonly runs: number
@@ -287,10 +289,16 @@ export async function seedRuns(
       const perDeployment = (await client.query<{ present: boolean }>(
         `SELECT to_regclass('flow_run_rollup_deployment') IS NOT NULL AS present`
       )).rows[0]!.present
+      // Since migration 0029 per hour as well (the three tables from the one grouping, as the fold adds deltas).
+      const hours = (await client.query<{ present: boolean }>(
+        `SELECT to_regclass('flow_run_rollup_hour') IS NOT NULL AS present`
+      )).rows[0]!.present
       const batchRuns = "(SELECT * FROM flow_run WHERE flow_id IN (SELECT id FROM flow WHERE name LIKE 'bench-' || $1 || '-flow-%'))"
       await client.query(
-        perDeployment
+        hours
           ? addGroupedRows(rollupGroupedByDeployment(batchRuns, 1))
+          : perDeployment
+          ? addGroupedRowsByDeployment(rollupGroupedByDeployment(batchRuns, 1))
           : live
           ? `INSERT INTO flow_run_rollup AS r (${ROLLUP_COLUMNS}) ${rollupGrouped(batchRuns, 1)}
              ON CONFLICT (slot, state_type, state_name) DO UPDATE SET ${ROLLUP_ADD}`
@@ -314,7 +322,7 @@ export async function seedRuns(
     log("committed")
     const rollupTables = rollup
       ? (await client.query<{ name: string }>(
-        "SELECT relname AS name FROM pg_class WHERE relname IN ('flow_run_rollup', 'flow_run_rollup_deployment') AND relkind = 'r'"
+        "SELECT relname AS name FROM pg_class WHERE relname IN ('flow_run_rollup', 'flow_run_rollup_hour', 'flow_run_rollup_deployment') AND relkind = 'r'"
       )).rows.map((row) => `, ${row.name}`).join("")
       : ""
     await client.query(`VACUUM ANALYZE flow, deployment, work_pool, work_queue, flow_run, flow_run_state${rollupTables}`)

@@ -5,19 +5,25 @@
  * folded into the rollup now and then: the two add up to the counts, and are always read together).
  * A final run's run time and lateness are summed; a run not final yet has estimates that move with
  * the time of the request, linearly, so its row keeps the counts and sums they follow from (see
- * migration 0026) and they are worked out for the time of the request. `flow_run_rollup_deployment`
- * (migration 0027) holds the same per deployment, and the deltas say whose they are: a body filtered
- * by deployment ids reads those deployments' rows and deltas instead, and their runs where runs are
- * read one by one; everything else is the same.
+ * migration 0026) and they are worked out for the time of the request. `flow_run_rollup_hour`
+ * (migration 0029) holds the same per hour, folded from the same deltas (which stay per quarter
+ * hour): a whole hour is read from its rows and the deltas of its four slots, a quarter as many rows
+ * as its slots'. `flow_run_rollup_deployment` (migration 0027) holds the quarter hours per
+ * deployment, and the deltas say whose they are: a body filtered by deployment ids reads those
+ * deployments' rows and deltas instead (per quarter hour only: there are no hours per deployment),
+ * and their runs where runs are read one by one; everything else is the same.
  *
  * It serves the bodies whose only filter is on the runs' expected start time (after_, before_),
  * state (type and name any_) and deployment (the run's deployment_id any_, or the `deployments`
  * filter's id any_), or none. Whole slots inside the window (and inside one interval of a
- * history) come from the rollup. Read from the runs one by one: the runs of the slots a boundary
+ * history) come from the rollup: whole hours from the hour table (no boundary inside them, none of
+ * their slots cut, and for a history not the hour holding the time of the request), the other whole
+ * slots from the quarter-hour table. Read from the runs one by one: the runs of the slots a boundary
  * cuts (an interval's, or the filter's); for a history, the unfinished runs of the slot holding the
  * time of the request (some of its runs are late by then, some not yet) and of a rollup row whose
- * Running runs may have started after it (a state timestamp ahead of this server's clock); and the
- * runs the rollup cannot hold (no state type, name or expected start time: none that Baton writes).
+ * Running runs may have started after it (a state timestamp ahead of this server's clock; for an
+ * hour's row, the hour's Running runs of that state); and the runs the rollup cannot hold (no state
+ * type, name or expected start time: none that Baton writes).
  * A count thus reads no unfinished run one by one, however many there are; a history a few slots'.
  *
  * The answer is the one the plain query over the runs gives: the rollup's sums are exact (numeric,
@@ -34,9 +40,12 @@ import { LATEST } from "../domain/time.ts"
 import { historyBuckets, type HistoryWindow } from "../orchestration/history.ts"
 import { ROLLUP_COLUMNS } from "../database/migrations/0026_flow_run_rollup_live.ts"
 import { DEPLOYMENT_ROLLUP_COLUMNS } from "../database/migrations/0027_flow_run_rollup_deployments.ts"
+import { hourOf as hourOfSql } from "../database/migrations/0029_flow_run_rollup_hours.ts"
 
 /** The rollup's slot: flow_run_rollup_slot (migration 0018). */
 const SLOT_MS = 900_000
+/** The hour table's slot (migration 0029): its hours start on whole UTC hours, as hourOf there. */
+const HOUR_MS = 3_600_000
 
 const FINAL_TYPES = "('COMPLETED', 'FAILED', 'CANCELLED', 'CRASHED')"
 
@@ -49,6 +58,10 @@ const ROLLED_UP =
 
 /** A run in the rollup not final yet (through migration 0016's partial index of the runs not final). */
 const LIVE = `${ROLLED_UP} IS NOT TRUE AND flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL`
+
+/** A rollup row's columns, as `rollup`'s (see `sources`). */
+const DELTA_COLUMNS =
+  "rollup.slot, rollup.state_type, rollup.state_name, rollup.count_runs, rollup.sum_run_time, rollup.sum_lateness, rollup.count_waiting, rollup.sum_waiting_since, rollup.count_running, rollup.sum_running_since, rollup.running_since_max"
 
 /** A run in the rollup, final or not (migration 0026). */
 const IN_ROLLUP = "flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL"
@@ -154,7 +167,10 @@ export interface HistoryRow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
+/** A time as PostgreSQL reads it, ±infinity for a range open at that end. */
+const timeOrInfinity = (ms: number) => (ms === -Infinity ? "-infinity" : ms === Infinity ? "infinity" : iso(ms))
 const slotOf = (ms: number) => ms - (((ms % SLOT_MS) + SLOT_MS) % SLOT_MS)
+const hourOf = (ms: number) => ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS)
 /** A time in whole microseconds as an ISO 8601 string PostgreSQL reads to the microsecond. */
 const isoMicros = (us: number) => {
   const micros = ((us % 1000) + 1000) % 1000
@@ -177,6 +193,13 @@ const isoMicros = (us: number) => {
  * `pieceLess` the time in the largest piece whose interval it is taken from), and the slot's rollup row
  * counts at that time (`derivedSlots`, `derivedAt`). Its runs' numbers are final: taking them from the
  * rollup's exact sums leaves exact sums.
+ *
+ * The whole slots, [`wholeFrom`, `wholeTo`) less `cutSlots` (±infinity for open ends), are whole
+ * hours and whole quarter hours. With `hours`, the hours in [`hourFrom`, `hourTo`) but `brokenHours`
+ * are whole (read from `flow_run_rollup_hour`): all four of their slots are whole, no boundary is
+ * strictly inside them (one on a quarter hour cuts no slot but puts its hour in two intervals) and
+ * none holds `now`; the other whole slots are listed (`quarterSlots`: a few per boundary). Without,
+ * every whole slot is a quarter hour. Quarter hours are read from the quarter-hour table.
  */
 export const rollupPlan = (options: {
   readonly start?: number
@@ -185,6 +208,8 @@ export const rollupPlan = (options: {
   readonly filter: RollupFilter
   /** The time of the request (a history's): the unfinished runs of its slot are read one by one. */
   readonly now?: number
+  /** Whether whole hours may come from `flow_run_rollup_hour` (there is none per deployment). */
+  readonly hours: boolean
 }) => {
   const after = options.filter.after?.getTime()
   const before = options.filter.before?.getTime()
@@ -253,13 +278,55 @@ export const rollupPlan = (options: {
     points.sort((a, b) => a - b)
     for (let i = 1; i < points.length; i++) livePieces.push([points[i - 1]!, points[i]!])
   }
+  const wholeFrom = low === -Infinity ? -Infinity : Math.ceil(low / SLOT_MS) * SLOT_MS
   const wholeTo = Math.min(
     options.until !== undefined ? slotOf(options.until) : Infinity,
     before !== undefined ? slotOf(before) : Infinity
   )
+  // The whole slots, [wholeFrom, wholeTo) less the cut ones: whole hours (from the hour table), the
+  // hours in [hourFrom, hourTo) less the broken ones, and quarter hours (from the quarter-hour table),
+  // the rest. An hour is whole when it is inside [wholeFrom, wholeTo), none of its slots is cut, no
+  // boundary is strictly inside it (it is inside one interval) and it does not hold the time of the
+  // request (whose slot's unfinished runs are read one by one; the hour's other rows are then wholly
+  // before or wholly after it).
+  let hourFrom = wholeFrom === -Infinity ? -Infinity : Math.ceil(wholeFrom / HOUR_MS) * HOUR_MS
+  let hourTo = wholeTo === Infinity ? Infinity : hourOf(wholeTo)
+  const broken = new Set<number>()
+  if (options.hours && hourFrom < hourTo) {
+    for (const slot of cutSlots) broken.add(hourOf(slot))
+    for (const boundary of options.boundaries) if (hourOf(boundary) !== boundary) broken.add(hourOf(boundary))
+    if (options.now !== undefined) broken.add(hourOf(options.now))
+    for (const hour of broken) if (hour < hourFrom || hour >= hourTo) broken.delete(hour)
+    // Broken hours at the ends narrow the range of hours instead.
+    while (broken.has(hourFrom)) {
+      broken.delete(hourFrom)
+      hourFrom += HOUR_MS
+    }
+    while (broken.has(hourTo - HOUR_MS)) {
+      hourTo -= HOUR_MS
+      broken.delete(hourTo)
+    }
+  }
+  const hours = options.hours && hourFrom < hourTo
+  const brokenHours = [...broken].sort((a, b) => a - b)
+  // With whole hours, the other whole slots one by one (finite: the hours reach any open end).
+  const quarterSlots: Array<number> = []
+  if (hours) {
+    const uncut = (from: number, to: number) => {
+      for (let slot = from; slot < to; slot += SLOT_MS) if (!cut.has(slot)) quarterSlots.push(slot)
+    }
+    uncut(wholeFrom, hourFrom)
+    for (const hour of brokenHours) uncut(hour, hour + HOUR_MS)
+    uncut(hourTo, wholeTo)
+  }
   return {
-    wholeFrom: low === -Infinity ? undefined : iso(Math.ceil(low / SLOT_MS) * SLOT_MS),
-    wholeTo: wholeTo === Infinity ? undefined : iso(wholeTo),
+    wholeFrom: timeOrInfinity(wholeFrom),
+    wholeTo: timeOrInfinity(wholeTo),
+    hours,
+    hourFrom: timeOrInfinity(hourFrom),
+    hourTo: timeOrInfinity(hourTo),
+    brokenHours: brokenHours.map(iso),
+    quarterSlots: quarterSlots.map(iso),
     cutSlots: cutSlots.map(iso),
     cutFrom: countRanges.map(([from]) => isoMicros(from)),
     cutTo: countRanges.map(([, to]) => isoMicros(to)),
@@ -350,12 +417,6 @@ const sources = (
   filter: RollupFilter,
   at: Date
 ) => {
-  const slotConditions = [
-    ...(plan.wholeFrom !== undefined ? [sql`rollup.slot >= ${plan.wholeFrom}::timestamptz`] : []),
-    ...(plan.wholeTo !== undefined ? [sql`rollup.slot < ${plan.wholeTo}::timestamptz`] : []),
-    sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`,
-    ...keyConditions(sql, filter, "rollup")
-  ]
   const windowConditions = [
     ...(window.start !== undefined ? [sql`flow_run.expected_start_time >= ${window.start}`] : []),
     ...(window.until !== undefined ? [sql`flow_run.expected_start_time < ${window.until}`] : []),
@@ -368,6 +429,41 @@ const sources = (
   const table = sql.unsafe(perDeployment ? "flow_run_rollup_deployment" : "flow_run_rollup")
   const columns = sql.unsafe(perDeployment ? DEPLOYMENT_ROLLUP_COLUMNS : ROLLUP_COLUMNS)
   const ROLLUP_ROWS = sql`(SELECT ${columns} FROM ${table} UNION ALL SELECT ${columns} FROM flow_run_rollup_delta) rollup`
+  const keys = all(sql, keyConditions(sql, filter, "rollup"))
+  const notCut = sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`
+  /** A slot inside the whole slots of the plan (in a whole hour or not). */
+  const inWhole = sql`rollup.slot >= ${plan.wholeFrom}::timestamptz AND rollup.slot < ${plan.wholeTo}::timestamptz AND ${notCut}`
+  /** A slot (or an hour's start) inside one of the plan's whole hours. */
+  const inHours = plan.hours
+    ? sql`(rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+        AND ${sql.unsafe(hourOfSql("rollup.slot"))} <> ALL(${plan.brokenHours}::timestamptz[]))`
+    : sql`FALSE`
+  /** A unit's start: a quarter hour's, or in a whole hour the hour's (for a delta, or any row). */
+  const unitSlot = plan.hours ? sql`CASE WHEN ${inHours} THEN ${sql.unsafe(hourOfSql("rollup.slot"))} ELSE rollup.slot END` : sql`rollup.slot`
+  /**
+   * Where the rollup's rows of the whole slots are (each read as `rollup`): whole hours' rows in the
+   * hour table (a range of its index, the broken hours left out), whole quarter hours' in the
+   * quarter-hour table (or the deployments': the slots listed, or without hours the range less the
+   * cut slots), and the deltas of all their slots (per quarter hour; `unit` gives a delta in a whole
+   * hour the hour's slot). Every bound is a constant, for the planner's estimates (ranges joined
+   * laterally made it expect a hundred thousand rows, and sort them); each is read and summed apart
+   * (a union of the three is a subquery scan per row).
+   */
+  const parts: ReadonlyArray<{ readonly from: Fragment; readonly where: Fragment; readonly unit: Fragment }> = [
+    ...(plan.hours
+      ? [{
+        from: sql`flow_run_rollup_hour rollup`,
+        where: sql`rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+          AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}`,
+        unit: sql`rollup.slot`
+      }, {
+        from: sql`${table} rollup`,
+        where: sql`rollup.slot = ANY(${plan.quarterSlots}::timestamptz[]) AND ${keys}`,
+        unit: sql`rollup.slot`
+      }]
+      : [{ from: sql`${table} rollup`, where: sql`${inWhole} AND ${keys}`, unit: sql`rollup.slot` }]),
+    { from: sql`flow_run_rollup_delta rollup`, where: sql`${inWhole} AND ${keys}`, unit: unitSlot }
+  ]
   /** The runs the rollup cannot hold, as the plain query picks them. */
   const odd = (select: Fragment, group: Fragment = sql``) => sql`
     SELECT ${select} FROM flow_run
@@ -394,21 +490,33 @@ const sources = (
     rows: (bucket: (time: Fragment) => Fragment) => {
       const atEpoch = sql`${epochSeconds(at)}::numeric`
       const nowSlot = sql`${plan.nowSlot!}::timestamptz`
-      // Rows whose Running runs may have started after the time of the request (a state timestamp
+      // Units whose Running runs may have started after the time of the request (a state timestamp
       // ahead of this clock, or a negative total run time): their runs are read one by one. Rare;
-      // found through the bound's partial index.
-      // (OFFSET 0: the bound's index, not a walk of the window's rows by their key.)
+      // found through the bounds' partial indexes (OFFSET 0: the bound's index, not a walk of the
+      // window's rows by their key). An hour is late when its row is or a delta of one of its slots is.
       const late = sql`
-        SELECT DISTINCT rollup.slot, rollup.state_name FROM (
-          (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0)
-          UNION ALL SELECT ${columns} FROM flow_run_rollup_delta WHERE running_since_max > ${at}::timestamptz
+        SELECT DISTINCT ${unitSlot} AS slot, ${inHours} AS hour, rollup.state_name FROM (
+          ${plan.hours
+            ? sql`SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
+                WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
+              WHERE rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+                AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}
+              UNION ALL`
+            : sql``}
+          SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
+          WHERE ${inWhole} AND NOT ${inHours} AND ${keys}
+          UNION ALL SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM flow_run_rollup_delta rollup
+          WHERE ${inWhole} AND ${keys} AND rollup.running_since_max > ${at}::timestamptz
         ) rollup
-        WHERE ${all(sql, slotConditions)} AND rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
+        WHERE rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
       `
-      // The whole slots: per bucket, state and whether the slot is wholly before the time of the
-      // request (its runs not started are late by that time less their expected start; in a slot
-      // after it, not at all). The slot holding it has its unfinished runs read one by one.
-      const whole = sql`
+      // The whole units, each part apart: per bucket, state and whether the row's unit is wholly
+      // before the time of the request (its runs not started are late by that time less their
+      // expected start; in a unit after it, not at all). The slot holding it has its unfinished runs
+      // read one by one; its hour is never a unit, so a unit, or a delta's quarter hour in it, is
+      // wholly before that time when its first quarter hour is, and in one interval: a delta of a
+      // whole hour needs its hour's slot only to be left out with the hour's late Running runs.
+      const whole = sql.join(" UNION ALL ", false)(parts.map(({ from, unit, where }) => sql`
         SELECT bucket, state_type, state_name, count_runs,
           sum_run_time + count_running * ${atEpoch} - sum_running_since,
           (sum_lateness + CASE WHEN past THEN count_waiting * ${atEpoch} - sum_waiting_since ELSE 0 END) * 1000000
@@ -419,21 +527,21 @@ const sources = (
             sum(rollup.sum_lateness) AS sum_lateness, sum(rollup.count_waiting) AS count_waiting,
             sum(rollup.sum_waiting_since) AS sum_waiting_since, sum(rollup.count_running) AS count_running,
             sum(rollup.sum_running_since) AS sum_running_since
-          FROM ${ROLLUP_ROWS}
-          WHERE ${all(sql, slotConditions)}
-            AND NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
-            AND (rollup.state_type <> 'RUNNING' OR (rollup.slot, rollup.state_name) NOT IN (SELECT slot, state_name FROM late))
+          FROM ${from}
+          WHERE ${where} AND NOT (rollup.slot = ${nowSlot} AND rollup.state_type NOT IN ${sql.unsafe(FINAL_TYPES)})
+            AND (rollup.state_type <> 'RUNNING' OR (${unit}, rollup.state_name) NOT IN (SELECT slot, state_name FROM late))
           GROUP BY 1, 2, 3, 4
         ) slots
-      `
-      // The runs of `late`'s rows, each row a whole slot inside one interval.
+      `))
+      // The runs of `late`'s units, each a whole quarter hour or hour inside one interval.
       const lateRows = sql`
         SELECT ${bucket(sql`late.slot`)}, run.* FROM late
           CROSS JOIN LATERAL (
             SELECT flow_run.state_type, flow_run.state_name, count(*), sum(${runTime(sql, at)}), sum(${latenessMicros(sql, at)})
             FROM flow_run
             WHERE flow_run.state_type = 'RUNNING' AND flow_run.state_name = late.state_name
-              AND flow_run.expected_start_time >= late.slot AND flow_run.expected_start_time < late.slot + interval '15 minutes'
+              AND flow_run.expected_start_time >= late.slot
+              AND flow_run.expected_start_time < late.slot + CASE WHEN late.hour THEN interval '1 hour' ELSE interval '15 minutes' END
               AND ${all(sql, keyConditions(sql, filter, "flow_run"))} AND ${sql.unsafe(LIVE)}
             GROUP BY 1, 2
           ) run
@@ -500,7 +608,7 @@ const sources = (
       `
     },
     count: sql`
-      SELECT (SELECT coalesce(sum(rollup.count_runs), 0) FROM ${ROLLUP_ROWS} WHERE ${all(sql, slotConditions)})
+      SELECT ${sql.join(" + ", false)(parts.map(({ from, where }) => sql`(SELECT coalesce(sum(rollup.count_runs), 0) FROM ${from} WHERE ${where})`))}
         + (${odd(sql`count(*)`)})
         ${plan.cutFrom.length > 0 ? sql`+ (SELECT count(*) FROM (${edges(sql`1`)}) edges)` : sql``}
     `
@@ -534,7 +642,8 @@ export const rollupHistory = (sql: SqlClient, options: HistoryWindow, filter: Ro
       until: until.getTime(),
       boundaries: Array.from({ length: buckets + 1 }, (_, i) => startMs + i * intervalMs),
       filter,
-      now: at.getTime()
+      now: at.getTime(),
+      hours: filter.deployments === undefined
     })
     // Intervals are whole seconds here: each run's interval found by date_bin, in exact microseconds.
     const rows = yield* withoutJit(
@@ -587,7 +696,7 @@ export const rollupCount = (sql: SqlClient, filter: RollupFilter, at: Date) =>
     withoutJit(
       sql,
       sql<{ count: string }>`
-        SELECT (${sources(sql, rollupPlan({ boundaries: [], filter }), { history: false }, filter, at).count}) AS count
+        SELECT (${sources(sql, rollupPlan({ boundaries: [], filter, hours: filter.deployments === undefined }), { history: false }, filter, at).count}) AS count
       `
     ),
     (rows) => Number(rows[0]!.count)

@@ -151,6 +151,72 @@ describe("migrations", () => {
     60_000
   )
 
+  it.scoped("the flow-run rollup per hour (0029) is the quarter hours added up per hour; the deltas not folded yet stay, and are folded into both", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const context = yield* Layer.build(database.connect())
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const before = Object.fromEntries(Object.entries(migrations).filter(([key]) => key < "0029"))
+      yield* Effect.provide(Migrator.make({})({ loader: Migrator.fromRecord(before), table: MIGRATIONS_TABLE }), context)
+      const flow = "00000000-0000-4000-8000-00000000f000"
+      const deployment = "00000000-0000-4000-8000-00000000d001"
+      yield* sql`INSERT INTO flow (id, created, updated, name) VALUES (${flow}, now(), now(), 'f')`
+      // 210 runs 7 minutes apart (a day and more), in every kind of state, some Running with a state
+      // timestamp ahead of the others.
+      yield* sql`
+        INSERT INTO flow_run (id, created, updated, name, flow_id, deployment_id, state_type, state_name, state_timestamp,
+          expected_start_time, start_time, total_run_time)
+        SELECT gen_random_uuid(), now(), now(), 'run-' || i, ${flow}, CASE WHEN i % 2 = 0 THEN ${deployment}::uuid END,
+          (ARRAY['SCHEDULED', 'PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'SCHEDULED'])[1 + i % 7],
+          (ARRAY['Scheduled', 'Pending', 'Running', 'Completed', 'Failed', 'Cancelled', 'Late'])[1 + i % 7],
+          '2030-01-01T00:00:00Z'::timestamptz + i * interval '7 minutes' + (i % 11) * interval '1 minute',
+          '2030-01-01T00:00:00Z'::timestamptz + i * interval '7 minutes',
+          CASE WHEN i % 7 IN (2, 3, 4) THEN '2030-01-01T00:00:00Z'::timestamptz + i * interval '7 minutes' + (i % 5) * interval '1 second' END,
+          CASE WHEN i % 7 IN (3, 4) THEN i * 1.25 ELSE 0 END
+        FROM generate_series(0, 209) AS i
+      `
+      // Folded by a deletion, then changes left as deltas (a fold about once in 256).
+      yield* sql`DELETE FROM flow_run WHERE name IN ('run-5', 'run-6', 'run-77')`
+      yield* sql`UPDATE flow_run SET state_type = 'COMPLETED', state_name = 'Completed', total_run_time = 3 WHERE state_type = 'RUNNING' AND name LIKE 'run-1%'`
+      yield* sql`UPDATE flow_run SET state_type = 'PENDING', state_name = 'Pending' WHERE state_name = 'Late' AND name LIKE 'run-2%'`
+      const deltas = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM flow_run_rollup_delta`
+      expect(deltas[0]!.n).toBeGreaterThan(0)
+      const rows = `slot, state_type, state_name, count_runs::text, sum_run_time::text, sum_lateness::text, count_waiting::text,
+        sum_waiting_since::text, count_running::text, sum_running_since::text, running_since_max`
+      const perHour = yield* sql.unsafe(`
+        SELECT ${rows} FROM (
+          SELECT date_bin('1 hour', slot, '2000-01-01T00:00:00Z') AS slot, state_type, state_name, sum(count_runs) AS count_runs,
+            sum(sum_run_time) AS sum_run_time, sum(sum_lateness) AS sum_lateness, sum(count_waiting) AS count_waiting,
+            sum(sum_waiting_since) AS sum_waiting_since, sum(count_running) AS count_running,
+            sum(sum_running_since) AS sum_running_since, max(running_since_max) AS running_since_max
+          FROM flow_run_rollup GROUP BY 1, 2, 3
+        ) hours ORDER BY 1, 2, 3
+      `)
+      expect(perHour.length).toBeGreaterThan(25 * 3)
+
+      expect((yield* Effect.provide(migrate, context))[0]).toEqual([29, "flow_run_rollup_hours"])
+      // The hour table is the quarter hours added up, bounds included; the deltas are still there.
+      expect(yield* sql.unsafe(`SELECT ${rows} FROM flow_run_rollup_hour ORDER BY 1, 2, 3`)).toEqual(perHour)
+      expect((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM flow_run_rollup_delta`)[0]!.n).toBe(deltas[0]!.n)
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
+      // The triggers and the fold keep it: runs finishing, moving to another hour, deleted; then folded.
+      yield* sql`UPDATE flow_run SET state_type = 'COMPLETED', state_name = 'Completed' WHERE state_type = 'PENDING' AND name LIKE 'run-3%'`
+      yield* sql`UPDATE flow_run SET expected_start_time = expected_start_time + interval '95 minutes' WHERE name IN ('run-40', 'run-41', 'run-42')`
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
+      yield* sql`SELECT flow_run_rollup_fold()`
+      expect(yield* sql`SELECT 1 FROM flow_run_rollup_delta`).toEqual([])
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
+      // Every run of an hour gone: its row goes with its quarter hours'.
+      const [{ hour }] = yield* sql<{ hour: Date }>`SELECT min(slot) AS hour FROM flow_run_rollup_hour`
+      yield* sql`DELETE FROM flow_run WHERE expected_start_time >= ${hour} AND expected_start_time < ${hour}::timestamptz + interval '1 hour'`
+      expect(yield* sql`SELECT 1 FROM flow_run_rollup_hour WHERE slot = ${hour}`).toEqual([])
+      yield* Effect.provideService(rollupIsExact, SqlClient.SqlClient, sql)
+      yield* sql`TRUNCATE flow_run CASCADE`
+      expect(yield* sql`SELECT 1 FROM flow_run_rollup_hour`).toEqual([])
+    }),
+    60_000
+  )
+
   it.scoped("an unreachable PostgreSQL stops start-up with one clear line", () =>
     Effect.gen(function* () {
       const error = yield* Effect.flip(

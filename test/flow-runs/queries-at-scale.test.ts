@@ -84,7 +84,14 @@ const windows = [
   // Several boundaries in each quarter hour, and one interval starting just inside one: a cut slot's
   // largest piece is its rollup row less the runs of the others.
   { history_start: iso(BASE + 2 * MINUTE + 7_001), history_end: iso(BASE + 8 * HOUR), history_interval_seconds: 300 },
-  { history_start: iso(BASE + 14 * MINUTE + 59_999), history_end: iso(BASE + 26 * HOUR + 1), history_interval_seconds: 8 * 3600 }
+  { history_start: iso(BASE + 14 * MINUTE + 59_999), history_end: iso(BASE + 26 * HOUR + 1), history_interval_seconds: 8 * 3600 },
+  // Whole hours and quarter hours: boundaries on quarter hours inside hours (no quarter hour cut, but
+  // each such hour in two intervals), a start half past, a start a quarter to, whole hours inside
+  // longer intervals beside hours cut at their ends.
+  { history_start: iso(BASE), history_end: iso(BASE + 6 * HOUR), history_interval_seconds: 900 },
+  { history_start: iso(BASE + 15 * MINUTE), history_end: iso(BASE + 27 * HOUR), history_interval_seconds: 2700 },
+  { history_start: iso(BASE + 30 * MINUTE), history_end: iso(BASE + 27 * HOUR), history_interval_seconds: 7200 },
+  { history_start: iso(BASE - 45 * MINUTE), history_end: iso(BASE + 26 * HOUR + 15 * MINUTE), history_interval_seconds: 3 * 3600 }
 ]
 
 /** Counts from the rollup and from the runs agree. */
@@ -112,7 +119,10 @@ const filters: ReadonlyArray<Body> = [
       state: { type: { any_: ["COMPLETED", "FAILED"] }, name: { any_: ["Completed"] } }
     }
   },
-  { flow_runs: { state: { type: { any_: [] } } } }
+  { flow_runs: { state: { type: { any_: [] } } } },
+  // On quarter hours inside hours (no quarter hour cut, the hours around them not whole), and on the hour.
+  { flow_runs: { expected_start_time: { after_: iso(BASE + 2 * HOUR + 45 * MINUTE), before_: iso(BASE + 19 * HOUR + 15 * MINUTE) } } },
+  { flow_runs: { expected_start_time: { after_: iso(BASE + 4 * HOUR), before_: iso(BASE + 22 * HOUR - 1) }, state: { type: { any_: ["COMPLETED", "RUNNING"] } } } }
 ]
 
 describe("flow-run queries at scale", () => {
@@ -177,6 +187,27 @@ describe("flow-run queries at scale", () => {
         expect(day[0].states.map((s) => s.state_type)).toEqual(
           expect.arrayContaining(["CANCELLED", "COMPLETED", "CRASHED", "FAILED", "PENDING", "RUNNING", "SCHEDULED"])
         )
+
+        // Whole hours come from flow_run_rollup_hour: a row changed there changes the answers that take
+        // its hour whole (a count, a day, an hour), not those where a boundary on a quarter hour inside
+        // it puts its quarter hours in two intervals (read per quarter hour).
+        const completed = (answer: Json, i: number) =>
+          (answer[i].states.find((s: Json) => s.state_type === "COMPLETED")?.count_runs ?? 0) as number
+        const hourly = { history_start: iso(BASE), history_end: iso(BASE + 6 * HOUR), history_interval_seconds: 3600 }
+        const counted = yield* sameCount({})
+        const hours = yield* sameHistory(hourly)
+        const changed = yield* sql`
+          UPDATE flow_run_rollup_hour SET count_runs = count_runs + 1000
+          WHERE slot = ${new Date(BASE + HOUR)} AND state_type = 'COMPLETED' RETURNING 1
+        `
+        expect(changed.length).toBe(1)
+        expect(yield* post("/flow_runs/count", {})).toBe(counted + 1000)
+        expect(completed(yield* post("/flow_runs/history", windows[0]), 0)).toBe(completed(day, 0) + 1000)
+        expect(completed(yield* post("/flow_runs/history", hourly), 1)).toBe(completed(hours, 1) + 1000)
+        yield* sameHistory(windows[10]!)
+        yield* sameHistory(windows[11]!)
+        yield* sql`UPDATE flow_run_rollup_hour SET count_runs = count_runs - 1000 WHERE slot = ${new Date(BASE + HOUR)} AND state_type = 'COMPLETED'`
+        yield* recheck
 
         // A final run run again, a final run forced into another final state, deletions, a flow's runs going with it.
         yield* setState(runs[3]!.id, { type: "SCHEDULED", state_details: { scheduled_time: iso(BASE + 40 * HOUR) } }, true)
@@ -254,7 +285,13 @@ describe("flow-run queries at scale", () => {
           }
         }
 
-        const liveWindows = (now: number) => historyWindows(T, now)
+        const liveWindows = (now: number) => [
+          ...historyWindows(T, now),
+          // Boundaries on quarter hours inside hours, whole hours between them, the hour of the clock
+          // among them; a day around the clock from half past.
+          { history_start: iso(T - 6 * HOUR + 45 * MINUTE), history_end: iso(T + 5 * HOUR + 15 * MINUTE), history_interval_seconds: 4 * 3600 },
+          { history_start: iso(T - 24 * HOUR - 30 * MINUTE), history_end: iso(T + 24 * HOUR), history_interval_seconds: 86400 }
+        ]
         const liveFilters = (now: number): ReadonlyArray<Body> => [
           {},
           { flow_runs: { expected_start_time: { after_: iso(now - 7 * 24 * HOUR) } } },
@@ -270,8 +307,9 @@ describe("flow-run queries at scale", () => {
           for (const window of liveWindows(now)) yield* sameHistory(window)
           for (const filter of liveFilters(now)) {
             yield* sameCount(filter)
-            for (const window of liveWindows(now).slice(0, 2)) yield* sameHistory(window, filter)
-            yield* sameHistory(liveWindows(now)[3]!, filter)
+            for (const window of [...liveWindows(now).slice(0, 2), liveWindows(now)[3]!, ...liveWindows(now).slice(5)]) {
+              yield* sameHistory(window, filter)
+            }
           }
         })
         // At the clock (on the quarter hour), then inside a quarter hour, then hours later.
@@ -302,6 +340,9 @@ describe("flow-run queries at scale", () => {
         const now = yield* TestClock.currentTimeMillis
         yield* sql`UPDATE flow_run SET state_timestamp = ${new Date(now + 40 * MINUTE)} WHERE id = ${running[0]!}`
         yield* sql`UPDATE flow_run SET total_run_time = -5 WHERE id = ${running[1]!}`
+        yield* check
+        // Folded: the bounds are then in the rows of the quarter hours and of the hours.
+        yield* sql`SELECT flow_run_rollup_fold()`
         yield* check
         yield* TestClock.adjust("1 hour")
         yield* check

@@ -30,6 +30,7 @@ import m0025 from "./0025_instance_leading.ts"
 import m0026 from "./0026_flow_run_rollup_live.ts"
 import m0027 from "./0027_flow_run_rollup_deployments.ts"
 import m0028 from "./0028_log_horizon.ts"
+import m0029 from "./0029_flow_run_rollup_hours.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -59,5 +60,6 @@ export const migrations = {
   "0025_instance_leading": m0025,
   "0026_flow_run_rollup_live": m0026,
   "0027_flow_run_rollup_deployments": m0027,
-  "0028_log_horizon": m0028
+  "0028_log_horizon": m0028,
+  "0029_flow_run_rollup_hours": m0029
 }
