@@ -223,7 +223,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     cpuMsPerOp,
     versus: "lifecycle SQL",
     ratio,
-    ...target(ratio >= 0.5 && baton.throughput > bossResult.throughput, ">= 50% of SQL, > pg-boss"),
+    ...target(ratio >= 0.6 && baton.throughput > bossResult.throughput, ">= 60% of SQL, > pg-boss"),
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
   })
   if (!options.embedded) await twoReplicas(baton.throughput, setup, server)
