@@ -54,13 +54,13 @@ export const rollupGroupedByDeployment = (from: string, sign: 1 | -1) => `
   GROUP BY 1, 2, 3, 4`
 
 /** Sums of rows of `from` (deltas, or rows per deployment) per `key`. */
-const summed = (key: string, from: string) => `
+export const summed = (key: string, from: string) => `
   SELECT ${key}, sum(count_runs), sum(sum_run_time), sum(sum_lateness), sum(count_waiting), sum(sum_waiting_since),
     sum(count_running), sum(sum_running_since), max(running_since_max)
   FROM ${from}`
 
 /** A row that adds nothing: no run, every sum 0 (the fold deletes them). */
-const EMPTY = `r.count_runs = 0 AND r.sum_run_time = 0 AND r.sum_lateness = 0 AND r.count_waiting = 0
+export const EMPTY = `r.count_runs = 0 AND r.sum_run_time = 0 AND r.sum_lateness = 0 AND r.count_waiting = 0
   AND r.sum_waiting_since = 0 AND r.count_running = 0 AND r.sum_running_since = 0`
 
 /**

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { ROLLUP_ADD, ROLLUP_COLUMNS } from "./0026_flow_run_rollup_live.ts"
-import { DEPLOYMENT_ROLLUP_COLUMNS } from "./0027_flow_run_rollup_deployments.ts"
+import { DEPLOYMENT_ROLLUP_COLUMNS, EMPTY, summed } from "./0027_flow_run_rollup_deployments.ts"
 
 /**
  * The flow-run rollup (migrations 0016 to 0018, 0026 and 0027) per hour too: a 30-day history with
@@ -35,16 +35,6 @@ import { DEPLOYMENT_ROLLUP_COLUMNS } from "./0027_flow_run_rollup_deployments.ts
 
 /** The hour (its start) of a quarter-hour slot, or of any time: the slot of `flow_run_rollup_hour`. */
 export const hourOf = (time: string) => `date_bin('1 hour'::interval, ${time}, '2000-01-01 00:00:00+00'::timestamptz)`
-
-/** Sums of the rows of `from` (deltas, or rows per deployment) per `key`. */
-const summed = (key: string, from: string) => `
-  SELECT ${key}, sum(count_runs), sum(sum_run_time), sum(sum_lateness), sum(count_waiting), sum(sum_waiting_since),
-    sum(count_running), sum(sum_running_since), max(running_since_max)
-  FROM ${from}`
-
-/** A row that adds nothing: no run, every sum 0 (the fold deletes them). */
-const EMPTY = `r.count_runs = 0 AND r.sum_run_time = 0 AND r.sum_lateness = 0 AND r.count_waiting = 0
-  AND r.sum_waiting_since = 0 AND r.count_running = 0 AND r.sum_running_since = 0`
 
 /**
  * Grouped deltas `source` (with a deployment_id) added into the three tables: per deployment, all
