@@ -59,9 +59,8 @@ const ROLLED_UP =
 /** A run in the rollup not final yet (through migration 0016's partial index of the runs not final). */
 const LIVE = `${ROLLED_UP} IS NOT TRUE AND flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL`
 
-/** A rollup row's columns, as `rollup`'s (see `sources`). */
-const DELTA_COLUMNS =
-  "rollup.slot, rollup.state_type, rollup.state_name, rollup.count_runs, rollup.sum_run_time, rollup.sum_lateness, rollup.count_waiting, rollup.sum_waiting_since, rollup.count_running, rollup.sum_running_since, rollup.running_since_max"
+/** A rollup row's columns (without a deployment's), as `rollup`'s (see `sources`). */
+const ROLLUP_ROW_COLUMNS = ROLLUP_COLUMNS.split(", ").map((column) => `rollup.${column}`).join(", ")
 
 /** A run in the rollup, final or not (migration 0026). */
 const IN_ROLLUP = "flow_run.state_type IS NOT NULL AND flow_run.state_name IS NOT NULL AND flow_run.expected_start_time IS NOT NULL"
@@ -430,6 +429,9 @@ const sources = (
   const columns = sql.unsafe(perDeployment ? DEPLOYMENT_ROLLUP_COLUMNS : ROLLUP_COLUMNS)
   const ROLLUP_ROWS = sql`(SELECT ${columns} FROM ${table} UNION ALL SELECT ${columns} FROM flow_run_rollup_delta) rollup`
   const keys = all(sql, keyConditions(sql, filter, "rollup"))
+  /** Rows of the hour table inside the plan's whole hours (plain bounds on its key, for its index). */
+  const hourRows = sql`rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
+    AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}`
   const notCut = sql`rollup.slot <> ALL(${plan.cutSlots}::timestamptz[])`
   /** A slot inside the whole slots of the plan (in a whole hour or not). */
   const inWhole = sql`rollup.slot >= ${plan.wholeFrom}::timestamptz AND rollup.slot < ${plan.wholeTo}::timestamptz AND ${notCut}`
@@ -453,8 +455,7 @@ const sources = (
     ...(plan.hours
       ? [{
         from: sql`flow_run_rollup_hour rollup`,
-        where: sql`rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
-          AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}`,
+        where: hourRows,
         unit: sql`rollup.slot`
       }, {
         from: sql`${table} rollup`,
@@ -497,15 +498,14 @@ const sources = (
       const late = sql`
         SELECT DISTINCT ${unitSlot} AS slot, ${inHours} AS hour, rollup.state_name FROM (
           ${plan.hours
-            ? sql`SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
+            ? sql`SELECT ${sql.unsafe(ROLLUP_ROW_COLUMNS)} FROM (SELECT ${sql.unsafe(ROLLUP_COLUMNS)} FROM flow_run_rollup_hour
                 WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
-              WHERE rollup.slot >= ${plan.hourFrom}::timestamptz AND rollup.slot < ${plan.hourTo}::timestamptz
-                AND rollup.slot <> ALL(${plan.brokenHours}::timestamptz[]) AND ${keys}
+              WHERE ${hourRows}
               UNION ALL`
             : sql``}
-          SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
+          SELECT ${sql.unsafe(ROLLUP_ROW_COLUMNS)} FROM (SELECT ${columns} FROM ${table} WHERE running_since_max > ${at}::timestamptz OFFSET 0) rollup
           WHERE ${inWhole} AND NOT ${inHours} AND ${keys}
-          UNION ALL SELECT ${sql.unsafe(DELTA_COLUMNS)} FROM flow_run_rollup_delta rollup
+          UNION ALL SELECT ${sql.unsafe(ROLLUP_ROW_COLUMNS)} FROM flow_run_rollup_delta rollup
           WHERE ${inWhole} AND ${keys} AND rollup.running_since_max > ${at}::timestamptz
         ) rollup
         WHERE rollup.state_type = 'RUNNING' AND rollup.slot <> ${nowSlot}
