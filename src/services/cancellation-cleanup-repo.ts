@@ -42,13 +42,29 @@ export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupR
         FOR UPDATE OF sub SKIP LOCKED
       `
 
-    /** Runs waiting in Scheduled for a deployment that no longer exists, at most `limit`. */
+    /**
+     * Runs waiting in Scheduled for a deployment that no longer exists, at most `limit`. The
+     * deployments of waiting runs are stepped through one index probe each (migration 0030), so a
+     * pass costs a probe per such deployment rather than a read of every waiting run.
+     */
     const scheduledWithoutDeployment = (limit: number) =>
       Effect.map(
         sql<{ id: string }>`
+          WITH RECURSIVE waiting AS (
+            (SELECT deployment_id FROM flow_run
+              WHERE state_type = 'SCHEDULED' AND deployment_id IS NOT NULL
+              ORDER BY deployment_id LIMIT 1)
+            UNION ALL
+            SELECT (SELECT next.deployment_id FROM flow_run next
+                WHERE next.state_type = 'SCHEDULED' AND next.deployment_id > waiting.deployment_id
+                ORDER BY next.deployment_id LIMIT 1)
+            FROM waiting WHERE waiting.deployment_id IS NOT NULL
+          )
           SELECT id FROM flow_run
-          WHERE state_type = 'SCHEDULED' AND deployment_id IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.id = flow_run.deployment_id)
+          WHERE state_type = 'SCHEDULED' AND deployment_id IN (
+            SELECT deployment_id FROM waiting
+            WHERE deployment_id IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM deployment WHERE deployment.id = waiting.deployment_id))
           ORDER BY id
           LIMIT ${limit}
           FOR UPDATE SKIP LOCKED

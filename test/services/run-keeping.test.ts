@@ -235,6 +235,44 @@ describe("run-keeping services", () => {
       })
     )
 
+    it.effect("cancellation_cleanup finds the runs of a deleted deployment without reading 3,000 other waiting runs", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const flowId = yield* makeFlow("many-waiting")
+        const live = yield* makeDeployment({ name: "live", flow_id: flowId })
+        const gone = crypto.randomUUID()
+        // 3,000 runs waiting a day ahead for a live deployment, two for one that was deleted.
+        yield* sql`
+          INSERT INTO flow_run (id, created, updated, name, flow_id, deployment_id, state_type, state_name,
+            expected_start_time, next_scheduled_start_time)
+          SELECT gen_random_uuid(), now(), now(), 'waiting-' || i, ${flowId}::uuid,
+            CASE WHEN i <= 2 THEN ${gone}::uuid ELSE ${live.id}::uuid END, 'SCHEDULED', 'Scheduled',
+            now() + interval '1 day', now() + interval '1 day'
+          FROM generate_series(1, 3002) i
+        `
+        yield* sql`ANALYZE flow_run`
+        const rowsRead = Effect.map(
+          sql<{ read: string }>`
+            SELECT (coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0))::text AS read
+            FROM pg_stat_xact_user_tables WHERE relname = 'flow_run'
+          `,
+          (rows) => Number(rows[0]?.read ?? 0)
+        )
+        const looked = yield* sql.withTransaction(Effect.gen(function* () {
+          const before = yield* rowsRead
+          const stranded = yield* Effect.provide(
+            Effect.flatMap(CancellationCleanupRepo, (repo) => repo.scheduledWithoutDeployment(100)),
+            CancellationCleanupRepo.Default
+          )
+          return { stranded, read: (yield* rowsRead) - before }
+        }))
+        yield* sql`DELETE FROM flow_run WHERE flow_id = ${flowId}`
+        expect(looked.stranded).toHaveLength(2)
+        // Two deployments stepped through, the deleted one's two runs read: a few rows, not 3,000.
+        expect(looked.read).toBeLessThan(50)
+      })
+    )
+
     // Two connections at once: the embedded database serves one.
     it.effect.skipIf(!onServer())("a pass skips a run another transaction holds, without waiting for it, and takes it next time", () =>
       Effect.gen(function* () {

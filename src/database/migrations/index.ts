@@ -31,6 +31,7 @@ import m0026 from "./0026_flow_run_rollup_live.ts"
 import m0027 from "./0027_flow_run_rollup_deployments.ts"
 import m0028 from "./0028_log_horizon.ts"
 import m0029 from "./0029_flow_run_rollup_hours.ts"
+import m0030 from "./0030_service_pass_indexes.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -61,5 +62,6 @@ export const migrations = {
   "0026_flow_run_rollup_live": m0026,
   "0027_flow_run_rollup_deployments": m0027,
   "0028_log_horizon": m0028,
-  "0029_flow_run_rollup_hours": m0029
+  "0029_flow_run_rollup_hours": m0029,
+  "0030_service_pass_indexes": m0030
 }
