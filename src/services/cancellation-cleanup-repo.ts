@@ -12,7 +12,10 @@ export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupR
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** Unfinished task runs of flow runs Cancelled since `since`, at most `limit`. */
+    /**
+     * Unfinished task runs of flow runs Cancelled since `since`, at most `limit`. The runs Cancelled
+     * since then come from their own index (migration 0031).
+     */
     const unfinishedTaskRuns = (since: Date, limit: number) =>
       Effect.map(
         sql<{ id: string }>`
@@ -28,7 +31,8 @@ export class CancellationCleanupRepo extends Effect.Service<CancellationCleanupR
 
     /**
      * Unfinished subflow runs whose parent flow run (the flow run of the task run that started them) is
-     * Cancelled, with what cancelling them needs: at most `limit`.
+     * Cancelled, with what cancelling them needs: at most `limit`. The unfinished subflows come from
+     * their own index (migration 0031), so a pass checks their parents only.
      */
     const orphanedSubflows = (limit: number) =>
       sql<{ id: string; deployment_id: string | null; state_type: StateType }>`

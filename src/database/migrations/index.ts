@@ -32,6 +32,7 @@ import m0027 from "./0027_flow_run_rollup_deployments.ts"
 import m0028 from "./0028_log_horizon.ts"
 import m0029 from "./0029_flow_run_rollup_hours.ts"
 import m0030 from "./0030_service_pass_indexes.ts"
+import m0031 from "./0031_cleanup_pass_indexes.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -63,5 +64,6 @@ export const migrations = {
   "0027_flow_run_rollup_deployments": m0027,
   "0028_log_horizon": m0028,
   "0029_flow_run_rollup_hours": m0029,
-  "0030_service_pass_indexes": m0030
+  "0030_service_pass_indexes": m0030,
+  "0031_cleanup_pass_indexes": m0031
 }
