@@ -6,7 +6,7 @@ import { historyWindow } from "../orchestration/history.ts"
 import { BatonApi } from "../api.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
-import { jsonTextCreatedOrFound } from "../http/responses.ts"
+import { jsonText, jsonTextCreatedOrFound } from "../http/responses.ts"
 import { FlowRunInputNotFound, FlowRunNotFound, FlowRunStateNotFound } from "./errors.ts"
 import { FlowRunInputsRepo } from "./inputs-repo.ts"
 import { FlowRunsRepo } from "./repo.ts"
@@ -35,7 +35,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
         Effect.map(flowRuns.create(payload), ({ run, created }) => jsonTextCreatedOrFound(flowRunJson(run), created))
       )
       .handle("read", ({ path }) =>
-        Effect.map(flowRuns.find(path.id), (run) => HttpServerResponse.text(flowRunJson(run), { contentType: "application/json" })))
+        Effect.map(flowRuns.find(path.id), (run) => jsonText(flowRunJson(run))))
       .handle("update", ({ path, payload }) => flowRuns.update(path.id, payload))
       .handle("delete", ({ path }) =>
         Effect.flatMap(runs.remove(path.id), (deleted) => (deleted ? Effect.void : new FlowRunNotFound()))
@@ -44,13 +44,12 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       // A page of runs written to JSON by the database (page-json.ts): the schema's encoding, faster.
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.map(runs.filterJson({ ...payload, limit }), (page) =>
-            HttpServerResponse.text(page, { contentType: "application/json" })))
+          Effect.map(runs.filterJson({ ...payload, limit }), (page) => jsonText(page)))
       )
       .handle("paginate", ({ payload }) =>
         Effect.map(
           paginateJson(payload, (limit, offset) => runs.filterJson({ ...payload, limit, offset }), runs.count(payload)),
-          (page) => HttpServerResponse.text(page, { contentType: "application/json" })
+          (page) => jsonText(page)
         ))
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(runs.removeMatching(payload.flow_runs, payload.limit), (deleted) => ({ deleted }))

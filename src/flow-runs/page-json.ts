@@ -5,8 +5,8 @@
  * Here each row comes back as one text value, the object `flowRunWire(toFlowRun(row, at))`
  * (wire.ts, row.ts) gives, key for key, and the page is those values joined: the run-time estimates
  * are worked out in the query as `estimates` (orchestration/global-policy.ts) works them out,
- * timestamps to the millisecond as `pg` reads them. test/flow-runs/wire.test.ts holds the two side
- * by side. Numbers and stored JSON keep PostgreSQL's spelling (`1e-05`, jsonb's key order), the same
+ * timestamps to the millisecond as `pg` reads them. test/flow-runs/queries-at-scale.test.ts holds the
+ * two side by side. Numbers and stored JSON keep PostgreSQL's spelling (`1e-05`, jsonb's key order), the same
  * values.
  */
 import { isoTimeSql, jsonObjectSql, stateJsonSql, storedKeySql } from "../orchestration/state-json.ts"

@@ -153,6 +153,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       return rows.length > 0
     })
 
+    /** A page of runs as records: what `filterJson`'s text must encode to (the API answers with that text). */
     const filter = (query: FlowRunQuery & SortedPage<FlowRunSort>) =>
       Effect.gen(function* () {
         const rows = yield* sql<FlowRunRow>`${selectPage(flowRunPage(sql, query))} ORDER BY ${flowRunOrder(sql, query.sort)}`

@@ -8,12 +8,11 @@ export const createdOrFound = <A, I>(schema: Schema.Schema<A, I>, value: A, crea
     HttpServerResponse.unsafeJson(json, { status: created ? 201 : 200 })
   )
 
-/**
- * JSON text written by hand (the hot paths' wire writers) as the answer: 201 when it was just
- * created, 200 when it already existed.
- */
-export const jsonTextCreatedOrFound = (text: string, created: boolean) =>
-  HttpServerResponse.text(text, { status: created ? 201 : 200, contentType: "application/json" })
+/** JSON text written by hand (the hot paths' wire writers, a page the database wrote) as the answer. */
+export const jsonText = (text: string, status = 200) => HttpServerResponse.text(text, { status, contentType: "application/json" })
+
+/** `jsonText`: 201 when it was just created, 200 when it already existed. */
+export const jsonTextCreatedOrFound = (text: string, created: boolean) => jsonText(text, created ? 201 : 200)
 
 /** The reference's answer for a path nothing serves. */
 export const notFound = HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 })

@@ -1,9 +1,10 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
 import { orFail } from "../domain/errors.ts"
+import { jsonText } from "../http/responses.ts"
 import { workerFlowRunsJson } from "../flow-runs/wire.ts"
 import { WorkerNotFound, WorkPoolNotFound } from "./errors.ts"
 import { PollRepo } from "./poll-repo.ts"
@@ -75,7 +76,7 @@ const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers
             waitSeconds: payload.wait_seconds
           }).pipe(
             // Every worker's poll: written straight to JSON (flow-runs/wire.ts), the schema's encoding without its cost.
-            Effect.map((runs) => HttpServerResponse.text(workerFlowRunsJson(runs), { contentType: "application/json" }))
+            Effect.map((runs) => jsonText(workerFlowRunsJson(runs)))
           )
         )
       )
