@@ -29,8 +29,9 @@ import { Settings } from "../settings/settings.ts"
 import { EventsRepo, INSERT_BATCH } from "./repo.ts"
 import type { ReceivedEvent } from "./schemas.ts"
 
-/** The PostgreSQL channel writers announce new events on, and what they say. */
+/** The PostgreSQL channel writers announce new events on. */
 export const EVENTS_CHANNEL = "baton_events"
+/** What a writer says on it: that it wrote, and which process it is (`written <id>`). */
 const WRITTEN = "written"
 
 /**
@@ -85,9 +86,12 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
      * What a write that stored events says: the readers of this process wake once its transaction
      * commits, those of other processes when its NOTIFY arrives (at its commit), sent by the statement
      * that stored them. A payload of its own: the client drops empty ones; identical ones in one
-     * transaction are sent once.
+     * transaction are sent once. It names this process, whose listener passes over its own
+     * announcements: its readers were woken at the commit already, and a second wake would have each
+     * of them look again for nothing (under load, about one look in two).
      */
-    const notification = shared ? { channel: EVENTS_CHANNEL, payload: WRITTEN } : undefined
+    const announcement = `${WRITTEN} ${crypto.randomUUID()}`
+    const notification = shared ? { channel: EVENTS_CHANNEL, payload: announcement } : undefined
 
     /**
      * Writes events (those not stored yet, by id) into the log, in the current transaction if there
@@ -295,8 +299,8 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
       const listen = Notifications.listen({
         channel: EVENTS_CHANNEL,
         heartbeatSeconds: settings.server.services.triggers.pg_notify_heartbeat_interval_seconds,
-        // Its own heartbeats say nothing about events.
-        onPayload: (payload) => (payload === Notifications.HEARTBEAT_PAYLOAD ? Effect.void : wakeLocal)
+        // Its own heartbeats say nothing about events, and its own writes woke its readers already.
+        onPayload: (payload) => (payload === Notifications.HEARTBEAT_PAYLOAD || payload === announcement ? Effect.void : wakeLocal)
       }).pipe(Effect.provide(database))
       const reconnect = Duration.seconds(settings.server.services.triggers.pg_notify_reconnect_interval_seconds)
       yield* Effect.forkScoped(loop({ name: "events", loop: "listen", tick: listen }, reconnect))

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Queue } from "effect"
 import pg from "pg"
 import { realClock } from "../../src/domain/time.ts"
-import { ALL_EVENTS, EventLog, type EventsHandled, NO_EVENTS } from "../../src/events/log.ts"
+import { ALL_EVENTS, EventLog, EVENTS_CHANNEL, type EventsHandled, NO_EVENTS } from "../../src/events/log.ts"
 import { EventRelay } from "../../src/events/relay.ts"
 import { EventsRepo } from "../../src/events/repo.ts"
 import type { ReceivedEvent } from "../../src/events/schemas.ts"
@@ -222,6 +222,28 @@ describe("the event log", () => {
         while (rest.length < 2) rest.push((yield* Queue.take(live).pipe(Effect.timeout("7 seconds"), Effect.withClock(realClock))).event)
         expect(rest.sort()).toEqual(["last", "older"])
         expect(yield* Queue.size(live)).toBe(0)
+      })
+    )
+
+    // Announcements through PostgreSQL are made on a server only (the embedded database serves this process alone).
+    it.scoped.skipIf(!onServer())("a write wakes this process's readers once: its own announcement does not wake them again, another process's does", () =>
+      Effect.gen(function* () {
+        const log = yield* EventLog
+        const sql = yield* SqlClient.SqlClient
+        const consumer = yield* log.consumer("test-wakes", 100, () => Effect.void)
+        let looks = 0
+        yield* Effect.forkScoped(Effect.forever(Effect.tap(consumer.tick, () => Effect.sync(() => void looks++))))
+        // Whatever earlier tests left to wake it has passed.
+        yield* realMillis(500)
+        looks = 0
+        yield* log.write([event("woken-once")])
+        // Its NOTIFY arrives within milliseconds of the commit: time enough for a second look, if it woke one.
+        yield* realMillis(700)
+        expect(looks).toBe(1)
+        // Another process's announcement (a payload not this process's) wakes the readers.
+        yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, 'written another-process')`
+        for (let waited = 0; looks < 2 && waited < 3000; waited += 50) yield* realMillis(50)
+        expect(looks).toBe(2)
       })
     )
 
