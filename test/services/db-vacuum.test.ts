@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
@@ -47,6 +48,53 @@ describe("the database vacuum", () => {
         expect(events.map((e) => e.event)).not.toContain("old.event")
         expect(events.map((e) => e.event)).toContain("new.event")
         expect((yield* vacuum).flowRuns).toBe(0)
+      }))
+
+    it.effect("deletes a run's cached task results by their state, without reading the other cache entries", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* TestClock.setTime(Date.UTC(2027, 0, 1))
+        // What the test before left past retention goes first.
+        yield* vacuum
+        const flowId = yield* makeFlow("vacuumed-cache")
+        const cachedTask = (flowRunId: string, key: string) =>
+          Effect.gen(function* () {
+            const task = ok(yield* request("POST", "/task_runs/", { body: { flow_run_id: flowRunId, task_key: key, dynamic_key: "0" } }), 201)
+            const answer = ok(yield* request("POST", `/task_runs/${task.id}/set_state`, {
+              body: { state: { type: "COMPLETED", state_details: { cache_key: key } }, force: true }
+            }), 200, 201)
+            return answer.state.id as string
+          })
+        const old = yield* runTo(flowId, "RUNNING")
+        yield* cachedTask(old, "old-key")
+        ok(yield* request("POST", `/flow_runs/${old}/set_state`, { body: { state: { type: "COMPLETED" }, force: true } }), 200, 201)
+        yield* TestClock.adjust(91 * DAY)
+        const kept = yield* runTo(flowId, "RUNNING")
+        const keptState = yield* cachedTask(kept, "kept-key")
+        // Many entries of a state that stays: a lookup that reads the whole cache reads them all.
+        yield* sql`
+          INSERT INTO task_run_state_cache (id, created, cache_key, cache_expiration, task_run_state_id)
+          SELECT gen_random_uuid(), now(), 'filler-' || i, NULL, ${keptState} FROM generate_series(1, 3000) i
+        `
+        yield* sql`ANALYZE task_run_state_cache`
+        const cacheRowsRead = Effect.map(
+          sql<{ read: string }>`
+            SELECT (coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0))::text AS read
+            FROM pg_stat_xact_user_tables WHERE relname = 'task_run_state_cache'
+          `,
+          (rows) => Number(rows[0]?.read ?? 0)
+        )
+        const pass = yield* sql.withTransaction(Effect.gen(function* () {
+          const before = yield* cacheRowsRead
+          const deleted = yield* vacuum
+          return { deleted, read: (yield* cacheRowsRead) - before }
+        }))
+        expect(pass.deleted.flowRuns).toBe(1)
+        // The old run's one entry found through its state: a few rows, not 3,000.
+        expect(pass.read).toBeLessThan(50)
+        const keys = yield* sql<{ key: string }>`SELECT DISTINCT cache_key AS key FROM task_run_state_cache WHERE cache_key IN ('old-key', 'kept-key')`
+        expect(keys.map((k) => k.key)).toEqual(["kept-key"])
+        expect((yield* request("GET", `/flow_runs/${kept}`)).status).toBe(200)
       }))
   })
 })

@@ -33,6 +33,7 @@ import m0028 from "./0028_log_horizon.ts"
 import m0029 from "./0029_flow_run_rollup_hours.ts"
 import m0030 from "./0030_service_pass_indexes.ts"
 import m0031 from "./0031_cleanup_pass_indexes.ts"
+import m0032 from "./0032_task_run_state_cache_state_index.ts"
 
 export const migrations = {
   "0001_initial": m0001,
@@ -65,5 +66,6 @@ export const migrations = {
   "0028_log_horizon": m0028,
   "0029_flow_run_rollup_hours": m0029,
   "0030_service_pass_indexes": m0030,
-  "0031_cleanup_pass_indexes": m0031
+  "0031_cleanup_pass_indexes": m0031,
+  "0032_task_run_state_cache_state_index": m0032
 }
