@@ -60,10 +60,16 @@ const workers = Options.integer("workers").pipe(
 )
 
 /**
- * Says that start-up is over: bin/baton.mjs tunes V8 for start-up and undoes it on this event
- * (nothing listens when Baton is started another way).
+ * Says that start-up is over, and which database the process uses: bin/baton.mjs tunes V8 for
+ * start-up and undoes it on this event, for the embedded database otherwise than for a PostgreSQL
+ * server (nothing listens when Baton is started another way).
  */
-const startedUp = Effect.sync(() => (process.emit as (event: string) => boolean)("baton:started"))
+const startedUp = Effect.flatMap(Settings, (settings) =>
+  Effect.sync(() => {
+    const database = usesDatabaseServer(settings.server.database) ? "server" : "embedded"
+    ;(process.emit as (event: string, detail: { readonly database: string }) => boolean)("baton:started", { database })
+  })
+)
 
 /** A server process on the embedded database tunes V8 for it first (database/embedded-v8.ts). */
 const tuneForDatabase = Effect.map(Settings, (settings) => {

@@ -85,6 +85,19 @@ export const launcherEnv = (): Record<string, string> => {
   )
 }
 
+/**
+ * The options bin/baton.mjs's launcher line gives node (`exec node --option … "$0" "$@"`, the last
+ * exec of the line), for a server started with node directly; an option of the same name in
+ * `given` or in this process's NODE_OPTIONS is kept instead, as the launcher keeps it.
+ */
+export const launcherNodeArgs = (given: ReadonlyArray<string>): Array<string> => {
+  const launcher = fs.readFileSync(BIN, "utf8").split("\n")[1] ?? ""
+  const execs = [...launcher.matchAll(/exec node ((?:--\S+ )*)"\$0"/g)]
+  const options = (execs[execs.length - 1]?.[1] ?? "").split(" ").filter((arg) => arg !== "")
+  const theirs = [...given, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)]
+  return options.filter((option) => !theirs.some((arg) => arg.split("=")[0] === option.split("=")[0]))
+}
+
 /** Spawns `bin/baton.mjs server start` and resolves once /v2/api/health answers 200. */
 export const startServer = async (options: StartupOptions): Promise<StartedServer> => {
   const port = options.port ?? 4320
@@ -100,11 +113,12 @@ export const startServer = async (options: StartupOptions): Promise<StartedServe
   const args = ["server", "start", ...(options.args ?? [])]
   const started = performance.now()
   // As a user starts it: bin/baton.mjs run as a command (its launcher line sets the environment, then
-  // execs node). With node options or another entry, node is started here with that same environment.
+  // execs node). With node options or another entry, node is started here with that same environment
+  // and the launcher's node options.
   const child =
     options.entry === undefined && (options.nodeArgs ?? []).length === 0
       ? spawn(BIN, args, { cwd: ROOT, env, stdio: options.stdio ?? "ignore" })
-      : spawn(process.execPath, [...(options.nodeArgs ?? []), options.entry ?? BIN, ...args], {
+      : spawn(process.execPath, [...launcherNodeArgs(options.nodeArgs ?? []), ...(options.nodeArgs ?? []), options.entry ?? BIN, ...args], {
           cwd: ROOT,
           env: { ...launcherEnv(), ...env },
           stdio: options.stdio ?? "ignore"
