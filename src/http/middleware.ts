@@ -202,11 +202,14 @@ const checkInput = (match: RouteMatch | undefined, request: HttpServerRequest.Ht
     const { endpoint } = match.route
     const items: Array<ValidationDetailItem> = []
     const pathSchema = endpoint.pathSchema
-    if (Option.isSome(pathSchema) && Option.isNone(decodeFailures(pathSchema.value, match.params))) {
+    if (Option.isSome(pathSchema)) {
+      const unstorableParams: Array<ValidationDetailItem> = []
       for (const [name, value] of Object.entries(match.params)) {
         const msg = unstorable(value)
-        if (msg !== undefined) items.push(unstorableItem(["path", name], value, msg))
+        if (msg !== undefined) unstorableParams.push(unstorableItem(["path", name], value, msg))
       }
+      // Only a parameter of its type is reported here (decoded only then: most requests have none).
+      if (unstorableParams.length > 0 && Option.isNone(decodeFailures(pathSchema.value, match.params))) items.push(...unstorableParams)
     }
     for (const [key, value] of Object.entries(searchParamsRecord(request.url))) {
       for (const text of Array.isArray(value) ? value : [value]) {
