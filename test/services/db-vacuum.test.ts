@@ -4,6 +4,7 @@ import { Effect, TestClock } from "effect"
 import { EventPersister } from "../../src/events/persister.ts"
 import { vacuum } from "../../src/services/db-vacuum.ts"
 import { idOf, makeFlow, ok } from "../support/api.ts"
+import { readingRows } from "../support/rows-read.ts"
 import { request, testServer } from "../support/server.ts"
 
 const DAY = 24 * 3600 * 1000
@@ -77,19 +78,8 @@ describe("the database vacuum", () => {
           SELECT gen_random_uuid(), now(), 'filler-' || i, NULL, ${keptState} FROM generate_series(1, 3000) i
         `
         yield* sql`ANALYZE task_run_state_cache`
-        const cacheRowsRead = Effect.map(
-          sql<{ read: string }>`
-            SELECT (coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0))::text AS read
-            FROM pg_stat_xact_user_tables WHERE relname = 'task_run_state_cache'
-          `,
-          (rows) => Number(rows[0]?.read ?? 0)
-        )
-        const pass = yield* sql.withTransaction(Effect.gen(function* () {
-          const before = yield* cacheRowsRead
-          const deleted = yield* vacuum
-          return { deleted, read: (yield* cacheRowsRead) - before }
-        }))
-        expect(pass.deleted.flowRuns).toBe(1)
+        const pass = yield* readingRows("task_run_state_cache", vacuum)
+        expect(pass.result.flowRuns).toBe(1)
         // The old run's one entry found through its state: a few rows, not 3,000.
         expect(pass.read).toBeLessThan(50)
         const keys = yield* sql<{ key: string }>`SELECT DISTINCT cache_key AS key FROM task_run_state_cache WHERE cache_key IN ('old-key', 'kept-key')`

@@ -8,6 +8,7 @@ import { LateRunsRepo } from "../../src/services/late-runs-repo.ts"
 import * as PauseExpirations from "../../src/services/pause-expirations.ts"
 import { PauseExpirationsRepo } from "../../src/services/pause-expirations-repo.ts"
 import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
+import { readingRows } from "../support/rows-read.ts"
 import { onServer } from "../support/database.ts"
 import { request, testServer } from "../support/server.ts"
 
@@ -251,23 +252,12 @@ describe("run-keeping services", () => {
           FROM generate_series(1, 3002) i
         `
         yield* sql`ANALYZE flow_run`
-        const rowsRead = Effect.map(
-          sql<{ read: string }>`
-            SELECT (coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0))::text AS read
-            FROM pg_stat_xact_user_tables WHERE relname = 'flow_run'
-          `,
-          (rows) => Number(rows[0]?.read ?? 0)
-        )
-        const looked = yield* sql.withTransaction(Effect.gen(function* () {
-          const before = yield* rowsRead
-          const stranded = yield* Effect.provide(
-            Effect.flatMap(CancellationCleanupRepo, (repo) => repo.scheduledWithoutDeployment(100)),
-            CancellationCleanupRepo.Default
-          )
-          return { stranded, read: (yield* rowsRead) - before }
-        }))
+        const looked = yield* readingRows("flow_run", Effect.provide(
+          Effect.flatMap(CancellationCleanupRepo, (repo) => repo.scheduledWithoutDeployment(100)),
+          CancellationCleanupRepo.Default
+        ))
         yield* sql`DELETE FROM flow_run WHERE flow_id = ${flowId}`
-        expect(looked.stranded).toHaveLength(2)
+        expect(looked.result).toHaveLength(2)
         // Two deployments stepped through, the deleted one's two runs read: a few rows, not 3,000.
         expect(looked.read).toBeLessThan(50)
       })
