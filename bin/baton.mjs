@@ -44,7 +44,9 @@ if (!given("--semi-space-growth-factor")) {
   v8.setFlagsFromString("--semi-space-growth-factor=1")
   process.once("baton:started", (started) => {
     v8.setFlagsFromString("--semi-space-growth-factor=2")
-    if (started?.database === "embedded") stopYoungGrowthAt(32 * 1024 * 1024)
+    // A size given in NODE_OPTIONS is the operator's, on either database.
+    const sizeGiven = (process.env.NODE_OPTIONS ?? "").includes("--max-semi-space-size")
+    if (started?.database === "embedded" && !sizeGiven) stopYoungGrowthAt(32 * 1024 * 1024)
   })
 }
 
