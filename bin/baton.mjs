@@ -24,8 +24,10 @@ import { runInNewContext } from "node:vm"
 import { compactWhenQuiet } from "./quiet-compaction.mjs"
 import { stopYoungGrowthAt } from "./young-generation.mjs"
 
+/** Whether NODE_OPTIONS holds a V8 option of this name. */
+const inNodeOptions = (name) => (process.env.NODE_OPTIONS ?? "").split(/\s+/).some((arg) => arg.startsWith(name))
 /** Whether node was started with a V8 option of this name (then Baton leaves it alone). */
-const given = (name) => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((arg) => arg.startsWith(name))
+const given = (name) => process.execArgv.some((arg) => arg.startsWith(name)) || inNodeOptions(name)
 
 // Idle memory (docs/performance.md, "Memory and start-up"). These are V8 options that still take
 // effect once V8 runs (one read only when node starts goes on the `exec node` of the first lines).
@@ -34,6 +36,8 @@ const given = (name) => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? ""
 // as it runs. One compilation task instead of one per core keeps the optimiser's scratch memory,
 // which the C allocator holds on to afterwards, about 40MB smaller; the optimised code is the same.
 if (!given("--wasm-num-compilation-tasks")) v8.setFlagsFromString("--wasm-num-compilation-tasks=1")
+/** Node's usual largest young generation: both halves of 16MB. */
+const NODE_YOUNG_GENERATION = 2 * 16 * 1024 * 1024
 // Start-up allocates fast and keeps much of what it allocates, so V8 grows its young generation to
 // the largest size and keeps it while the server sits idle. It stays at its smallest (2MB) until
 // start-up is over (src/main.ts says so), then may grow again under load as usual: on a PostgreSQL
@@ -44,12 +48,11 @@ if (!given("--semi-space-growth-factor")) {
   v8.setFlagsFromString("--semi-space-growth-factor=1")
   process.once("baton:started", (started) => {
     v8.setFlagsFromString("--semi-space-growth-factor=2")
-    // A size given in NODE_OPTIONS is the operator's, on either database.
-    const sizeGiven = (process.env.NODE_OPTIONS ?? "").includes("--max-semi-space-size")
-    if (started?.database === "embedded" && !sizeGiven) stopYoungGrowthAt(32 * 1024 * 1024)
+    // A size given in NODE_OPTIONS is the operator's, on either database (the first lines' size is
+    // on node's command line, so only NODE_OPTIONS tells the operator's apart).
+    if (started?.database === "embedded" && !inNodeOptions("--max-semi-space-size")) stopYoungGrowthAt(NODE_YOUNG_GENERATION)
   })
 }
-
 // Start-up also leaves about 8MB of garbage spread over the old generation's pages, which V8's memory
 // reducer collects and compacts away only when the server has idled for 30 to 60 s. One full
 // collection that compacts, a second after start-up (not in the way of the first requests), brings

@@ -10,7 +10,7 @@ export const youngGenerationBytes = () =>
 
 /**
  * Stops the young generation growing once it holds `bytes`, checked after each collection: from
- * then on V8 grows it by a factor of 1. Returns a function that stops watching.
+ * then on V8 grows it by a factor of 1, and the watching ends.
  */
 export const stopYoungGrowthAt = (bytes) => {
   const observer = new PerformanceObserver(() => {
@@ -19,5 +19,4 @@ export const stopYoungGrowthAt = (bytes) => {
     observer.disconnect()
   })
   observer.observe({ entryTypes: ["gc"] })
-  return () => observer.disconnect()
 }
