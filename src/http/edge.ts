@@ -74,7 +74,6 @@ export const edge = (
   const refusedWithoutCredential = basicAuth(settings)
   const limit = bodyLimit(settings)
   return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
-    const limited = limit.readingLimit(api)
     const routed = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = pathnameOf(request.url)
@@ -91,7 +90,7 @@ export const edge = (
       const checked = yield* limit.check(shown.request)
       if (Either.isLeft(checked)) return checked.left
       const body = shown.emptyObject ? withBody(checked.right, EMPTY_OBJECT) : checked.right
-      return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, body)
+      return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, body)
     })
     const guarded = routed.pipe(
       Effect.catchAllCause((cause) => {

@@ -3,9 +3,11 @@
  * (Content-Length) is refused with 413 before a byte of it is read; a chunked body, whose size
  * nobody announces, is read up to the limit and refused as soon as it goes past it. Either way the
  * connection is closed after the answer, so the rest of the body is never read. A body within the
- * limit is handed on as it was (a chunked one from the bytes already read).
+ * limit is handed on as it was (a chunked one from the bytes already read). The check here is the
+ * only one: the platform reads what is handed on without a limit of its own (its MaxBodySize is
+ * left unset, as providing it would cost every request a change of context).
  */
-import { HttpIncomingMessage, HttpServerError, type HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
+import { HttpServerError, type HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Either, Option, Stream } from "effect"
 import type { IncomingMessage } from "node:http"
@@ -76,9 +78,6 @@ export const bodyLimit = (settings: SettingsValue) => {
   const incomplete = errorResponse(BadRequestResponse, new BadRequest({ detail: "Incomplete request body." }), {
     connection: "close"
   })
-  /** Applied to the Api: the platform's own reading limit (10 MiB by default) follows the setting. */
-  const readingLimit = <A, E, R>(app: Effect.Effect<A, E, R>) =>
-    HttpIncomingMessage.withMaxBodySize(app, max === 0 ? Option.none() : Option.some(max))
   const check = (
     request: HttpServerRequest.HttpServerRequest
   ): Effect.Effect<Either.Either<HttpServerRequest.HttpServerRequest, HttpServerResponse.HttpServerResponse>> => {
@@ -99,5 +98,5 @@ export const bodyLimit = (settings: SettingsValue) => {
       Effect.catchAll(() => Effect.succeed(Either.left(incomplete)))
     )
   }
-  return { check, readingLimit } as const
+  return { check } as const
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { rawRequest } from "../support/raw-http.ts"
 import { request, testServer } from "../support/server.ts"
@@ -43,6 +43,28 @@ describe("request body limit (server.api.max_request_body_size)", () => {
         const filtered = yield* rawRequest("POST", "/v2/api/flows/filter", { headers: json, chunks: ['{"limit": 1', "}"] })
         expect(filtered.status).toBe(200)
         expect(filtered.body).toHaveLength(1)
+      })
+    )
+  })
+
+  // The platform reads at most 10 MiB of a body unless told otherwise: a limit above that is the one
+  // that counts, for a body announced and for a chunked one.
+  const twelveMiB = 12 * 1024 * 1024
+  layer(testServer({ overrides: { "server.api.max_request_body_size": twelveMiB } }), { timeout: 60_000 })((it) => {
+    it.effect("serves a body larger than the platform's own 10 MiB when the limit allows it", () =>
+      Effect.gen(function* () {
+        const tag = "t".repeat(11 * 1024 * 1024)
+        const announced = yield* request("POST", "/flows/", { body: { name: "eleven-mib", tags: [tag] } })
+        expect(announced.status).toBe(201)
+        expect(announced.body.tags[0]).toHaveLength(tag.length)
+        const chunked = yield* rawRequest("POST", "/v2/api/flows/", {
+          headers: json,
+          chunks: ['{"name": "eleven-mib-chunked", "tags": ["', tag, '"]}']
+        })
+        expect(chunked.status).toBe(201)
+        expect(chunked.body.tags[0]).toHaveLength(tag.length)
+        const over = yield* rawRequest("POST", "/v2/api/flows/", { headers: { ...json, "content-length": String(twelveMiB + 1) }, end: false })
+        expect(over.status).toBe(413)
       })
     )
   })
