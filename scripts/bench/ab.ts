@@ -12,6 +12,8 @@
  * --pg (the PostgreSQL server, default postgresql://postgres@127.0.0.1:5432), --port (4390 and the next),
  * --env-a / --env-b (settings for one side only, `KEY=VALUE,KEY=VALUE`: e.g. the same bundle twice,
  * B with a service disabled, says what that service costs per lifecycle),
+ * --node-args-a / --node-args-b (node options for one side only, space-separated: V8 flags that
+ * NODE_OPTIONS refuses, e.g. `--node-args-b "--initial-old-space-size=128"`),
  * --database (the databases' name prefix, default baton_bench_ab: `…0` and `…1`, dropped and made
  * afresh; another lets two comparisons share a PostgreSQL server).
  *
@@ -43,6 +45,8 @@ const sideEnv = (name: string): Record<string, string> =>
     return [pair.slice(0, at), pair.slice(at + 1)]
   }))
 const envs = [sideEnv("env-a"), sideEnv("env-b")]
+const sideNodeArgs = (name: string) => argument(name, "").split(" ").filter((arg) => arg !== "")
+const nodeArgs = [sideNodeArgs("node-args-a"), sideNodeArgs("node-args-b")]
 const prefix = argument("database", "baton_bench_ab")
 if (!/^[a-z_][a-z0-9_]*$/.test(prefix)) throw new Error(`--database ${prefix}: lower-case letters, digits and _ only`)
 
@@ -82,6 +86,7 @@ const main = async () => {
         port: port + i,
         databaseUrl: `${pgUrl}/${database}`,
         env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false", ...envs[i] },
+        nodeArgs: nodeArgs[i]!,
         timeoutMs: 120_000
       })
       const api = jsonClient(`http://127.0.0.1:${port + i}/v2/api`)

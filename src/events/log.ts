@@ -58,6 +58,13 @@ const nextRetry = (ms: number) => Math.min(ms * 2, PENDING_RETRY_MOST)
 /** How long a reader waits for a wake before looking anyway (a notification lost with its connection). */
 const LOOK_ANYWAY = Duration.seconds(5)
 
+/**
+ * The least time between two looks of a consumer woken again and again: under load every commit of
+ * a state change wakes it, and each look costs statements; spaced out, one look covers the events of
+ * many writes. A consumer woken after a quiet spell looks at once.
+ */
+export const CONSUMER_LOOK_GAP_MS = 100
+
 /** Which events a consumer's handler acts on: all of them, none now, or those whose name starts with `prefix`. */
 export type EventsHandled = typeof ALL_EVENTS | typeof NO_EVENTS | { readonly prefix: string }
 export const ALL_EVENTS = "all"
@@ -248,7 +255,16 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
             retry = nextRetry(retry)
           }
         })
-        return { drain, tick: Effect.zipRight(next, drain) } as const
+        let lastLook = Number.NEGATIVE_INFINITY
+        const spaced = Effect.suspend(() => {
+          const wait = lastLook + CONSUMER_LOOK_GAP_MS - realClock.unsafeCurrentTimeMillis()
+          return wait > 0 ? sleepReal(Duration.millis(wait)) : Effect.void
+        })
+        const look = Effect.zipRight(spaced, Effect.suspend(() => {
+          lastLook = realClock.unsafeCurrentTimeMillis()
+          return drain
+        }))
+        return { drain, tick: Effect.zipRight(next, look) } as const
       })
 
     // The live tail: one reader per process, started by the first subscriber. Events this process
