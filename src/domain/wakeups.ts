@@ -29,3 +29,21 @@ export const makeWakeups = (lookAnyway: Duration.DurationInput): Wakeups => {
     )
   }
 }
+
+/**
+ * Spaces out work that wakes on news: `spaced(work)` runs `work` no sooner than `gapMs` (real time)
+ * after the previous run started. Woken after a quiet spell, it runs at once; woken again and again
+ * (under load), it runs at most once a gap, each run then covering what came meanwhile.
+ */
+export const makeSpacing = (gapMs: number) => {
+  let last = Number.NEGATIVE_INFINITY
+  return <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      const wait = last + gapMs - realClock.unsafeCurrentTimeMillis()
+      const start = Effect.suspend(() => {
+        last = realClock.unsafeCurrentTimeMillis()
+        return work
+      })
+      return wait > 0 ? Effect.zipRight(Effect.withClock(Effect.sleep(wait), realClock), start) : start
+    })
+}

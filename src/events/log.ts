@@ -23,7 +23,7 @@ import * as Notifications from "../database/notifications.ts"
 import { afterCommit, inOpenTransaction, transaction } from "../database/transactions.ts"
 import { RecentSet } from "../domain/recent.ts"
 import { realClock } from "../domain/time.ts"
-import { makeWakeups } from "../domain/wakeups.ts"
+import { makeSpacing, makeWakeups } from "../domain/wakeups.ts"
 import { loop } from "../services/runner.ts"
 import { Settings } from "../settings/settings.ts"
 import { EventsRepo, INSERT_BATCH } from "./repo.ts"
@@ -255,16 +255,8 @@ export class EventLog extends Effect.Service<EventLog>()("baton/EventLog", {
             retry = nextRetry(retry)
           }
         })
-        let lastLook = Number.NEGATIVE_INFINITY
-        const spaced = Effect.suspend(() => {
-          const wait = lastLook + CONSUMER_LOOK_GAP_MS - realClock.unsafeCurrentTimeMillis()
-          return wait > 0 ? sleepReal(Duration.millis(wait)) : Effect.void
-        })
-        const look = Effect.zipRight(spaced, Effect.suspend(() => {
-          lastLook = realClock.unsafeCurrentTimeMillis()
-          return drain
-        }))
-        return { drain, tick: Effect.zipRight(next, look) } as const
+        const spaced = makeSpacing(CONSUMER_LOOK_GAP_MS)
+        return { drain, tick: Effect.zipRight(next, spaced(drain)) } as const
       })
 
     // The live tail: one reader per process, started by the first subscriber. Events this process

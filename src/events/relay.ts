@@ -9,6 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Duration, Effect, Queue } from "effect"
 import { inTransaction, isDataException } from "../database/errors.ts"
 import { now, realClock } from "../domain/time.ts"
+import { makeSpacing } from "../domain/wakeups.ts"
 import type { TransitionNote } from "../orchestration/transitions.ts"
 import { Transitions } from "../orchestration/transitions.ts"
 import { EventLog } from "./log.ts"
@@ -25,6 +26,13 @@ const BATCH = 500
 
 /** How long the relay waits for a write of this process before looking anyway (notes left by a killed process). */
 const LOOK_ANYWAY = Duration.seconds(5)
+
+/**
+ * The least time between two relays woken again and again: under load each committed state change
+ * wakes the relay, and each relay is a transaction of several statements (and wakes every reader of
+ * the log); spaced out, one relays the notes of many writes. Woken after a quiet spell, it relays at once.
+ */
+export const RELAY_GAP_MS = 100
 
 const isTransition = (note: unknown): note is TransitionNote => (note as { type?: unknown })?.type === "transition"
 const isStatus = (note: unknown): note is StatusNote => (note as { type?: unknown })?.type === "status"
@@ -84,16 +92,20 @@ export class EventRelay extends Effect.Service<EventRelay>()("baton/EventRelay",
       }
     })
 
+    const spaced = makeSpacing(RELAY_GAP_MS)
+
     /** One iteration: waits for a write of this process (or LOOK_ANYWAY), then relays what there is. */
     const tick = Effect.gen(function* () {
       yield* Effect.raceFirst(
         Effect.raceFirst(Queue.take(committed), Queue.take(changes)),
         Effect.withClock(Effect.sleep(LOOK_ANYWAY), realClock)
       )
-      // What else came meanwhile is in the outbox too.
-      yield* Queue.takeAll(committed)
-      yield* Queue.takeAll(changes)
-      yield* drain
+      yield* spaced(Effect.gen(function* () {
+        // What else came meanwhile is in the outbox too.
+        yield* Queue.takeAll(committed)
+        yield* Queue.takeAll(changes)
+        yield* drain
+      }))
     })
 
     return { tick, drain } as const
