@@ -174,56 +174,98 @@ const CONSUMER_LOOK = `WITH cursor AS (SELECT txid, seq FROM event_consumer WHER
     (SELECT txid < pg_snapshot_xmin(pg_current_snapshot()) FROM next) AS more,
     (SELECT txid >= pg_snapshot_xmin(pg_current_snapshot()) FROM next) AS pending, (SELECT count(*) FROM moved) AS moved`
 
-/** The events of one lifecycle (created, Pending, Running, Completed) as the relay writes them, with their resources. */
-const lifecycleEvents = (runId: string, at: Date) => {
-  const events = ["Scheduled", "Pending", "Running", "Completed"].map((name) => ({
-    id: crypto.randomUUID(),
-    occurred: at.toISOString(),
-    event: `prefect.flow-run.${name}`,
-    resource_id: `prefect.flow-run.${runId}`,
-    resource: { "prefect.resource.id": `prefect.flow-run.${runId}`, "prefect.resource.name": `sql-${runId}`, "prefect.state-name": name },
-    related_resource_ids: [],
-    related: [],
-    payload: { intended: { from: null, to: name.toUpperCase() } },
-    received: at.toISOString(),
-    follows: null
-  }))
+const STATE_NAMES: Record<string, string> = { SCHEDULED: "Scheduled", PENDING: "Pending", RUNNING: "Running", COMPLETED: "Completed" }
+
+/** The events of a relay's batch of notes (one a note: created, Pending, Running, Completed), with their resources. */
+const batchEvents = (notes: ReadonlyArray<{ readonly run_id: string; readonly to: string }>, at: Date) => {
+  const events = notes.map(({ run_id: runId, to }) => {
+    const name = STATE_NAMES[to] ?? to
+    return {
+      id: crypto.randomUUID(),
+      occurred: at.toISOString(),
+      event: `prefect.flow-run.${name}`,
+      resource_id: `prefect.flow-run.${runId}`,
+      resource: { "prefect.resource.id": `prefect.flow-run.${runId}`, "prefect.resource.name": `sql-${runId}`, "prefect.state-name": name },
+      related_resource_ids: [],
+      related: [],
+      payload: { intended: { from: null, to } },
+      received: at.toISOString(),
+      follows: null
+    }
+  })
   const resources = events.map((e) => ({
     id: crypto.randomUUID(),
     occurred: e.occurred,
     resource_id: e.resource_id,
     resource_role: "",
-    resource: { "prefect.resource.name": `sql-${runId}` },
+    resource: { "prefect.resource.name": e.resource["prefect.resource.name"] },
     event_id: e.id
   }))
   return [JSON.stringify(events), JSON.stringify(resources), at] as const
 }
 
+/** The least time between two relays, and between two looks of a consumer, under load (src/events/relay.ts, log.ts). */
+const GAP_MS = 100
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
 /**
- * The statements Baton's database sees for one lifecycle, as pg_stat_statements counts them on
- * the server's database (same count, same shapes), issued straight through `pg`: create
- * (deployment record with its pool's job template, queue, one statement inserting the run, its
- * first state and its event's note, the run record), poll (the pool with the named queues, the due
- * runs with their records, the queues' and deployments' last-polled bookkeeping), three transitions
- * (the run's row with its version, then state + run + note if the row is unchanged), the relay
- * turning the four notes into events (a transaction: the notes out, the runs' context, the events
- * in), and one consumer's look. What the baseline leaves out is HTTP, JSON and Baton's own code.
+ * The statements Baton's database sees for its lifecycles, as pg_stat_statements counts them on
+ * the server's database (same count, same shapes), issued straight through `pg`. Each lifecycle:
+ * create (deployment record with its pool's job template, queue, one statement inserting the run,
+ * its first state and its event's note, the run record), poll (the pool with the named queues, the
+ * due runs with their records, the queues' and deployments' last-polled bookkeeping), three
+ * transitions (the run's row with its version, then state + run + note if the row is unchanged).
+ * Beside them, as the server does it under load, whatever the rate: the relay every 100 ms (a
+ * transaction: the notes out, their runs' context, their events in) and two consumers' looks every
+ * 100 ms. What the baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay
+ * and the consumers.
  */
 export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
-  // Each client looks as a consumer of its own (the server's consumers are one fiber each: no one waits for a cursor).
-  const consumers = new Set<string>()
-  const lookingAs = async (client: pg.PoolClient, worker: number) => {
-    const name = `bench_look_${worker}`
-    if (!consumers.has(name)) {
-      await client.query(
-        "INSERT INTO event_consumer (name, txid, seq) VALUES ($1, pg_snapshot_xmin(pg_current_snapshot()), 0) ON CONFLICT (name) DO NOTHING",
-        [name]
-      )
-      consumers.add(name)
+  let stopped = false
+  /** `work` again and again, each start at least GAP_MS after the one before, until stopped. */
+  const every = async (work: (client: pg.PoolClient) => Promise<void>) => {
+    const client = await pool.connect()
+    try {
+      while (!stopped) {
+        const started = performance.now()
+        await work(client)
+        await sleep(Math.max(0, GAP_MS - (performance.now() - started)))
+      }
+    } finally {
+      client.release()
     }
-    return name
   }
-  return async (worker: number) => {
+  const relay = async (client: pg.PoolClient) => {
+    await client.query("BEGIN")
+    try {
+      const taken = await client.query<{ body: { type?: string; run_id: string; to: string } }>(TAKE_NOTES)
+      const notes = taken.rows.map((row) => row.body).filter((body) => body.type === "bench")
+      if (notes.length > 0) {
+        await client.query(EVENT_CONTEXT, [[...new Set(notes.map((note) => note.run_id))]])
+        await client.query(WRITE_EVENTS, [...batchEvents(notes, new Date())])
+      }
+      await client.query("COMMIT")
+    } catch (error) {
+      await client.query("ROLLBACK")
+      throw error
+    }
+  }
+  /** A consumer's look (made the first time, as the server makes its cursor). */
+  const look = (name: string) => {
+    let made = false
+    return async (client: pg.PoolClient) => {
+      if (!made) {
+        await client.query(
+          "INSERT INTO event_consumer (name, txid, seq) VALUES ($1, pg_snapshot_xmin(pg_current_snapshot()), 0) ON CONFLICT (name) DO NOTHING",
+          [name]
+        )
+        made = true
+      }
+      await client.query(CONSUMER_LOOK, [name])
+    }
+  }
+  const background = Promise.all([every(relay), every(look("bench_look_triggers")), every(look("bench_look_recorder"))])
+  const lifecycle = async (worker: number) => {
     const queue = setup.queues[worker]!
     const client = await pool.connect()
     try {
@@ -274,17 +316,15 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
         ])
         if (stored.rows[0].stored !== 1) throw new Error(`${type}: the run changed meanwhile`)
       }
-      // The relay (its batch holds whatever notes are there: this lifecycle's, give or take).
-      await client.query("BEGIN")
-      await client.query(TAKE_NOTES)
-      await client.query(EVENT_CONTEXT, [[id]])
-      await client.query(WRITE_EVENTS, [...lifecycleEvents(id, new Date())])
-      await client.query("COMMIT")
-      await client.query(CONSUMER_LOOK, [await lookingAs(client, worker)])
     } finally {
       client.release()
     }
   }
+  const stop = async () => {
+    stopped = true
+    await background
+  }
+  return { lifecycle, stop }
 }
 
 export interface BossBench {

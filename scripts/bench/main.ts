@@ -186,8 +186,10 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
   const cpuBefore = cpuTime(server.pid)
   const baton = await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
   const cpuMsPerOp = (cpuTime(server.pid) - cpuBefore) / baton.count
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers })
-  const sql = await closedLoop(options.workers, seconds, sqlLifecycle(pool, setup))
+  // The lifecycles' clients, and the relay's and two consumers' beside them.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers + 3 })
+  const baseline = sqlLifecycle(pool, setup)
+  const sql = await closedLoop(options.workers, seconds, baseline.lifecycle).finally(baseline.stop)
   await pool.end()
   record({
     scenario: `baseline: lifecycle SQL through pg (${options.workers} clients)`,
