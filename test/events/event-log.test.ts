@@ -27,6 +27,21 @@ const randomText = (length: number) => Buffer.from(crypto.getRandomValues(new Ui
 
 const realMillis = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
+/** Runs `tick` again and again for the scope's life, counting how many times it completed since `reset`. */
+const countedTicks = (tick: Effect.Effect<unknown, unknown>) =>
+  Effect.gen(function* () {
+    let ticks = 0
+    yield* Effect.forkScoped(Effect.forever(Effect.tap(tick, () => Effect.sync(() => void ticks++))))
+    return { count: () => ticks, reset: () => void (ticks = 0) }
+  })
+
+/** Waits in real time, 50 ms at a time, until `done` or `limitMs` passed; the milliseconds since `since`. */
+const realUntil = (done: Effect.Effect<boolean>, since: number, limitMs = 5000) =>
+  Effect.gen(function* () {
+    for (let waited = 0; !(yield* done) && waited < limitMs; waited += 50) yield* realMillis(50)
+    return realClock.unsafeCurrentTimeMillis() - since
+  })
+
 describe("the event log", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
     it.scoped("a consumer handles each event once, in order, and its cursor outlives it: another with its name goes on from there", () =>
@@ -252,10 +267,9 @@ describe("the event log", () => {
         const log = yield* EventLog
         const handled: Array<string> = []
         const consumer = yield* log.consumer("test-spaced", 500, (events) => Effect.sync(() => void handled.push(...events.map((e) => e.event))))
-        let looks = 0
-        yield* Effect.forkScoped(Effect.forever(Effect.tap(consumer.tick, () => Effect.sync(() => void looks++))))
+        const looks = yield* countedTicks(consumer.tick)
         yield* realMillis(500)
-        looks = 0
+        looks.reset()
         handled.length = 0
         // A write every few milliseconds for a second, each waking the consumer: without the gap it
         // looks again as soon as a look ends, dozens of times.
@@ -265,13 +279,12 @@ describe("the event log", () => {
           yield* log.write([event(`spaced-${written++}`)])
           yield* realMillis(2)
         }
-        for (let waited = 0; handled.length < written && waited < 5000; waited += 50) yield* realMillis(50)
-        const elapsed = realClock.unsafeCurrentTimeMillis() - started
+        const elapsed = yield* realUntil(Effect.sync(() => handled.length >= written), started)
         expect(handled).toEqual(Array.from({ length: written }, (_, i) => `spaced-${i}`))
         // On PostgreSQL, 67 looks in a second without the gap, 11 with it (on the embedded database
         // its one connection spaces the looks out anyway).
         expect(CONSUMER_LOOK_GAP_MS).toBe(100)
-        expect(looks).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 1)
+        expect(looks.count()).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 1)
       })
     )
 
@@ -280,10 +293,9 @@ describe("the event log", () => {
         const sql = yield* SqlClient.SqlClient
         const relay = yield* EventRelay
         yield* relay.drain
-        let relays = 0
-        yield* Effect.forkScoped(Effect.forever(Effect.tap(relay.tick, () => Effect.sync(() => void relays++))))
+        const relays = yield* countedTicks(relay.tick)
         yield* realMillis(300)
-        relays = 0
+        relays.reset()
         // Task runs made one after the other for a second, each commit waking the relay: without the
         // gap it relays about once a commit (50 times on PostgreSQL, 21 on the embedded database).
         const started = realClock.unsafeCurrentTimeMillis()
@@ -291,15 +303,16 @@ describe("the event log", () => {
         while (realClock.unsafeCurrentTimeMillis() - started < 1000) {
           ids.push(idOf(ok(yield* request("POST", "/task_runs/", { body: { task_key: "spaced", dynamic_key: String(ids.length) } }), 201)))
         }
-        const left = () => Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM event_outbox`, (rows) => rows[0]!.n)
-        for (let waited = 0; (yield* left()) > 0 && waited < 5000; waited += 50) yield* realMillis(50)
-        const elapsed = realClock.unsafeCurrentTimeMillis() - started
+        const elapsed = yield* realUntil(
+          Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM event_outbox`, (rows) => rows[0]!.n === 0).pipe(Effect.orDie),
+          started
+        )
         const stored = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM events WHERE event = 'prefect.task-run.Pending' AND resource_id IN ${sql.in(ids.map((id) => `prefect.task-run.${id}`))}
         `
         expect(stored[0]!.n).toBe(ids.length)
         expect(RELAY_GAP_MS).toBe(100)
-        expect(relays).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 1)
+        expect(relays.count()).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 1)
       })
     )
 
