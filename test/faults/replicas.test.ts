@@ -10,6 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { onServer, scopedDatabase } from "../support/database.ts"
 import { call, ensureBundle, ok, type ServerProcess, scopedEmptyHome, scopedServerProcess } from "../support/server-process.ts"
+import type { Json } from "../support/server.ts"
 import { connectTo, opened, type TestSocket } from "../support/websocket.ts"
 import { until } from "./kill-invariants.ts"
 
@@ -29,12 +30,34 @@ const subscribed = (server: ServerProcess, path: "/events/out" | "/logs/out", fi
     return socket
   })
 
-/** The next message of `socket` within `ms`, and how long it took. */
+/** The name of the events, and the message of the logs, that `live` sends. */
+const WARM_UP = "replica.warm-up"
+const isWarmUp = (message: Json) =>
+  (message as { event?: { event?: string } }).event?.event === WARM_UP || (message as { log?: { message?: string } }).log?.message === WARM_UP
+
+/**
+ * Sends `warmUp` (an event or a log named WARM_UP) to the subscriber's own server until the socket
+ * has it. A subscription is made when the server reads the filter, which the client cannot see:
+ * from the first warm-up on, the server follows what every process writes.
+ */
+const live = (socket: TestSocket, warmUp: () => Promise<unknown>) =>
+  Effect.promise(async () => {
+    for (let tries = 0; tries < 25; tries++) {
+      await warmUp()
+      const arrived = await socket.next(400).then(isWarmUp, () => false)
+      if (arrived) return
+    }
+    throw new Error("the subscription never had a warm-up")
+  })
+
+/** The next message of `socket` within `ms` (warm-ups passed over), and how long it took. */
 const nextTimed = (socket: TestSocket, ms: number) =>
   Effect.promise(async () => {
     const started = Date.now()
-    const message = await socket.next(ms)
-    return { message, after: Date.now() - started }
+    while (true) {
+      const message = await socket.next(Math.max(1, ms - (Date.now() - started)))
+      if (!isWarmUp(message)) return { message, after: Date.now() - started }
+    }
   })
 
 const event = (name: string, resource = "replica.thing") => ({
@@ -108,6 +131,7 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", { c
 
       // An event sent to A reaches a subscriber of B within a second.
       const eventsOnB = yield* subscribed(b, "/events/out", { event: { prefix: ["replica.", "prefect.flow-run."] } })
+      yield* live(eventsOnB, () => ok(b, "POST", "/events", [event(WARM_UP)], 204))
       const sent = event("replica.hello")
       yield* Effect.promise(() => ok(a, "POST", "/events", [sent], 204))
       const heard = yield* nextTimed(eventsOnB, 5000)
@@ -123,6 +147,9 @@ describe.skipIf(!onServer())("several processes on one PostgreSQL database", { c
 
       // A log sent to A reaches a subscriber of B.
       const logsOnB = yield* subscribed(b, "/logs/out", { flow_run_id: { any_: [run.id] } })
+      yield* live(logsOnB, () =>
+        ok(b, "POST", "/logs/", [{ name: "replica", level: 20, message: WARM_UP, timestamp: new Date().toISOString(), flow_run_id: run.id }], 201)
+      )
       yield* Effect.promise(() =>
         ok(a, "POST", "/logs/", [{ name: "replica", level: 20, message: "from A", timestamp: new Date().toISOString(), flow_run_id: run.id }], 201)
       )

@@ -55,11 +55,16 @@ export const connectTo = (
               inbox.length > 0
                 ? Promise.resolve(inbox.shift()!)
                 : new Promise<Json>((done, fail) => {
-                  const timer = setTimeout(() => fail(new Error(`no message within ${ms} ms`)), ms)
-                  waiting.push((message) => {
+                  const waiter = (message: Json) => {
                     clearTimeout(timer)
                     done(message)
-                  })
+                  }
+                  // A wait that timed out leaves the queue: the next message is the next call's.
+                  const timer = setTimeout(() => {
+                    waiting.splice(waiting.indexOf(waiter), 1)
+                    fail(new Error(`no message within ${ms} ms`))
+                  }, ms)
+                  waiting.push(waiter)
                 }),
             closed,
             close: () => socket.close(),
