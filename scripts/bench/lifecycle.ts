@@ -264,7 +264,14 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       await client.query(CONSUMER_LOOK, [name])
     }
   }
-  const background = Promise.all([every(relay), every(look("bench_look_triggers")), every(look("bench_look_recorder"))])
+  // A loop that fails stops the others; its error is `stop`'s (never an unhandled rejection meanwhile).
+  let failure: unknown
+  const alongside = (work: (client: pg.PoolClient) => Promise<void>) =>
+    every(work).catch((error: unknown) => {
+      failure ??= error
+      stopped = true
+    })
+  const background = Promise.all([alongside(relay), alongside(look("bench_look_triggers")), alongside(look("bench_look_recorder"))])
   const lifecycle = async (worker: number) => {
     const queue = setup.queues[worker]!
     const client = await pool.connect()
@@ -323,6 +330,7 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
   const stop = async () => {
     stopped = true
     await background
+    if (failure !== undefined) throw failure
   }
   return { lifecycle, stop }
 }
