@@ -2,7 +2,7 @@
  * The server, composed as Layers: Settings → Database (+ migrations) → Api handlers → HTTP server,
  * plus the background services. Another program may take any of these Layers and replace one.
  */
-import { type HttpApi, HttpApiBuilder, HttpMiddleware } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
@@ -92,10 +92,11 @@ import * as Database from "./database/client.ts"
 import { MigrateOnStart, type MigrationError } from "./database/migrator.ts"
 import { BatonApi } from "./api.ts"
 import * as ApiDocs from "./http/docs.ts"
-import { edge } from "./http/edge.ts"
+import { serveApiInFront } from "./http/api-path.ts"
+import { edge, edgeSteps } from "./http/edge.ts"
 import { METRICS_PATH, MetricsRouteLive, requestRecorder } from "./http/metrics.ts"
 import { DatabasePoolMetricsLive, Metrics } from "./http/metrics-registry.ts"
-import { makeNodeServer } from "./http/node-server.ts"
+import { makeNodeServer, NodeServer } from "./http/node-server.ts"
 import { StatementsLive } from "./database/statements.ts"
 import { apiMiddleware } from "./http/middleware.ts"
 import { RunStatesRepo } from "./orchestration/repo.ts"
@@ -291,7 +292,18 @@ export const serveApi = <E, R>(api: HttpApi.HttpApi.Any, handlers: Layer.Layer<H
   Layer.unwrapEffect(
     Effect.map(Effect.all([Settings, UiStatic, Metrics, tracingEnabled, logsAtDebug]), ([settings, ui, metrics, tracing, logsRequests]) => {
       const record = requestRecorder(metrics, settings.server.api.base_path, api, [DOCS.openApiPath, DOCS.docsPath, METRICS_PATH])
-      return HttpApiBuilder.serve(edge(settings, uiOutside(settings, ui.bundles), record, logsRequests)).pipe(
+      const steps = edgeSteps(settings, uiOutside(settings, ui.bundles), record, logsRequests)
+      // The Api's endpoints are served by Baton's request path (http/api-path.ts), unless requests are
+      // logged or traced; the rest by the platform's router, as HttpApiBuilder.serve would.
+      const served = Layer.unwrapEffect(
+        Effect.gen(function* () {
+          const app = yield* HttpApiBuilder.httpApp
+          if (!tracing && !logsRequests) yield* serveApiInFront(api, steps)
+          // As HttpApiBuilder.serve serves it (the router's services are provided per request).
+          return HttpServer.serve(app as HttpApp.Default, edge(steps))
+        })
+      ).pipe(Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]))
+      return served.pipe(
         // A tracer span per request costs throughput: made only when spans are exported.
         HttpMiddleware.withTracerDisabledWhen(() => !tracing),
         Layer.provide(apiMiddleware(api)),
@@ -313,10 +325,11 @@ export const HttpServerLive = Layer.unwrapEffect(
     const settings = yield* Settings
     // Requests are logged at DEBUG: whether that level is on is the logger's, set where the server runs.
     const logsRequests = yield* logsAtDebug
-    return NodeHttpServer.layer(() => makeNodeServer(settings, { logsRequests }), {
-      host: settings.server.api.host,
-      port: settings.server.api.port
-    })
+    const server = makeNodeServer(settings, { logsRequests })
+    return Layer.merge(
+      NodeHttpServer.layer(() => server, { host: settings.server.api.host, port: settings.server.api.port }),
+      Layer.succeed(NodeServer, server)
+    )
   })
 )
 

@@ -59,11 +59,13 @@ export interface Outside {
 export const nothingOutside: Outside = { first: () => undefined, serve: () => Effect.succeed(notFound) }
 
 /**
- * Serves `api` under the base path, and `outside` beside it; every answer goes to `record` when
- * there is one (metrics on), and is logged at DEBUG when `logsRequests` (the logger's level is
- * DEBUG or lower: otherwise timing and annotating each request would be work for nothing).
+ * The edge's steps, for the two ways a request is served: the platform's router (`edge` below) and
+ * Baton's own request path for the Api's endpoints (./api-path.ts), which takes the same steps.
+ * Every answer goes to `record` when there is one (metrics on), and is logged at DEBUG when
+ * `logsRequests` (the logger's level is DEBUG or lower: otherwise timing and annotating each
+ * request would be work for nothing).
  */
-export const edge = (
+export const edgeSteps = (
   settings: SettingsValue,
   outside: Outside = nothingOutside,
   record?: RequestRecorder,
@@ -73,26 +75,36 @@ export const edge = (
   const cors = corsMiddleware(settings.server.api)
   const refusedWithoutCredential = basicAuth(settings)
   const limit = bodyLimit(settings)
-  return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
-    const routed = Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const pathname = pathnameOf(request.url)
-      const first = outside.first(request.method, pathname)
-      if (first !== undefined) return first
-      const below = stripBasePath(request.url, basePath)
-      if (below === undefined) return yield* outside.serve(request, pathname)
-      const url = stripTrailingSlash(below)
-      // Answers given here get the CORS headers on their way out like the Api's (cors.ts marks
-      // every response), so a UI on another origin can read a 401 or a 413.
-      const unauthorized = refusedWithoutCredential(request, url)
-      if (unauthorized !== undefined) return unauthorized
-      const shown = presented(request, url)
-      const checked = yield* limit.check(shown.request)
-      if (Either.isLeft(checked)) return checked.left
-      const body = shown.emptyObject ? withBody(checked.right, EMPTY_OBJECT) : checked.right
-      return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, body)
-    })
-    const guarded = routed.pipe(
+  /**
+   * The url the Api serves the request at (below the base path, without a trailing slash), or
+   * undefined when it is answered outside the Api (the UI, a 404).
+   */
+  const target = (method: string, url: string): string | undefined => {
+    if (outside.first(method, pathnameOf(url)) !== undefined) return undefined
+    const below = stripBasePath(url, basePath)
+    return below === undefined ? undefined : stripTrailingSlash(below)
+  }
+  /**
+   * The request as the Api reads it, or the answer it gets instead (401, 413, 400): `request` is
+   * the one `present` made. Answers given here get the CORS headers on their way out like the
+   * Api's (cors.ts marks every response), so a UI on another origin can read a 401 or a 413.
+   */
+  const admit = (
+    request: HttpServerRequest.HttpServerRequest,
+    emptyObject: boolean
+  ): Effect.Effect<Either.Either<HttpServerRequest.HttpServerRequest, HttpServerResponse.HttpServerResponse>> => {
+    const unauthorized = refusedWithoutCredential(request, request.url)
+    if (unauthorized !== undefined) return Effect.succeed(Either.left(unauthorized))
+    return Effect.map(limit.check(request), (checked) =>
+      emptyObject && Either.isRight(checked) ? Either.right(withBody(checked.right, EMPTY_OBJECT)) : checked)
+  }
+  /**
+   * What every answer goes through: CORS, the last-resort answer for an unexpected failure, the
+   * request log at DEBUG and the metrics (of `original`, the request as it came: its url names the
+   * route).
+   */
+  const around = <E>(app: HttpApp.Default<E>, original?: HttpServerRequest.HttpServerRequest): HttpApp.Default<never> => {
+    const guarded = app.pipe(
       Effect.catchAllCause((cause) => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         // The platform fails with a ready answer of its own in some cases (499 for a client that
@@ -108,7 +120,30 @@ export const edge = (
       })
     )
     const served = logsRequests ? logRequests(cors(guarded)) : cors(guarded)
-    return record === undefined ? served : recorded(served, record)
+    return record === undefined ? served : recorded(served, record, original)
+  }
+  return { outside, target, present: presented, admit, around } as const
+}
+
+export type EdgeSteps = ReturnType<typeof edgeSteps>
+
+/** Serves `api` under the base path, and what `steps` were given to serve outside it beside it. */
+export const edge = (steps: EdgeSteps) => {
+  const outside = steps.outside
+  return <E>(api: HttpApp.Default<E>): HttpApp.Default<never> => {
+    const routed = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const pathname = pathnameOf(request.url)
+      const first = outside.first(request.method, pathname)
+      if (first !== undefined) return first
+      const target = steps.target(request.method, request.url)
+      if (target === undefined) return yield* outside.serve(request, pathname)
+      const shown = presented(request, target)
+      const admitted = yield* steps.admit(shown.request, shown.emptyObject)
+      if (Either.isLeft(admitted)) return admitted.left
+      return yield* Effect.provideService(api, HttpServerRequest.HttpServerRequest, admitted.right)
+    })
+    return steps.around(routed)
   }
 }
 
@@ -116,14 +151,20 @@ export const edge = (
  * Every answer, recorded. The time is the process's monotonic clock rather than Effect's: it
  * measures how long the request took and decides nothing.
  */
-const recorded = <E, R>(app: HttpApp.Default<E, R>, record: RequestRecorder): HttpApp.Default<E, R> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+const recorded = <E, R>(
+  app: HttpApp.Default<E, R>,
+  record: RequestRecorder,
+  original: HttpServerRequest.HttpServerRequest | undefined
+): HttpApp.Default<E, R> => {
+  const time = (request: HttpServerRequest.HttpServerRequest) => {
     const started = performance.now()
     return Effect.map(app, (response) => {
       record(request, response.status, started)
       return response
     })
-  })
+  }
+  return original === undefined ? Effect.flatMap(HttpServerRequest.HttpServerRequest, time) : Effect.suspend(() => time(original))
+}
 
 const logRequests = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   Effect.gen(function* () {

@@ -12,7 +12,7 @@
  * flight a new one is answered 503 with Retry-After at once (clients of the reference retry 503).
  * Websockets have bounds of their own (server.api.websockets): they never count as requests.
  */
-import { Schema } from "effect"
+import { Context, Schema } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import type { SettingsValue } from "../settings/settings.ts"
@@ -154,6 +154,23 @@ const answerClientError = (error: Error & { code?: string }, socket: Duplex) => 
   )
 }
 
+/** A handler in front of the platform's: true when it answers the request, false to leave it to the platform. */
+export type FrontHandler = (request: IncomingMessage, response: ServerResponse) => boolean
+
+const frontHandlers = new WeakMap<Server, FrontHandler>()
+
+/** The handler in front of the platform's for `server`, if there is one. */
+export const frontHandlerOf = (server: Server): FrontHandler | undefined => frontHandlers.get(server)
+
+/** The node:http server Baton listens with (made by `makeNodeServer`), for what serves in front of the platform. */
+export class NodeServer extends Context.Tag("baton/http/NodeServer")<NodeServer, Server>() {}
+
+/** Puts `handler` in front of the platform's handler of `server`'s requests (after the liveness answer and the in-flight bound). */
+export const serveInFront = (server: Server, handler: FrontHandler | undefined): void => {
+  if (handler === undefined) frontHandlers.delete(server)
+  else frontHandlers.set(server, handler)
+}
+
 /**
  * A node:http server with the liveness fast path, the in-flight bound and the websocket bounds in
  * front of whatever handler is attached later; the fast path is left out when requests are logged
@@ -185,6 +202,8 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
       if (answer !== undefined && answer(args[0] as IncomingMessage, response)) return true
       // A held request counts as in flight: the bound covers what waits too.
       if (!held.has(response) && shed !== undefined && shed(response)) return true
+      const front = frontHandlers.get(server)
+      if (front !== undefined && front(args[0] as IncomingMessage, response)) return true
       if (server.listenerCount("request") === 0) {
         held.add(response)
         return early.push(["request", args]) > 0

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import * as net from "node:net"
+import { frontHandlerOf, NodeServer } from "../../src/http/node-server.ts"
 import { eventually } from "../support/eventually.ts"
 import { request, serverUrl, testServer } from "../support/server.ts"
 
@@ -34,6 +35,8 @@ describe("request logging", () => {
           ])
         )
         for (const line of requests) expect(typeof line.annotations.duration_ms).toBe("number")
+        // Logged requests all go the platform's way (the edge logs them), none Baton's request path.
+        expect(frontHandlerOf(yield* NodeServer)).toBeUndefined()
       })
     )
     it.effect("a client that goes away while sending its body is no server error", () =>

@@ -1,0 +1,243 @@
+/**
+ * Baton's request path for the Api's endpoints.
+ *
+ * On the platform's way (`HttpApiBuilder.serve`), a request changes its fiber's context five times
+ * before its handler runs (the server's, the edge's, the router's and the two Api middlewares'),
+ * each an acquire-use-release of about twenty Effect operations, and opens and closes a scope of
+ * its own: `GET /version` cost about 200 operations, more than ten times the CPU of node:http answering it.
+ *
+ * Here a request for one of the Api's endpoints is run as one fiber whose context holds, from the
+ * start, the request as the Api reads it (./edge.ts's `present`), its route and its query. It goes
+ * through the same steps as on the platform's way, in the same order, made of the same parts: the
+ * edge's `admit` and `around`, the Api's middlewares (as they are registered), the route's own
+ * decoding and handler, and the Api's encoding of its errors. Requests are routed by the same
+ * router (find-my-way, over the routes the Api's groups registered), so a request reaches the
+ * handler it reached before.
+ *
+ * Everything else stays on the platform's way: what the edge serves outside the Api (the UI), the
+ * routes that are not the Api's endpoints (docs, metrics, websockets), CORS preflights, and every
+ * request while requests are logged (DEBUG) or traced.
+ */
+import {
+  Cookies,
+  HttpApi,
+  HttpApiBuilder,
+  type HttpApp,
+  HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerRespondable,
+  HttpServerResponse
+} from "@effect/platform"
+import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
+import { Context, Deferred, Effect, Either, Option, Runtime } from "effect"
+import * as FindMyWay from "find-my-way-ts"
+import { IncomingMessage, ServerResponse } from "node:http"
+import { Socket } from "node:net"
+import { Readable } from "node:stream"
+import type { EdgeSteps } from "./edge.ts"
+import { NodeServer, serveInFront } from "./node-server.ts"
+import { pathnameOf } from "./paths.ts"
+
+/** platform-node's request over node's IncomingMessage, as its server makes it. */
+type NodeRequestClass = new (source: IncomingMessage, response: ServerResponse) => HttpServerRequest.HttpServerRequest
+
+/**
+ * The class of platform-node's requests (not exported): taken from the one request its handler
+ * makes here, and checked to read node's message as it does. Undefined when it does not (another
+ * version): the platform's way then serves every request.
+ */
+const nodeRequestClass: Effect.Effect<NodeRequestClass | undefined> = Effect.gen(function* () {
+  const made = yield* Deferred.make<HttpServerRequest.HttpServerRequest>()
+  const handler = yield* NodeHttpServer.makeHandler(
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.as(Deferred.succeed(made, request), HttpServerResponse.empty()))
+  )
+  const probe = () => {
+    const message = new IncomingMessage(new Socket())
+    message.method = "GET"
+    message.url = "/probe?a=1"
+    message.headers = { "x-probe": "1" }
+    return message
+  }
+  const first = probe()
+  handler(first, new ServerResponse(first))
+  const request = yield* Deferred.await(made)
+  const Class = request.constructor as NodeRequestClass
+  const second = probe()
+  const again = new Class(second, new ServerResponse(second))
+  const reads = NodeHttpServerRequest.toIncomingMessage(again) === second && again.url === "/probe?a=1" &&
+    again.method === "GET" && again.headers["x-probe"] === "1"
+  return reads ? Class : undefined
+})
+
+/** Writes `response` to node's response: at once for a body in memory, through the web's stream otherwise. */
+const write = (
+  request: HttpServerRequest.HttpServerRequest,
+  to: ServerResponse,
+  response: HttpServerResponse.HttpServerResponse,
+  runtime: Runtime.Runtime<never>
+): Effect.Effect<void> => {
+  if (to.writableEnded) return Effect.void
+  let headers: Record<string, string | Array<string>> = response.headers
+  if (!Cookies.isEmpty(response.cookies)) {
+    const cookies = Cookies.toSetCookieHeaders(response.cookies)
+    if (headers["set-cookie"] !== undefined) cookies.push(headers["set-cookie"] as string)
+    headers = { ...headers, "set-cookie": cookies }
+  }
+  const body = response.body
+  const inMemory = request.method === "HEAD" || body._tag === "Empty" ? "" :
+    body._tag === "Uint8Array" ? body.body :
+    body._tag === "Raw" && (typeof body.body === "string" || body.body instanceof Uint8Array) ? body.body :
+    undefined
+  if (inMemory !== undefined) {
+    to.writeHead(response.status, headers)
+    if (inMemory === "") to.end()
+    else to.end(inMemory)
+    return Effect.void
+  }
+  return Effect.async<void>((resume) => {
+    const web = HttpServerResponse.toWeb(response, { runtime })
+    const webHeaders: Record<string, string | Array<string>> = {}
+    web.headers.forEach((value, name) => {
+      webHeaders[name] = name === "set-cookie" ? web.headers.getSetCookie() : value
+    })
+    to.writeHead(web.status, webHeaders)
+    if (web.body === null) {
+      to.end()
+      return resume(Effect.void)
+    }
+    const stream = Readable.fromWeb(web.body as import("node:stream/web").ReadableStream)
+    const done = () => resume(Effect.void)
+    stream.on("error", (error) => {
+      to.destroy(error)
+      done()
+    })
+    to.once("close", done)
+    stream.pipe(to)
+    return Effect.sync(() => stream.destroy())
+  })
+}
+
+/** A route of the Api's, ready to run: its handler inside the Api's middlewares. */
+interface Served {
+  readonly route: HttpRouter.Route<unknown, unknown>
+  readonly app: Effect.Effect<HttpServerResponse.HttpServerResponse>
+}
+
+const serving = (
+  route: HttpRouter.Route<unknown, unknown>,
+  api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>
+): Served => {
+  // As the platform's router runs a route: interruptible (a client that goes away interrupts it)
+  // unless the route says otherwise.
+  const respond = Effect.flatMap(route.handler, HttpServerRespondable.toResponse) as HttpApp.Default<unknown>
+  return { route, app: api(route.uninterruptible ? respond : Effect.interruptible(respond)) as Effect.Effect<HttpServerResponse.HttpServerResponse> }
+}
+
+export interface ApiPathOptions {
+  /** The router the Api's groups (and the docs, metrics and websockets) registered their routes in. */
+  readonly router: HttpRouter.HttpRouter<unknown, unknown>
+  /** Whether a route is one of the Api's endpoints (not docs, metrics or a websocket). */
+  readonly isEndpoint: (route: HttpRouter.Route<unknown, unknown>) => boolean
+  /** The Api's middlewares and its encoding of errors, around a route's handler. */
+  readonly api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>
+  readonly edge: EdgeSteps
+  /** What requests run with (the server's context). */
+  readonly runtime: Runtime.Runtime<never>
+}
+
+/**
+ * A handler for node's "request" event that serves the requests for the Api's endpoints (true) and
+ * leaves the others to the platform (false). Undefined when this version of platform-node makes its
+ * requests differently (./api-path.ts's `nodeRequestClass`).
+ */
+export const apiPath = (options: ApiPathOptions) =>
+  Effect.map(nodeRequestClass, (NodeRequest) => {
+    if (NodeRequest === undefined) return undefined
+    const { edge, runtime } = options
+    // Every route, as the platform's router holds them, so that a path finds the route it finds
+    // there; only the Api's endpoints have a handler here.
+    const router = FindMyWay.make<Served | undefined>()
+    for (const route of options.router.routes) {
+      const served = options.isEndpoint(route) ? serving(route, options.api) : undefined
+      if (route.method === "*") router.all(route.path, served)
+      else router.on(route.method, route.path, served)
+    }
+    const mounts = Array.from(options.router.mounts, ([path]) => path)
+    const base = runtime.context.unsafeMap
+
+    return (message: IncomingMessage, response: ServerResponse): boolean => {
+      const method = message.method
+      const url = message.url
+      if (method === undefined || url === undefined || method === "OPTIONS") return false
+      const target = edge.target(method, url)
+      if (target === undefined) return false
+      if (mounts.length > 0) {
+        const pathname = pathnameOf(target)
+        if (mounts.some((path) => pathname === path || pathname.startsWith(path + "/"))) return false
+      }
+      const found = router.find(method, target) ?? (method === "HEAD" ? router.find("GET", target) : undefined)
+      if (found === undefined || found.handler === undefined) return false
+      const route = found.handler
+      const original = new NodeRequest(message, response)
+      const shown = edge.present(original, target)
+      const request = shown.request
+      const context = new Map(base)
+      context.set(HttpServerRequest.HttpServerRequest.key, request)
+      context.set(HttpServerRequest.ParsedSearchParams.key, found.searchParams)
+      context.set(HttpRouter.RouteContext.key, {
+        [HttpRouter.RouteContextTypeId]: HttpRouter.RouteContextTypeId,
+        route: route.route,
+        params: found.params
+      })
+      const served = edge.around(
+        Effect.flatMap(edge.admit(request, shown.emptyObject), (admitted) =>
+          Either.isLeft(admitted)
+            ? Effect.succeed(admitted.left)
+            : admitted.right === request
+            ? route.app
+            : Effect.provideService(route.app, HttpServerRequest.HttpServerRequest, admitted.right)),
+        original
+      )
+      const fiber = Runtime.runFork(
+        Runtime.make({ context: Context.unsafeMake(context), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags }),
+        Effect.uninterruptible(Effect.flatMap(served, (answer) => write(request, response, answer, runtime)))
+      )
+      response.on("close", () => {
+        if (!response.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+      })
+      return true
+    }
+  })
+
+
+/**
+ * Serves the Api's endpoints of `api` through this path, in front of the platform's handler of the
+ * node server (when there is one: a server made by ./node-server.ts). Built where the platform's
+ * way is built (inside `HttpApiBuilder`'s router and middlewares), so both serve the same routes
+ * with the same middlewares.
+ */
+export const serveApiInFront = (api: HttpApi.HttpApi.Any, edge: EdgeSteps) =>
+  Effect.gen(function* () {
+    const server = yield* Effect.serviceOption(NodeServer)
+    if (Option.isNone(server)) return
+    const router = yield* HttpApiBuilder.Router.router
+    const middleware = yield* Effect.flatMap(HttpApiBuilder.Middleware, (m) => m.retrieve)
+    const { context } = yield* HttpApi.Api
+    // The Api's errors encoded as the platform's way encodes them (with the Api's context).
+    const encodeErrors = yield* Effect.provide(HttpApiBuilder.buildMiddleware(api as HttpApi.HttpApi.AnyWithProps), context)
+    const endpoints = new Set<string>()
+    HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint }) => void endpoints.add(`${endpoint.method} ${endpoint.path}`)
+    })
+    const runtime = yield* Effect.runtime<never>()
+    const handler = yield* apiPath({
+      router: router as HttpRouter.HttpRouter<unknown, unknown>,
+      isEndpoint: (route) => endpoints.has(`${route.method} ${route.path}`),
+      api: (app) => encodeErrors(middleware(app as HttpApp.Default) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>),
+      edge,
+      runtime
+    })
+    serveInFront(server.value, handler)
+  })
