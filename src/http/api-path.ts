@@ -1,18 +1,20 @@
 /**
  * Baton's request path for the Api's endpoints.
  *
- * On the platform's way (`HttpApiBuilder.serve`), a request changes its fiber's context five times
- * before its handler runs (the server's, the edge's, the router's and the two Api middlewares'),
- * each an acquire-use-release of about twenty Effect operations, and opens and closes a scope of
- * its own: `GET /version` cost about 200 operations, more than ten times the CPU of node:http answering it.
+ * On the platform's way (`HttpApiBuilder.serve`), a request changed its fiber's context four times
+ * before its group's handler changed it once more (the server's request, the request's scope, the
+ * edge's request, the router's route), each an acquire-use-release of about twenty Effect
+ * operations: `GET /version` cost about 200 operations and more than ten times the CPU of
+ * node:http answering it.
  *
- * Here a request for one of the Api's endpoints is run as one fiber whose context holds, from the
- * start, the request as the Api reads it (./edge.ts's `present`), its route and its query. It goes
- * through the same steps as on the platform's way, in the same order, made of the same parts: the
- * edge's `admit` and `around`, the Api's middlewares (as they are registered), the route's own
- * decoding and handler, and the Api's encoding of its errors. Requests are routed by the same
- * router (find-my-way, over the routes the Api's groups registered), so a request reaches the
- * handler it reached before.
+ * Here a request for one of the Api's endpoints runs as one fiber whose context holds, from the
+ * start, the request as the Api reads it (./edge.ts's `present`), its route and its query, and
+ * nothing else: the middlewares and the handlers hold what they use. It goes through the same
+ * steps as on the platform's way, in the same order, made of the same parts: the edge's `admit`
+ * and `around`, the Api's middlewares (as they are registered), the route's own decoding and
+ * handler, and the Api's encoding of its errors. Requests are routed by the same router
+ * (find-my-way, over the same routes), so a request reaches the handler it reached before. A
+ * client that goes away interrupts its request's fiber, unless its route is uninterruptible.
  *
  * Everything else stays on the platform's way: what the edge serves outside the Api (the UI), the
  * routes that are not the Api's endpoints (docs, metrics, websockets), CORS preflights, and every
@@ -128,10 +130,10 @@ const serving = (
   route: HttpRouter.Route<unknown, unknown>,
   api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>
 ): Served => {
-  // As the platform's router runs a route: interruptible (a client that goes away interrupts it)
-  // unless the route says otherwise.
+  // A client that goes away interrupts its request (the platform's way interrupts the route's
+  // handler; here the whole fiber, with nothing left to answer), unless the route says otherwise.
   const respond = Effect.flatMap(route.handler, HttpServerRespondable.toResponse) as HttpApp.Default<unknown>
-  return { route, app: api(route.uninterruptible ? respond : Effect.interruptible(respond)) as Effect.Effect<HttpServerResponse.HttpServerResponse> }
+  return { route, app: api(route.uninterruptible ? Effect.uninterruptible(respond) : respond) as Effect.Effect<HttpServerResponse.HttpServerResponse> }
 }
 
 export interface ApiPathOptions {
@@ -164,7 +166,9 @@ export const apiPath = (options: ApiPathOptions) =>
       else router.on(route.method, route.path, served)
     }
     const mounts = Array.from(options.router.mounts, ([path]) => path)
-    const base = runtime.context.unsafeMap
+    // The steps read only the request, its route and its query from the fiber's context: the
+    // middlewares and the handlers hold what they use (each group's handlers their group's context).
+    const base: ReadonlyArray<readonly [string, unknown]> = []
 
     return (message: IncomingMessage, response: ServerResponse): boolean => {
       const method = message.method
@@ -182,7 +186,7 @@ export const apiPath = (options: ApiPathOptions) =>
       const original = new NodeRequest(message, response)
       const shown = edge.present(original, target)
       const request = shown.request
-      const context = new Map(base)
+      const context = new Map<string, unknown>(base)
       context.set(HttpServerRequest.HttpServerRequest.key, request)
       context.set(HttpServerRequest.ParsedSearchParams.key, found.searchParams)
       context.set(HttpRouter.RouteContext.key, {
@@ -201,7 +205,7 @@ export const apiPath = (options: ApiPathOptions) =>
       )
       const fiber = Runtime.runFork(
         Runtime.make({ context: Context.unsafeMake(context), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags }),
-        Effect.uninterruptible(Effect.flatMap(served, (answer) => write(request, response, answer, runtime)))
+        Effect.flatMap(served, (answer) => write(request, response, answer, runtime))
       )
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)

@@ -150,11 +150,11 @@ const explainDecodeFailure = (
     return undefined
   })
 
-/** The version header of a request for `match` (./api-version.ts): a 400 when it is refused. */
-const checkVersionHeader = (match: RouteMatch | undefined, request: HttpServerRequest.HttpServerRequest) => {
-  if (match === undefined || Context.getOption(match.route.endpoint.annotations, Unversioned)._tag === "Some") return Effect.void
+/** The version header of a request for `match` (./api-version.ts): the 400 when it is refused. */
+const versionHeaderRefusal = (match: RouteMatch | undefined, request: HttpServerRequest.HttpServerRequest) => {
+  if (match === undefined || Context.getOption(match.route.endpoint.annotations, Unversioned)._tag === "Some") return undefined
   const problem = versionHeaderProblem(request.headers[VERSION_HEADER])
-  return problem === undefined ? Effect.void : Effect.fail(new BadRequest({ detail: problem }))
+  return problem === undefined ? undefined : new BadRequest({ detail: problem })
 }
 
 /** The value at `path` inside `value`, if there is one. */
@@ -196,47 +196,54 @@ const hasBody = (method: string) => method === "POST" || method === "PUT" || met
  * PostgreSQL can store neither. Requests no route takes are left to the router (404/405), and a
  * path parameter that is not of its type to the route's decoding.
  */
-const checkInput = (match: RouteMatch | undefined, request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function* () {
-    if (match === undefined) return
-    const { endpoint } = match.route
-    const items: Array<ValidationDetailItem> = []
-    const pathSchema = endpoint.pathSchema
-    if (Option.isSome(pathSchema)) {
-      const unstorableParams: Array<ValidationDetailItem> = []
-      for (const [name, value] of Object.entries(match.params)) {
-        const msg = unstorable(value)
-        if (msg !== undefined) unstorableParams.push(unstorableItem(["path", name], value, msg))
-      }
-      // Only a parameter of its type is reported here (decoded only then: most requests have none).
-      if (unstorableParams.length > 0 && Option.isNone(decodeFailures(pathSchema.value, match.params))) items.push(...unstorableParams)
+const checkInput = (
+  match: RouteMatch | undefined,
+  request: HttpServerRequest.HttpServerRequest
+): Effect.Effect<void, BadRequest | ValidationError> => {
+  if (match === undefined) return Effect.void
+  const { endpoint } = match.route
+  const items: Array<ValidationDetailItem> = []
+  const pathSchema = endpoint.pathSchema
+  if (Option.isSome(pathSchema)) {
+    const unstorableParams: Array<ValidationDetailItem> = []
+    for (const [name, value] of Object.entries(match.params)) {
+      const msg = unstorable(value)
+      if (msg !== undefined) unstorableParams.push(unstorableItem(["path", name], value, msg))
     }
+    // Only a parameter of its type is reported here (decoded only then: most requests have none).
+    if (unstorableParams.length > 0 && Option.isNone(decodeFailures(pathSchema.value, match.params))) items.push(...unstorableParams)
+  }
+  if (request.url.includes("?")) {
     for (const [key, value] of Object.entries(searchParamsRecord(request.url))) {
       for (const text of Array.isArray(value) ? value : [value]) {
         const msg = unstorable(text)
         if (msg !== undefined) items.push(unstorableItem(["query", key], text, msg))
       }
     }
-    if (Option.isSome(endpoint.payloadSchema) && hasBody(request.method)) {
-      // The text is read once and kept: the route's own decoding reads the same text.
-      const text = yield* Effect.orElseSucceed(request.text, () => "")
-      if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-        return yield* Effect.fail(new BadRequest({ detail: "There was an error parsing the body" }))
-      }
-      const annotations = endpoint.payloadSchema.value.ast.annotations
-      const cleansText = annotations[CleansTextAnnotationId] === true
-      const precheck = annotations[PrecheckAnnotationId] as Precheck | undefined
-      const strings = !cleansText && mayHoldUnstorableText(text)
-      if (strings || mayHoldNonFiniteNumber(text) || precheck !== undefined) {
-        const parsed = Either.try(() => JSON.parse(text) as unknown)
-        if (Either.isRight(parsed)) {
-          items.push(...unstorableItems(["body"], parsed.right, { strings }))
-          if (precheck !== undefined) items.push(...precheck(parsed.right))
-        }
+  }
+  const refused = (): Effect.Effect<void, BadRequest | ValidationError> =>
+    items.length > 0 ? Effect.fail(new ValidationError({ detail: items })) : Effect.void
+  if (Option.isNone(endpoint.payloadSchema) || !hasBody(request.method)) return refused()
+  const payload = endpoint.payloadSchema.value
+  // The text is read once and kept: the route's own decoding reads the same text.
+  return Effect.flatMap(Effect.orElseSucceed(request.text, () => ""), (text): Effect.Effect<void, BadRequest | ValidationError> => {
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      return Effect.fail(new BadRequest({ detail: "There was an error parsing the body" }))
+    }
+    const annotations = payload.ast.annotations
+    const cleansText = annotations[CleansTextAnnotationId] === true
+    const precheck = annotations[PrecheckAnnotationId] as Precheck | undefined
+    const strings = !cleansText && mayHoldUnstorableText(text)
+    if (strings || mayHoldNonFiniteNumber(text) || precheck !== undefined) {
+      const parsed = Either.try(() => JSON.parse(text) as unknown)
+      if (Either.isRight(parsed)) {
+        items.push(...unstorableItems(["body"], parsed.right, { strings }))
+        if (precheck !== undefined) items.push(...precheck(parsed.right))
       }
     }
-    if (items.length > 0) return yield* Effect.fail(new ValidationError({ detail: items }))
+    return refused()
   })
+}
 
 /**
  * The 422 for a body of a Content-Type its endpoint does not decode (./content-type.ts), answered
@@ -332,12 +339,12 @@ const middlewareFor = <Api extends HttpApi.HttpApi.Any>(api: Api, settings: Sett
   }
 
   const middleware = (app: HttpApp.Default): HttpApp.Default<unknown> =>
-    Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const match = matchRoute(routes, request.method, pathnameOf(request.url))
-      yield* checkVersionHeader(match, request)
+      const versionRefused = versionHeaderRefusal(match, request)
+      if (versionRefused !== undefined) return Effect.fail(versionRefused)
       const refused = refuseContentType(match, request)
-      if (refused !== undefined) return refused
+      if (refused !== undefined) return Effect.succeed(refused)
       // Routing and decoding failures are typed away in HttpApp.Default; they still arrive here.
       // A handler's 422 items say what was sent where they name no input (see withInputs).
       const handled = Effect.catchIf(
@@ -345,7 +352,7 @@ const middlewareFor = <Api extends HttpApi.HttpApi.Any>(api: Api, settings: Sett
         (error): error is ValidationError => error instanceof ValidationError,
         (error) => Effect.flatMap(withInputs(request, error), Effect.fail)
       )
-      return yield* Effect.zipRight(checkInput(match, request), handled).pipe(
+      return Effect.zipRight(checkInput(match, request), handled).pipe(
         Effect.catchAll((error) => recover(request, error)),
         Effect.catchAllDefect(recoverDefect)
       )
