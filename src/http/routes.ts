@@ -115,10 +115,23 @@ const pathParams = (route: Route, pathname: string): Record<string, string> | un
   return params
 }
 
+/** Each list of routes by method, in the order the list has them (made once per list). */
+const byMethod = new WeakMap<ReadonlyArray<Route>, ReadonlyMap<string, ReadonlyArray<Route>>>()
+
+const routesOfMethod = (routes: ReadonlyArray<Route>, method: string): ReadonlyArray<Route> => {
+  let index = byMethod.get(routes)
+  if (index === undefined) {
+    const made = new Map<string, Array<Route>>()
+    for (const route of routes) made.set(route.method, [...(made.get(route.method) ?? []), route])
+    byMethod.set(routes, made)
+    index = made
+  }
+  return index.get(method) ?? []
+}
+
 /** The route of `method` that takes `pathname`, with its path parameters. */
 export const matchRoute = (routes: ReadonlyArray<Route>, method: string, pathname: string): RouteMatch | undefined => {
-  for (const route of routes) {
-    if (route.method !== method) continue
+  for (const route of routesOfMethod(routes, method)) {
     const params = pathParams(route, pathname)
     if (params !== undefined) return { route, params }
   }
