@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, List, Logger } from "effect"
-import * as net from "node:net"
 import { frontHandlerOf, NodeServer, serveInFront } from "../../src/http/node-server.ts"
-import { request, serverUrl, testServer } from "../support/server.ts"
+import { abandonedBody } from "../support/raw-http.ts"
+import { request, testServer } from "../support/server.ts"
 
 const lines: Array<{ level: string; message: unknown }> = []
 const capture = Logger.make(({ logLevel, message }) => {
@@ -57,17 +57,7 @@ describe("Baton's request path for the Api's endpoints", () => {
 
     it.effect("a client that goes away while sending its body is no server error, and the server serves on", () =>
       Effect.gen(function* () {
-        const port = Number(new URL(yield* serverUrl).port)
-        const [taken] = yield* takenWhile(Effect.async<void>((resume) => {
-          const socket = net.connect(port, "127.0.0.1", () => {
-            socket.write("POST /v2/api/flows/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
-            socket.write(`{"name": "${"a".repeat(480)}`)
-            setTimeout(() => {
-              socket.destroy()
-              resume(Effect.void)
-            }, 200)
-          })
-        }))
+        const [taken] = yield* takenWhile(abandonedBody)
         expect(taken).toEqual(["POST /v2/api/flows/"])
         // Time for the aborted request's fiber to end (interrupted when its response closed).
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
-import * as net from "node:net"
 import { frontHandlerOf, NodeServer } from "../../src/http/node-server.ts"
 import { eventually } from "../support/eventually.ts"
-import { request, serverUrl, testServer } from "../support/server.ts"
+import { abandonedBody } from "../support/raw-http.ts"
+import { request, testServer } from "../support/server.ts"
 
 /** Every log line of the server, with its annotations. */
 const lines: Array<{ level: string; message: unknown; annotations: Record<string, unknown> }> = []
@@ -41,18 +41,7 @@ describe("request logging", () => {
     )
     it.effect("a client that goes away while sending its body is no server error", () =>
       Effect.gen(function* () {
-        const port = Number(new URL(yield* serverUrl).port)
-        // Headers promising 1000 bytes, half of them, then the connection closes.
-        yield* Effect.async<void>((resume) => {
-          const socket = net.connect(port, "127.0.0.1", () => {
-            socket.write("POST /v2/api/flows/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
-            socket.write(`{"name": "${"a".repeat(480)}`)
-            setTimeout(() => {
-              socket.destroy()
-              resume(Effect.void)
-            }, 200)
-          })
-        })
+        yield* abandonedBody
         yield* eventually(Effect.suspend(() =>
           lines.some((l) => l.message === "request" && l.annotations.path === "/v2/api/flows/") ? Effect.void : Effect.fail("not logged yet")
         ))

@@ -66,3 +66,19 @@ export const rawSocket = Effect.flatMap(serverUrl, (root) =>
     socket.on("connect", () => resume(Effect.succeed({ socket, received: () => received, closed })))
   })
 )
+
+/**
+ * A client that goes away while sending its body: `POST /v2/api/flows/` with headers promising 1000
+ * bytes, half of them, then, 200 ms later, the connection closes.
+ */
+export const abandonedBody = Effect.flatMap(serverUrl, (root) =>
+  Effect.async<void>((resume) => {
+    const socket = net.connect(Number(new URL(root).port), "127.0.0.1", () => {
+      socket.write("POST /v2/api/flows/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+      socket.write(`{"name": "${"a".repeat(480)}`)
+      setTimeout(() => {
+        socket.destroy()
+        resume(Effect.void)
+      }, 200)
+    })
+  }))
