@@ -32,14 +32,17 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Deferred, Effect, Either, Option, Runtime } from "effect"
+import { Cause, Context, Deferred, Effect, Either, Exit, Option, Runtime } from "effect"
 import * as FindMyWay from "find-my-way-ts"
 import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"
 import { Readable } from "node:stream"
 import type { EdgeSteps } from "./edge.ts"
 import { NodeServer, serveInFront } from "./node-server.ts"
+import { safeCause } from "./log-safe.ts"
 import { pathnameOf } from "./paths.ts"
+
+const INTERNAL_ERROR = JSON.stringify({ exception_message: "Internal Server Error" })
 
 /** platform-node's request over node's IncomingMessage, as its server makes it. */
 type NodeRequestClass = new (source: IncomingMessage, response: ServerResponse) => HttpServerRequest.HttpServerRequest
@@ -209,6 +212,18 @@ export const apiPath = (options: ApiPathOptions) =>
       )
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+      })
+      // The steps answer every failure but an interruption; what fails after them (node refusing
+      // the answer's headers, say) is logged and answered 500, or the connection closed when the
+      // answer had begun: a request is never left without one.
+      fiber.addObserver((exit) => {
+        if (response.writableEnded || response.destroyed) return
+        if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+          Runtime.runFork(runtime, Effect.logError("Unexpected failure while answering a request", safeCause(exit.cause)))
+        }
+        if (response.headersSent) return void response.destroy()
+        response.writeHead(500, { "content-type": "application/json", "content-length": Buffer.byteLength(INTERNAL_ERROR) })
+        response.end(INTERNAL_ERROR)
       })
       return true
     }

@@ -170,6 +170,15 @@ describe("HTTP conventions", () => {
       })
     )
 
+    it.effect("answers 500 when node refuses the answer a handler made, and serves on", () =>
+      Effect.gen(function* () {
+        const res = yield* request("GET", "/probe/bad-header")
+        expect(res.status).toBe(500)
+        expect(res.body).toEqual({ exception_message: "Internal Server Error" })
+        expect((yield* request("GET", "/probe/kinds/day")).body).toBe("day")
+      })
+    )
+
     it.effect("routes a path with or without a trailing slash the same", () =>
       Effect.gen(function* () {
         for (const path of ["/health", "/health/", "/admin/version/"]) {

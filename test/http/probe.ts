@@ -3,7 +3,7 @@
  * other path parameters and query parameters, so the shared error mechanism is exercised exactly
  * as every area's endpoints will use it.
  */
-import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Schema } from "effect"
 import { BatonApi } from "../../src/api.ts"
@@ -48,6 +48,7 @@ export class ProbeApi extends HttpApiGroup.make("probe")
   .add(HttpApiEndpoint.get("boom", "/probe/boom").addSuccess(Schema.Void))
   .add(HttpApiEndpoint.del("missing", "/probe/missing/:id").setPath(Schema.Struct({ id: Schema.UUID })))
   .add(HttpApiEndpoint.get("parameters", "/probe/parameters").setUrlParams(Schema.Struct({ n: Schema.NumberFromString })).addSuccess(Schema.Number))
+  .add(HttpApiEndpoint.get("badHeader", "/probe/bad-header").addSuccess(Schema.String))
   .add(
     HttpApiEndpoint.get("slow", "/probe/slow")
       .setUrlParams(Schema.Struct({ ms: Schema.NumberFromString }))
@@ -68,6 +69,8 @@ const ProbeLive = HttpApiBuilder.group(ProbedApi, "probe", (handlers) =>
     .handle("boom", () => Effect.die(new Error("a bug")))
     .handle("missing", () => Effect.fail(new NotFound({ detail: "Item not found" })))
     .handle("slow", ({ urlParams }) => Effect.as(Effect.sleep(urlParams.ms), "done"))
+    // An answer node refuses to send (a header value with a line break).
+    .handleRaw("badHeader", () => Effect.succeed(HttpServerResponse.text("never sent", { headers: { "x-bad": "a\nb" } })))
     // A statement with `n` parameters, as a handler whose values all became parameters would send.
     .handle("parameters", ({ urlParams }) =>
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
