@@ -112,7 +112,12 @@ const write = (
       return resume(Effect.void)
     }
     const stream = Readable.fromWeb(web.body as import("node:stream/web").ReadableStream)
-    const done = () => resume(Effect.void)
+    let resumed = false
+    const done = () => {
+      if (resumed) return
+      resumed = true
+      resume(Effect.void)
+    }
     stream.on("error", (error) => {
       to.destroy(error)
       done()
