@@ -377,7 +377,9 @@ export const apiServer = (
   options: { readonly services?: boolean; readonly overrides?: SettingsModule.SettingsOverrides } = {}
 ) =>
   apiServerWith(options).pipe(
-    Layer.provideMerge(DatabaseLive),
+    // The UI is found (which may ask Python, taking a few hundred ms) while the database starts: the
+    // server's own UiStatic is this instance (Layers are memoised within one build).
+    Layer.provideMerge(Layer.merge(DatabaseLive, UiStatic.Default)),
     Layer.provideMerge(SettingsModule.layer(options.overrides))
   )
 
