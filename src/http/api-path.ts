@@ -8,8 +8,8 @@
  * node:http answering it.
  *
  * Here a request for one of the Api's endpoints runs as one fiber whose context holds, from the
- * start, the request as the Api reads it (./edge.ts's `present`), its route and its query, and
- * nothing else: the middlewares and the handlers hold what they use. It goes through the same
+ * start, the request as the Api reads it (./edge.ts's `present`), its route, its query and its
+ * scope, and nothing else: the middlewares and the handlers hold what they use. It goes through the same
  * steps as on the platform's way, in the same order, made of the same parts: the edge's `admit`
  * and `around`, the Api's middlewares (as they are registered), the route's own decoding and
  * handler, and the Api's encoding of its errors. Requests are routed by the same router
@@ -32,7 +32,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Context, Deferred, Effect, Either, Exit, Option, Runtime } from "effect"
+import { Cause, Context, Deferred, Effect, Either, Exit, Option, Runtime, Scope } from "effect"
 import * as FindMyWay from "find-my-way-ts"
 import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"
@@ -174,8 +174,9 @@ export const apiPath = (options: ApiPathOptions) =>
       else router.on(route.method, route.path, served)
     }
     const mounts = Array.from(options.router.mounts, ([path]) => path)
-    // The steps read only the request, its route and its query from the fiber's context: the
-    // middlewares and the handlers hold what they use (each group's handlers their group's context).
+    // The steps read only the request, its route, its query and its scope from the fiber's
+    // context: the middlewares and the handlers hold what they use (each group's handlers their
+    // group's context).
     const base: ReadonlyArray<readonly [string, unknown]> = []
 
     return (message: IncomingMessage, response: ServerResponse): boolean => {
@@ -195,6 +196,11 @@ export const apiPath = (options: ApiPathOptions) =>
       const shown = edge.present(original, target)
       const request = shown.request
       const context = new Map<string, unknown>(base)
+      // The request's own scope, as on the platform's way: what a handler acquires in it is
+      // released once its answer is written (without it, a handler would get its group's scope,
+      // which lasts as long as the server).
+      const scope = Effect.runSync(Scope.make())
+      context.set(Scope.Scope.key, scope)
       context.set(HttpServerRequest.HttpServerRequest.key, request)
       context.set(HttpServerRequest.ParsedSearchParams.key, found.searchParams)
       context.set(HttpRouter.RouteContext.key, {
@@ -213,7 +219,7 @@ export const apiPath = (options: ApiPathOptions) =>
       )
       const fiber = Runtime.runFork(
         Runtime.make({ context: Context.unsafeMake(context), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags }),
-        Effect.flatMap(served, (answer) => write(request, response, answer, runtime))
+        Effect.onExit(Effect.flatMap(served, (answer) => write(request, response, answer, runtime)), (exit) => Scope.close(scope, exit))
       )
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)

@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { API_VERSION } from "../../src/version.ts"
 import { request, testServer } from "../support/server.ts"
-import { ProbedApi, ProbedHandlers } from "./probe.ts"
+import { ProbedApi, ProbedHandlers, scopedUses } from "./probe.ts"
+import { eventually } from "../support/eventually.ts"
 
 const ID = "5b1e4c9e-7f0a-4b8e-9c1d-2f3a4b5c6d7e"
 
@@ -167,6 +168,15 @@ describe("HTTP conventions", () => {
         const res = yield* request("GET", "/probe/boom")
         expect(res.status).toBe(500)
         expect(res.body).toEqual({ exception_message: "Internal Server Error" })
+      })
+    )
+
+    it.effect("releases what a handler acquired in the request's scope once it has answered", () =>
+      Effect.gen(function* () {
+        const before = { ...scopedUses }
+        for (let i = 0; i < 3; i++) expect((yield* request("GET", "/probe/scoped")).body).toBe(1)
+        expect(scopedUses.acquired - before.acquired).toBe(3)
+        yield* eventually(Effect.sync(() => expect(scopedUses.released - before.released).toBe(3)))
       })
     )
 

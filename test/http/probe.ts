@@ -49,6 +49,7 @@ export class ProbeApi extends HttpApiGroup.make("probe")
   .add(HttpApiEndpoint.del("missing", "/probe/missing/:id").setPath(Schema.Struct({ id: Schema.UUID })))
   .add(HttpApiEndpoint.get("parameters", "/probe/parameters").setUrlParams(Schema.Struct({ n: Schema.NumberFromString })).addSuccess(Schema.Number))
   .add(HttpApiEndpoint.get("badHeader", "/probe/bad-header").addSuccess(Schema.String))
+  .add(HttpApiEndpoint.get("scoped", "/probe/scoped").addSuccess(Schema.Number))
   .add(
     HttpApiEndpoint.get("slow", "/probe/slow")
       .setUrlParams(Schema.Struct({ ms: Schema.NumberFromString }))
@@ -57,6 +58,9 @@ export class ProbeApi extends HttpApiGroup.make("probe")
 {}
 
 export const ProbedApi = BatonApi.add(ProbeApi)
+
+/** What GET /probe/scoped acquired, and what of it was released. */
+export const scopedUses = { acquired: 0, released: 0 }
 
 const ProbeLive = HttpApiBuilder.group(ProbedApi, "probe", (handlers) =>
   handlers
@@ -69,6 +73,8 @@ const ProbeLive = HttpApiBuilder.group(ProbedApi, "probe", (handlers) =>
     .handle("boom", () => Effect.die(new Error("a bug")))
     .handle("missing", () => Effect.fail(new NotFound({ detail: "Item not found" })))
     .handle("slow", ({ urlParams }) => Effect.as(Effect.sleep(urlParams.ms), "done"))
+    // Acquires in the request's scope: released once the answer is written.
+    .handle("scoped", () => Effect.as(Effect.acquireRelease(Effect.sync(() => void scopedUses.acquired++), () => Effect.sync(() => void scopedUses.released++)), 1))
     // An answer node refuses to send (a header value with a line break).
     .handleRaw("badHeader", () => Effect.succeed(HttpServerResponse.text("never sent", { headers: { "x-bad": "a\nb" } })))
     // A statement with `n` parameters, as a handler whose values all became parameters would send.
