@@ -32,7 +32,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Context, Deferred, Effect, Either, Exit, Option, Runtime, Scope } from "effect"
+import { Cause, Context, Deferred, Effect, Either, Option, Runtime, Scope } from "effect"
 import * as FindMyWay from "find-my-way-ts"
 import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"
@@ -183,7 +183,8 @@ export const apiPath = (options: ApiPathOptions) =>
       const method = message.method
       const url = message.url
       if (method === undefined || url === undefined || method === "OPTIONS") return false
-      const target = edge.target(method, url)
+      if (edge.outside.first(method, pathnameOf(url)) !== undefined) return false
+      const target = edge.target(url)
       if (target === undefined) return false
       if (mounts.length > 0) {
         const pathname = pathnameOf(target)
@@ -196,11 +197,6 @@ export const apiPath = (options: ApiPathOptions) =>
       const shown = edge.present(original, target)
       const request = shown.request
       const context = new Map<string, unknown>(base)
-      // The request's own scope, as on the platform's way: what a handler acquires in it is
-      // released once its answer is written (without it, a handler would get its group's scope,
-      // which lasts as long as the server).
-      const scope = Effect.runSync(Scope.make())
-      context.set(Scope.Scope.key, scope)
       context.set(HttpServerRequest.HttpServerRequest.key, request)
       context.set(HttpServerRequest.ParsedSearchParams.key, found.searchParams)
       context.set(HttpRouter.RouteContext.key, {
@@ -217,21 +213,32 @@ export const apiPath = (options: ApiPathOptions) =>
             : Effect.provideService(route.app, HttpServerRequest.HttpServerRequest, admitted.right)),
         original
       )
+      const answered = Effect.flatMap(served, (answer) => write(request, response, answer, runtime)).pipe(
+        // The steps answer every failure but an interruption; what fails after them (node refusing
+        // the answer's headers, say) is logged here, and answered by the observer below.
+        Effect.tapErrorCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("Unexpected failure while answering a request", safeCause(cause)))
+      )
+      // The request's own scope, as on the platform's way: what a handler acquires in it is released
+      // once its answer is written (without it, a handler would get its group's scope, which lasts
+      // as long as the server). Made in the fiber and put in this request's own context, which
+      // nothing has read yet.
+      const program = Effect.flatMap(Scope.make(), (scope) => {
+        context.set(Scope.Scope.key, scope)
+        return Effect.onExit(answered, (exit) => Scope.close(scope, exit))
+      })
+      // Node's request event is where a request's fiber starts, as in the platform's handler.
       const fiber = Runtime.runFork(
         Runtime.make({ context: Context.unsafeMake(context), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags }),
-        Effect.onExit(Effect.flatMap(served, (answer) => write(request, response, answer, runtime)), (exit) => Scope.close(scope, exit))
+        program
       )
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
       })
-      // The steps answer every failure but an interruption; what fails after them (node refusing
-      // the answer's headers, say) is logged and answered 500, or the connection closed when the
-      // answer had begun: a request is never left without one.
-      fiber.addObserver((exit) => {
+      // A request is never left without an answer: 500, or the connection closed when the answer
+      // had begun.
+      fiber.addObserver(() => {
         if (response.writableEnded || response.destroyed) return
-        if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
-          Runtime.runFork(runtime, Effect.logError("Unexpected failure while answering a request", safeCause(exit.cause)))
-        }
         if (response.headersSent) return void response.destroy()
         response.writeHead(500, { "content-type": "application/json", "content-length": Buffer.byteLength(INTERNAL_ERROR) })
         response.end(INTERNAL_ERROR)

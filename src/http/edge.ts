@@ -76,11 +76,10 @@ export const edgeSteps = (
   const refusedWithoutCredential = basicAuth(settings)
   const limit = bodyLimit(settings)
   /**
-   * The url the Api serves the request at (below the base path, without a trailing slash), or
-   * undefined when it is answered outside the Api (the UI, a 404).
+   * The url the Api serves a request for `url` at (below the base path, without a trailing slash),
+   * or undefined outside the base path. What `outside.first` answers is answered before.
    */
-  const target = (method: string, url: string): string | undefined => {
-    if (outside.first(method, pathnameOf(url)) !== undefined) return undefined
+  const target = (url: string): string | undefined => {
     const below = stripBasePath(url, basePath)
     return below === undefined ? undefined : stripTrailingSlash(below)
   }
@@ -136,7 +135,7 @@ export const edge = (steps: EdgeSteps) => {
       const pathname = pathnameOf(request.url)
       const first = outside.first(request.method, pathname)
       if (first !== undefined) return first
-      const target = steps.target(request.method, request.url)
+      const target = steps.target(request.url)
       if (target === undefined) return yield* outside.serve(request, pathname)
       const shown = presented(request, target)
       const admitted = yield* steps.admit(shown.request, shown.emptyObject)

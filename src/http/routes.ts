@@ -122,7 +122,11 @@ const routesOfMethod = (routes: ReadonlyArray<Route>, method: string): ReadonlyA
   let index = byMethod.get(routes)
   if (index === undefined) {
     const made = new Map<string, Array<Route>>()
-    for (const route of routes) made.set(route.method, [...(made.get(route.method) ?? []), route])
+    for (const route of routes) {
+      const list = made.get(route.method)
+      if (list === undefined) made.set(route.method, [route])
+      else list.push(route)
+    }
     byMethod.set(routes, made)
     index = made
   }
