@@ -33,12 +33,45 @@ export class DatabasePool extends Context.Tag("baton/DatabasePool")<
 >() {}
 
 /**
+ * How an interrupted statement is cancelled. PgClient cancels it with `SELECT pg_cancel_backend(pid)`
+ * through the pool, waiting up to 5 s (on the fiber's Clock) for a pooled connection, while the
+ * interrupted statement keeps its own connection until the cancel returns: with every connection
+ * taken (always, on the embedded database's single one) each interruption (a client that went away
+ * mid-statement, a service stopping) held the pool for 5 s, and for ever under a test's clock. Here
+ * the cancel never waits for the pool: on a server it goes on a connection of its own
+ * ("own-connection"); the embedded database runs one statement at a time on its one session, with
+ * nothing to cancel it from, so it is skipped ("skip"): the statement ends by itself and the next
+ * one waits behind it on the same connection.
+ */
+export type StatementCancel = "own-connection" | "skip"
+
+const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\(\d+\)$/
+
+const cancelApart = (pool: pg.Pool, cancel: StatementCancel) => {
+  const query = pool.query.bind(pool) as (...args: Array<unknown>) => unknown
+  pool.query = ((...args: Array<unknown>) => {
+    const [text, done] = args
+    if (typeof text !== "string" || typeof done !== "function" || !CANCEL_STATEMENT.test(text)) return query(...args)
+    if (cancel === "skip") return void done(null)
+    const client = new pg.Client(pool.options)
+    client.on("error", () => {})
+    client.connect()
+      .then(() => client.query(text))
+      .then(() => done(null), (error: unknown) => done(error))
+      .finally(() => client.end().catch(() => {}))
+  }) as typeof pool.query
+}
+
+/**
  * A PgClient on a pool made here, as PgClient.layer makes it (the same options, the same first
  * `SELECT 1` within connectTimeout), so that the pool's use can be read (DatabasePool): the client
  * keeps its own pool to itself. The pool ends with the Layer's scope, also when the first
- * statement fails.
+ * statement fails. Interrupted statements are cancelled as `cancel` says (StatementCancel).
  */
-export const layerPg = (config: PgClient.PgClientConfig): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool, SqlError.SqlError> =>
+export const layerPg = (
+  config: PgClient.PgClientConfig,
+  cancel: StatementCancel = "own-connection"
+): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool, SqlError.SqlError> =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
       const pool = yield* Effect.acquireRelease(
@@ -62,6 +95,7 @@ export const layerPg = (config: PgClient.PgClientConfig): Layer.Layer<PgClient.P
           })
           // A connection lost while idle is dropped by the pool; the error is the next statement's.
           made.on("error", () => {})
+          cancelApart(made, cancel)
           return made
         }),
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
@@ -240,7 +274,7 @@ export const layerSocket = (socketDir: string, settings: SettingsValue) =>
     // A local socket: TLS settings do not apply (and node-postgres must not read PGSSLMODE).
     ssl: false,
     ...poolOptions(settings.server.database, 1)
-  }).pipe(Layer.mapError(connectionFailed(settings)))
+  }, "skip").pipe(Layer.mapError(connectionFailed(settings)))
 
 /**
  * The embedded database stored under `{home}/database`, with its client. PGlite's modules are

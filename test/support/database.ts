@@ -17,6 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { inject } from "vitest"
+import { type DatabasePool, layerPg } from "../../src/database/client.ts"
 import { serveEmbedded } from "../../src/database/embedded.ts"
 import { MIGRATIONS_TABLE } from "../../src/database/migrator.ts"
 import { withDatabase } from "./global-setup.ts"
@@ -115,12 +116,16 @@ const takeWorkerDatabase = Effect.acquireRelease(
     })
 )
 
+// The server's own client (src/database/client.ts), with its pool and its way of cancelling statements.
 const embeddedClient = (socketDir: string) =>
-  PgClient.layer({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 }).pipe(Layer.orDie)
+  layerPg({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 }, "skip").pipe(Layer.orDie)
 
 export interface ScopedDatabase {
-  /** A new connection pool to the database (several may be open at once). */
-  readonly connect: () => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient>
+  /**
+   * A new connection pool to the database (several may be open at once): of `maxConnections`
+   * (10 unless given) on a server, of one embedded, as the server's.
+   */
+  readonly connect: (options?: { readonly maxConnections?: number }) => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool>
   /** The database's connection URL on a PostgreSQL server; undefined for an embedded one. */
   readonly url: string | undefined
 }
@@ -131,8 +136,8 @@ export const scopedDatabase = (options: { readonly migrated: boolean }) =>
     const url = testDatabaseUrl()
     if (url) {
       const name = yield* serverDatabase(url, options.migrated ? inject("templateDatabase") : undefined)
-      const connect = () =>
-        PgClient.layer({ url: Redacted.make(withDatabase(url, name)), maxConnections: 10 }).pipe(Layer.orDie)
+      const connect = (options: { readonly maxConnections?: number } = {}) =>
+        layerPg({ url: Redacted.make(withDatabase(url, name)), maxConnections: options.maxConnections ?? 10 }).pipe(Layer.orDie)
       return { connect, url: withDatabase(url, name) } satisfies ScopedDatabase
     }
     if (options.migrated) {

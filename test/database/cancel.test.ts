@@ -1,0 +1,60 @@
+/**
+ * A fiber interrupted while its statement runs (a client that went away mid-request, a service
+ * stopping) lets go at once, and the pool serves the next statement, even when the interrupted
+ * statement holds the pool's only connection (always so on the embedded database): the statement's
+ * cancel never waits for a pooled connection (src/database/client.ts's StatementCancel).
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { DatabasePool } from "../../src/database/client.ts"
+import { transaction } from "../../src/database/transactions.ts"
+import { onServer, scopedDatabase } from "../support/database.ts"
+
+// On a server the statement would run for seconds unless cancelled; the embedded database runs it
+// to its end whatever happens (the next statement waits behind it), so it is kept short there.
+const SLEEP_SECONDS = onServer() ? 3 : 0.5
+// Without the fix, the cancel waited 5 s for the pool's only connection (for ever under TestClock).
+const LETS_GO_WITHIN = Duration.seconds(2)
+
+describe("an interrupted statement", () => {
+  it.scopedLive("lets its fiber go at once and leaves the pool's only connection to the next statement, alone or in a transaction", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: true })
+      const context = yield* Layer.build(database.connect({ maxConnections: 1 }))
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const pool = Context.get(context, DatabasePool).use
+      const flows = (name: string) => Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM flow WHERE name = ${name}`, (rows) => rows[0]!.n)
+
+      const cases = {
+        alone: (started: Deferred.Deferred<void>) => Effect.zipRight(Deferred.succeed(started, undefined), sql`SELECT pg_sleep(${SLEEP_SECONDS})`),
+        "in a transaction": (started: Deferred.Deferred<void>) =>
+          transaction(
+            sql,
+            Effect.gen(function* () {
+              yield* sql`INSERT INTO flow (id, created, updated, name) VALUES (gen_random_uuid(), now(), now(), 'interrupted-write')`
+              yield* Deferred.succeed(started, undefined)
+              yield* sql`SELECT pg_sleep(${SLEEP_SECONDS})`
+            })
+          )
+      }
+      for (const [name, statement] of Object.entries(cases)) {
+        const started = yield* Deferred.make<void>()
+        const fiber = yield* Effect.fork(statement(started))
+        yield* Deferred.await(started)
+        // The statement is on its way: the pool's one connection is taken.
+        for (let i = 0; i < 1000 && !(pool.totalCount === 1 && pool.idleCount === 0); i++) yield* Effect.sleep(Duration.millis(1))
+        expect(pool.idleCount, name).toBe(0)
+
+        const [took, exit] = yield* Effect.timed(Fiber.interrupt(fiber).pipe(Effect.timeoutOption(Duration.seconds(10))))
+        expect(Option.map(exit, Exit.isInterrupted), name).toEqual(Option.some(true))
+        expect(Duration.toMillis(took), name).toBeLessThan(Duration.toMillis(LETS_GO_WITHIN))
+
+        const [next, rows] = yield* Effect.timed(sql<{ one: number }>`SELECT 1 AS one`)
+        expect(rows, name).toEqual([{ one: 1 }])
+        expect(Duration.toMillis(next), name).toBeLessThan(Duration.toMillis(LETS_GO_WITHIN))
+      }
+      // The interrupted transaction wrote nothing.
+      expect(yield* flows("interrupted-write")).toBe(0)
+    }), { timeout: 60_000 })
+})
