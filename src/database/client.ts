@@ -47,18 +47,30 @@ export type StatementCancel = "own-connection" | "skip"
 
 const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\(\d+\)$/
 
+/**
+ * The most cancels a process has on their own connections at once: many clients going away together
+ * must not open as many connections. Beyond it a statement is not cancelled and runs to its end
+ * (within the statement timeout); its fiber still lets go at once.
+ */
+export const MAX_CANCELS_IN_FLIGHT = 4
+
 const cancelApart = (pool: pg.Pool, cancel: StatementCancel) => {
   const query = pool.query.bind(pool) as (...args: Array<unknown>) => unknown
+  let inFlight = 0
   pool.query = ((...args: Array<unknown>) => {
     const [text, done] = args
     if (typeof text !== "string" || typeof done !== "function" || !CANCEL_STATEMENT.test(text)) return query(...args)
-    if (cancel === "skip") return void done(null)
+    if (cancel === "skip" || inFlight >= MAX_CANCELS_IN_FLIGHT) return void done(null)
+    inFlight++
     const client = new pg.Client(pool.options)
     client.on("error", () => {})
     client.connect()
       .then(() => client.query(text))
       .then(() => done(null), (error: unknown) => done(error))
-      .finally(() => client.end().catch(() => {}))
+      .finally(() => {
+        inFlight--
+        client.end().catch(() => {})
+      })
   }) as typeof pool.query
 }
 

@@ -6,8 +6,9 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
-import { DatabasePool } from "../../src/database/client.ts"
+import { Array as Arr, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import pg from "pg"
+import { DatabasePool, MAX_CANCELS_IN_FLIGHT } from "../../src/database/client.ts"
 import { transaction } from "../../src/database/transactions.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
 
@@ -57,4 +58,43 @@ describe("an interrupted statement", () => {
       // The interrupted transaction wrote nothing.
       expect(yield* flows("interrupted-write")).toBe(0)
     }), { timeout: 60_000 })
+
+  describe.runIf(onServer())("on a server", () => {
+    it.scopedLive(`interrupted together, at most ${MAX_CANCELS_IN_FLIGHT} are cancelled at once, each on a connection of its own; the others run to their end`, () =>
+      Effect.gen(function* () {
+        const database = yield* scopedDatabase({ migrated: true })
+        const statements = MAX_CANCELS_IN_FLIGHT + 2
+        const context = yield* Layer.build(database.connect({ maxConnections: statements }))
+        const sql = Context.get(context, SqlClient.SqlClient)
+        const pool = Context.get(context, DatabasePool).use
+        const running = Effect.promise(async () => {
+          const client = new pg.Client({ connectionString: database.url })
+          await client.connect()
+          try {
+            const { rows } = await client.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%interrupted-together%' AND pid <> pg_backend_pid()"
+            )
+            return rows[0]!.n
+          } finally {
+            await client.end()
+          }
+        })
+
+        const fibers = yield* Effect.forEach(Arr.range(1, statements), () => Effect.fork(sql`SELECT pg_sleep(5) /* interrupted-together */`))
+        for (let i = 0; i < 1000 && !(pool.totalCount === statements && pool.idleCount === 0); i++) yield* Effect.sleep(Duration.millis(1))
+        for (let i = 0; i < 100 && (yield* running) < statements; i++) yield* Effect.sleep(Duration.millis(10))
+        expect(yield* running).toBe(statements)
+
+        const [took] = yield* Effect.timed(Fiber.interruptAll(fibers))
+        expect(Duration.toMillis(took)).toBeLessThan(Duration.toMillis(LETS_GO_WITHIN))
+        // The cancelled ones end within moments; the others sleep on.
+        let left = statements
+        for (let i = 0; i < 100 && left > statements - MAX_CANCELS_IN_FLIGHT; i++) {
+          yield* Effect.sleep(Duration.millis(20))
+          left = yield* running
+        }
+        yield* Effect.sleep(Duration.millis(200))
+        expect(yield* running).toBe(statements - MAX_CANCELS_IN_FLIGHT)
+      }), { timeout: 60_000 })
+  })
 })
