@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Stream } from "effect"
+import { Deferred, Duration, Effect, Stream } from "effect"
 import { realClock } from "../domain/time.ts"
 
 /** Whether other processes may share this database (a PostgreSQL server, not the embedded one). */
@@ -44,6 +44,23 @@ export const HEARTBEAT_PAYLOAD = JSON.stringify({ heartbeat: true })
 const MISSED_HEARTBEATS = 3
 
 /**
+ * The LISTEN statements of one client, one at a time. PgClient sends each on its one listen
+ * connection as a listener's stream starts, and node-postgres warns (on stderr) about, and its next
+ * major version refuses, a statement sent while the connection runs another: the listeners a process
+ * starts together did so. A listener holds its client's turn until it hears itself on its channel,
+ * which is when its LISTEN has taken effect.
+ */
+const listenTurns = new WeakMap<PgClient.PgClient, Effect.Semaphore>()
+const listenTurnOf = (pg: PgClient.PgClient) => {
+  let turn = listenTurns.get(pg)
+  if (turn === undefined) listenTurns.set(pg, turn = Effect.unsafeMakeSemaphore(1))
+  return turn
+}
+
+/** How often a listener waiting for its LISTEN to take effect announces itself on its channel. */
+const KNOCK_EVERY = Duration.millis(20)
+
+/**
  * Hands every payload announced on `channel` to `onPayload` until the connection is taken as lost:
  * every `heartbeatSeconds` the listener notifies itself, and when `MISSED_HEARTBEATS` heartbeats in a
  * row bring nothing back it fails (the caller listens again after its reconnect interval). The
@@ -58,10 +75,14 @@ export const listen = (options: {
   Effect.gen(function* () {
     const pg = yield* PgClient.PgClient
     let unanswered = 0
+    const listening = yield* Deferred.make<void>()
     const heard = (payload: string) => Effect.suspend(() => {
       unanswered = 0
-      return options.onPayload(payload)
+      return Effect.zipRight(Deferred.succeed(listening, undefined), options.onPayload(payload))
     })
+    // Announces itself until it hears itself: an announcement before the LISTEN took effect is lost.
+    const knock = Effect.forever(Effect.zipRight(notify(options.channel, HEARTBEAT_PAYLOAD), Effect.withClock(Effect.sleep(KNOCK_EVERY), realClock)))
+    const untilListening = Effect.raceFirst(Deferred.await(listening), knock)
     const beat = Effect.gen(function* () {
       while (true) {
         yield* Effect.withClock(Effect.sleep(Duration.seconds(options.heartbeatSeconds)), realClock)
@@ -72,8 +93,21 @@ export const listen = (options: {
         yield* notify(options.channel, HEARTBEAT_PAYLOAD)
       }
     })
-    return yield* Effect.raceFirst(
-      Effect.zipRight(Stream.runForEach(pg.listen(options.channel), heard), Effect.fail(new Error(`listening on ${options.channel} ended`))),
-      beat
+    const turn = listenTurnOf(pg)
+    let holding = true
+    const giveTurn = Effect.suspend(() => {
+      if (!holding) return Effect.void
+      holding = false
+      return turn.release(1)
+    })
+    return yield* Effect.acquireUseRelease(
+      turn.take(1),
+      () =>
+        Effect.raceFirst(
+          Effect.zipRight(Stream.runForEach(pg.listen(options.channel), heard), Effect.fail(new Error(`listening on ${options.channel} ended`))),
+          // The heartbeats run from the start: a LISTEN that never takes effect ends the wait too.
+          Effect.raceFirst(beat, Effect.zipRight(Effect.zipRight(untilListening, giveTurn), Effect.never))
+        ),
+      () => giveTurn
     )
   })
