@@ -81,8 +81,14 @@ export const listen = (options: {
       return Effect.zipRight(Deferred.succeed(listening, undefined), options.onPayload(payload))
     })
     // Announces itself until it hears itself: an announcement before the LISTEN took effect is lost.
-    const knock = Effect.forever(Effect.zipRight(notify(options.channel, HEARTBEAT_PAYLOAD), Effect.withClock(Effect.sleep(KNOCK_EVERY), realClock)))
-    const untilListening = Effect.raceFirst(Deferred.await(listening), knock)
+    // Never interrupted in the middle of an announcement: an interrupted statement is cancelled, and
+    // a cancel that comes as the statement ends can hit the next statement on its connection.
+    const untilListening = Effect.gen(function* () {
+      while (!(yield* Deferred.isDone(listening))) {
+        yield* notify(options.channel, HEARTBEAT_PAYLOAD)
+        yield* Effect.raceFirst(Deferred.await(listening), Effect.withClock(Effect.sleep(KNOCK_EVERY), realClock))
+      }
+    })
     const beat = Effect.gen(function* () {
       while (true) {
         yield* Effect.withClock(Effect.sleep(Duration.seconds(options.heartbeatSeconds)), realClock)
