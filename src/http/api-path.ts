@@ -174,10 +174,6 @@ export const apiPath = (options: ApiPathOptions) =>
       else router.on(route.method, route.path, served)
     }
     const mounts = Array.from(options.router.mounts, ([path]) => path)
-    // The steps read only the request, its route, its query and its scope from the fiber's
-    // context: the middlewares and the handlers hold what they use (each group's handlers their
-    // group's context).
-    const base: ReadonlyArray<readonly [string, unknown]> = []
 
     return (message: IncomingMessage, response: ServerResponse): boolean => {
       const method = message.method
@@ -196,7 +192,10 @@ export const apiPath = (options: ApiPathOptions) =>
       const original = new NodeRequest(message, response)
       const shown = edge.present(original, target)
       const request = shown.request
-      const context = new Map<string, unknown>(base)
+      // The steps read only the request, its route, its query and its scope from the fiber's
+      // context: the middlewares and the handlers hold what they use (each group's handlers their
+      // group's context).
+      const context = new Map<string, unknown>()
       context.set(HttpServerRequest.HttpServerRequest.key, request)
       context.set(HttpServerRequest.ParsedSearchParams.key, found.searchParams)
       context.set(HttpRouter.RouteContext.key, {
