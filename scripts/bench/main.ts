@@ -41,6 +41,7 @@ import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./l
 import { cannon, closedLoop, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
 import { seedRuns } from "./seed.ts"
+import { splitSince, startSplit } from "./cpu-split.ts"
 import { cpuTime, idleRss, startServer, type StartedServer, startupReport } from "./startup.ts"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -181,15 +182,23 @@ const create = async (server: StartedServer, api: JsonClient, apiUrl: string) =>
 const lifecycle = async (server: StartedServer, api: JsonClient) => {
   const setup = await setUpLifecycle(api, options.workers)
   const seconds = options.seconds * 1.5
-  // Warmed up first, as the replica and --workers rows are.
-  await closedLoop(options.workers, 3, apiLifecycle(api, setup))
+  // Warmed up as long as it is measured: the server's CPU per lifecycle goes on falling for tens of
+  // seconds after the load starts (its compiler and young generation settling, the new tables' first
+  // statistics), and a server that has been up a while is what the row is about.
+  await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
   const cpuBefore = cpuTime(server.pid)
+  const batonFrom = startSplit()
   const baton = await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
   const cpuMsPerOp = (cpuTime(server.pid) - cpuBefore) / baton.count
+  const batonSplit = splitSince(batonFrom, baton.count)
   // The lifecycles' clients, and the relay's and two consumers' beside them.
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers + 3 })
   const baseline = sqlLifecycle(pool, setup)
+  // Its new connections and first plans warmed up too.
+  await closedLoop(options.workers, 3, baseline.lifecycle)
+  const sqlFrom = startSplit()
   const sql = await closedLoop(options.workers, seconds, baseline.lifecycle).finally(baseline.stop)
+  const sqlSplit = splitSince(sqlFrom, sql.count)
   await pool.end()
   record({
     scenario: `baseline: lifecycle SQL through pg (${options.workers} clients)`,
@@ -197,6 +206,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     unit: "runs/s",
     p50: sql.p50,
     p99: sql.p99,
+    ...(sqlSplit === undefined ? {} : { split: sqlSplit }),
     note: "Baton's statements of one lifecycle, without HTTP and Baton"
   })
   const boss = await pgBossLifecycle(databaseUrl, options.workers)
@@ -223,6 +233,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     p99: baton.p99,
     rssMiB: rssOf(server),
     cpuMsPerOp,
+    ...(batonSplit === undefined ? {} : { split: batonSplit }),
     versus: "lifecycle SQL",
     ratio,
     ...target(ratio >= 0.6 && baton.throughput > bossResult.throughput, ">= 60% of SQL, > pg-boss"),

@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import type { CpuSplit } from "./cpu-split.ts"
 
 export interface Row {
   readonly scenario: string
@@ -15,6 +16,8 @@ export interface Row {
   readonly rssMiB?: number
   /** The server's CPU time (user + system) per operation, in milliseconds, over the scenario. */
   readonly cpuMsPerOp?: number
+  /** PostgreSQL's, the load generator's and the idle cores' milliseconds per operation (cpu-split.ts). */
+  readonly split?: CpuSplit
   /** What the row is compared with, and the ratio of its throughput to that row's. */
   readonly versus?: string
   readonly ratio?: number
@@ -34,6 +37,8 @@ const columns: ReadonlyArray<[string, (row: Row) => string]> = [
   ["p99 ms", (r) => fixed(r.p99)],
   ["RSS MiB", (r) => fixed(r.rssMiB, 0)],
   ["server CPU ms/op", (r) => fixed(r.cpuMsPerOp, 2)],
+  ["database / load / idle ms/op", (r) =>
+    r.split === undefined ? "" : `${fixed(r.split.databaseMsPerOp, 2) || "?"} / ${fixed(r.split.benchMsPerOp, 2)} / ${fixed(r.split.idleMsPerOp, 2)}`],
   ["vs baseline", (r) => (r.ratio === undefined ? "" : `${(r.ratio * 100).toFixed(0)}% of ${r.versus}`)],
   ["target", (r) => (r.target === undefined ? "" : `${r.target} ${r.met === undefined ? "" : r.met ? "met" : "NOT MET"}`)],
   ["note", (r) => r.note ?? ""]
