@@ -1,5 +1,6 @@
 /** Offset/limit pages with the server's default limit, as the reference's filter operations take them. */
 import { Effect, Schema } from "effect"
+import { jsonListBytes } from "./json-list.ts"
 import { ValidationError } from "./errors.ts"
 import { Id } from "./ids.ts"
 import * as Lax from "./lax.ts"
@@ -45,15 +46,18 @@ export const paginate = <A, E, R>(
   count: Effect.Effect<number, E, R>
 ) => Effect.map(readPage(options, read, count), ({ limit, results, total }) => paginated(results, total, limit, options.page))
 
-/** `paginate` for a read that answers its page as JSON text (a page the database wrote): the same answer, as text. */
+/**
+ * `paginate` for a read that answers its rows as JSON texts (rows the database wrote): the same
+ * answer, as UTF-8 bytes (./json-list.ts).
+ */
 export const paginateJson = <E, R>(
   options: { readonly limit?: number | null | undefined; readonly page: number },
-  read: (limit: number, offset: number) => Effect.Effect<string, E, R>,
+  read: (limit: number, offset: number) => Effect.Effect<ReadonlyArray<string>, E, R>,
   count: Effect.Effect<number, E, R>
 ) =>
   Effect.map(readPage(options, read, count), ({ limit, results, total }) => {
     const { pages, page } = paginated([], total, limit, options.page)
-    return `{"results":${results},"count":${total},"limit":${limit},"pages":${pages},"page":${page}}`
+    return jsonListBytes(results, `{"results":[`, `],"count":${total},"limit":${limit},"pages":${pages},"page":${page}}`)
   })
 
 export const PaginationResponse = <S extends Schema.Schema.Any>(item: S, identifier: string) =>

@@ -1,12 +1,13 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Stream } from "effect"
+import { jsonListBytes } from "../domain/json-list.ts"
 import { paginateJson, resolveLimit } from "../domain/pagination.ts"
 import { orFail } from "../domain/errors.ts"
 import { historyWindow } from "../orchestration/history.ts"
 import { BatonApi } from "../api.ts"
 import { contentDisposition, CSV_HEADER, csvRows } from "../logs/csv.ts"
 import { LogsRepo } from "../logs/repo.ts"
-import { jsonText, jsonTextCreatedOrFound } from "../http/responses.ts"
+import { jsonBytes, jsonText, jsonTextCreatedOrFound } from "../http/responses.ts"
 import { FlowRunInputNotFound, FlowRunNotFound, FlowRunStateNotFound } from "./errors.ts"
 import { FlowRunInputsRepo } from "./inputs-repo.ts"
 import { FlowRunsRepo } from "./repo.ts"
@@ -44,12 +45,12 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
       // A page of runs written to JSON by the database (page-json.ts): the schema's encoding, faster.
       .handle("filter", ({ payload }) =>
         Effect.flatMap(resolveLimit(payload.limit), (limit) =>
-          Effect.map(runs.filterJson({ ...payload, limit }), (page) => jsonText(page)))
+          Effect.map(runs.filterJson({ ...payload, limit }), (runs) => jsonBytes(jsonListBytes(runs))))
       )
       .handle("paginate", ({ payload }) =>
         Effect.map(
           paginateJson(payload, (limit, offset) => runs.filterJson({ ...payload, limit, offset }), runs.count(payload)),
-          (page) => jsonText(page)
+          (page) => jsonBytes(page)
         ))
       .handle("bulkDelete", ({ payload }) =>
         Effect.map(runs.removeMatching(payload.flow_runs, payload.limit), (deleted) => ({ deleted }))

@@ -153,7 +153,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
       return rows.length > 0
     })
 
-    /** A page of runs as records: what `filterJson`'s text must encode to (the API answers with that text). */
+    /** A page of runs as records: what `filterJson`'s texts must encode to (the API answers with those texts). */
     const filter = (query: FlowRunQuery & SortedPage<FlowRunSort>) =>
       Effect.gen(function* () {
         const rows = yield* sql<FlowRunRow>`${selectPage(flowRunPage(sql, query))} ORDER BY ${flowRunOrder(sql, query.sort)}`
@@ -163,7 +163,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
 
     const runJson = sql.unsafe(flowRunJsonSql("request.at"))
 
-    /** A page as `filter` reads it, as the JSON text of the array of runs (page-json.ts). */
+    /** A page as `filter` reads it, each run as its JSON text (page-json.ts), in order. */
     const filterJson = (query: FlowRunQuery & SortedPage<FlowRunSort>) =>
       Effect.gen(function* () {
         const at = yield* now
@@ -172,7 +172,7 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
           FROM (${flowRunPage(sql, query)}) flow_run ${runJoins} CROSS JOIN (SELECT ${at}::timestamptz AS at) request
           ORDER BY ${flowRunOrder(sql, query.sort)}
         `
-        return `[${rows.map((row) => row.run).join(",")}]`
+        return rows.map((row) => row.run)
       })
 
     /** The runs with these ids, in that order (ids of no run left out). */

@@ -11,6 +11,10 @@ export const createdOrFound = <A, I>(schema: Schema.Schema<A, I>, value: A, crea
 /** JSON text written by hand (the hot paths' wire writers, a page the database wrote) as the answer. */
 export const jsonText = (text: string, status = 200) => HttpServerResponse.text(text, { status, contentType: "application/json" })
 
+/** JSON already encoded to UTF-8 (domain/json-list.ts) as the answer. */
+export const jsonBytes = (body: Uint8Array, status = 200) =>
+  HttpServerResponse.uint8Array(body, { status, contentType: "application/json" })
+
 /** `jsonText`: 201 when it was just created, 200 when it already existed. */
 export const jsonTextCreatedOrFound = (text: string, created: boolean) => jsonText(text, created ? 201 : 200)
 

@@ -321,6 +321,30 @@ describe("flow runs", () => {
           expect(page.body.results.map((r) => r.name)).toEqual(["r3", "r4"])
         }))
 
+      it.effect("answers pages of runs named outside ASCII, and empty pages, as JSON byte for byte", () =>
+        Effect.gen(function* () {
+          const flowId = yield* makeFlow(`unicode-${crypto.randomUUID()}`)
+          const names = ["día-é", "中文-运行", "emoji-😀-run"]
+          for (const name of names) yield* makeRun({ flow_id: flowId, name, tags: ["ünïcode"] })
+          const body = { flows: { id: { any_: [flowId] } }, sort: "NAME_ASC" }
+          const page = yield* request("POST", "/flow_runs/filter", { body })
+          expect(page.status).toBe(200)
+          expect(page.headers.get("content-type")).toContain("application/json")
+          expect(Number(page.headers.get("content-length"))).toBe(Buffer.byteLength(page.text))
+          expect(page.body.map((r) => r.name)).toEqual([...names].sort())
+          expect(page.body.every((r) => r.tags[0] === "ünïcode")).toBe(true)
+          const paged = yield* request("POST", "/flow_runs/paginate", { body: { ...body, page: 1, limit: 2 } })
+          expect(Number(paged.headers.get("content-length"))).toBe(Buffer.byteLength(paged.text))
+          expect(paged.body).toMatchObject({ count: 3, limit: 2, pages: 2, page: 1 })
+          expect(paged.body.results.map((r) => r.name)).toEqual([...names].sort().slice(0, 2))
+          const none = { flows: { id: { any_: [MISSING] } } }
+          const empty = yield* request("POST", "/flow_runs/filter", { body: none })
+          expect([empty.status, empty.text]).toEqual([200, "[]"])
+          const emptyPage = yield* request("POST", "/flow_runs/paginate", { body: { ...none, page: 1 } })
+          expect(emptyPage.status).toBe(200)
+          expect(emptyPage.body).toEqual({ results: [], count: 0, limit: 200, pages: 0, page: 1 })
+        }))
+
       it.effect("bulk-deletes the matching runs, answering their ids", () =>
         Effect.gen(function* () {
           const { ids, mine } = yield* runsToFilter("deleted")

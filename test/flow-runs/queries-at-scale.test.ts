@@ -684,7 +684,7 @@ describe("flow-run queries at scale", () => {
           const records = yield* repo.filter({ ...query, sort })
           expect(records).toHaveLength(made.length)
           const encoded = JSON.parse(JSON.stringify(Schema.encodeSync(Schema.Array(FlowRun))(records)))
-          const written = JSON.parse(yield* repo.filterJson({ ...query, sort }))
+          const written = (yield* repo.filterJson({ ...query, sort })).map((text) => JSON.parse(text))
           expect(written, sort).toEqual(encoded)
           // Key for key in the schema's order, nested objects too.
           const keys = (runs: Array<Record<string, any>>) =>
@@ -692,7 +692,7 @@ describe("flow-run queries at scale", () => {
           expect(keys(written)).toEqual(keys(encoded))
         }
         const byId = new Map<string, Record<string, any>>(
-          JSON.parse(yield* repo.filterJson({ ...query, sort: "ID_DESC" })).map((r: Record<string, any>) => [r.id, r])
+          (yield* repo.filterJson({ ...query, sort: "ID_DESC" })).map((text) => JSON.parse(text) as Record<string, any>).map((r) => [r.id, r])
         )
         expect(byId.get(running)!.estimated_run_time).toBeCloseTo(90.25 + 0.3, 9)
         expect(byId.get(late)!.estimated_start_time_delta).toBe(3600)
