@@ -191,8 +191,14 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
   const early: Array<[string, Array<unknown>]> = []
   // What was held is counted (shed, admitted) once, when it first came.
   const held = new WeakSet<object>()
-  server.on("newListener", (event) => {
-    if (event === "request" || event === "upgrade") setImmediate(() => {
+  // Node hands an upgrade request to the "request" listeners while no "upgrade" listener is attached:
+  // a websocket opened in that window would reach the platform as a plain request (and be refused).
+  // This one stands in until the platform's is attached, so such a websocket is held as an upgrade.
+  const standIn = () => {}
+  server.on("upgrade", standIn)
+  server.on("newListener", (event, listener) => {
+    if ((event === "request" || event === "upgrade") && listener !== standIn) setImmediate(() => {
+      if (event === "upgrade") server.off("upgrade", standIn)
       for (const [held, args] of early.splice(0)) server.emit(held, ...args)
     })
   })
@@ -211,7 +217,7 @@ export const makeNodeServer = (settings: SettingsValue, options: { readonly logs
     }
     if (event === "upgrade") {
       if (!held.has(args[1] as object) && admit(args[1] as Duplex)) return true
-      if (server.listenerCount("upgrade") === 0) {
+      if (server.listeners("upgrade").every((listener) => listener === standIn)) {
         held.add(args[1] as object)
         return early.push(["upgrade", args]) > 0
       }
