@@ -74,6 +74,56 @@ const cancelApart = (pool: pg.Pool, cancel: StatementCancel) => {
   }) as typeof pool.query
 }
 
+/** node-postgres's own record of what a client is running (fields its pool reads too). */
+interface ClientQueue {
+  readonly _activeQuery?: unknown
+  readonly _queryQueue?: ReadonlyArray<unknown>
+}
+
+const busy = (client: pg.PoolClient) => {
+  const queue = client as unknown as ClientQueue
+  return queue._activeQuery != null || (queue._queryQueue?.length ?? 0) > 0
+}
+
+/**
+ * A connection goes back to the pool only once its statement has ended. PgClient gives back an
+ * interrupted statement's connection as soon as the cancel returns, while the statement may still
+ * run (its cancel arriving a moment later, or skipped: see StatementCancel); handed out at once, the
+ * next statement was queued behind it by node-postgres (its "client.query() when the client is
+ * already executing a query" deprecation, an error from pg 9 on) and waited there anyway. Here the
+ * connection is given back when node-postgres says it is idle ("drain"), or when it ends.
+ */
+const releaseWhenIdle = (pool: pg.Pool) => {
+  pool.on("connect", (client) => {
+    // The pool sets `release` each time it hands the client out; callers read it when they give it back.
+    let release: ((error?: Error | boolean) => void) | undefined
+    const whenIdle = (error?: Error | boolean) => {
+      const given = release!
+      if (error || !busy(client)) return given(error)
+      const settle = (ended: boolean) => {
+        client.off("drain", drained)
+        client.off("end", endedEarly)
+        client.off("error", ignore)
+        given(ended ? new Error("The connection ended while its statement ran") : undefined)
+      }
+      const drained = () => settle(false)
+      const endedEarly = () => settle(true)
+      // Its statement's own error goes to that statement; a lost connection ends it ("end").
+      const ignore = () => {}
+      client.on("drain", drained)
+      client.on("end", endedEarly)
+      client.on("error", ignore)
+    }
+    Object.defineProperty(client, "release", {
+      configurable: true,
+      get: () => (release === undefined ? undefined : whenIdle),
+      set: (given: (error?: Error | boolean) => void) => {
+        release = given
+      }
+    })
+  })
+}
+
 /**
  * A PgClient on a pool made here, as PgClient.layer makes it (the same options, the same first
  * `SELECT 1` within connectTimeout), so that the pool's use can be read (DatabasePool): the client
@@ -108,6 +158,7 @@ export const layerPg = (
           // A connection lost while idle is dropped by the pool; the error is the next statement's.
           made.on("error", () => {})
           cancelApart(made, cancel)
+          releaseWhenIdle(made)
           return made
         }),
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))

@@ -2,7 +2,9 @@
  * A fiber interrupted while its statement runs (a client that went away mid-request, a service
  * stopping) lets go at once, and the pool serves the next statement, even when the interrupted
  * statement holds the pool's only connection (always so on the embedded database): the statement's
- * cancel never waits for a pooled connection (src/database/client.ts's StatementCancel).
+ * cancel never waits for a pooled connection (src/database/client.ts's StatementCancel). Its
+ * connection goes back to the pool once the statement has ended, so no statement is ever handed a
+ * connection that is still running another.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -18,11 +20,31 @@ const SLEEP_SECONDS = onServer() ? 3 : 0.5
 // Without the fix, the cancel waited 5 s for the pool's only connection (for ever under TestClock).
 const LETS_GO_WITHIN = Duration.seconds(2)
 
+/**
+ * This test's statements that node-postgres was handed while their connection still ran another
+ * (watched for the test's scope; statements of anything else in the process are left out).
+ */
+const overlapping = Effect.acquireRelease(
+  Effect.sync(() => {
+    const seen: Array<string> = []
+    const query = pg.Client.prototype.query
+    pg.Client.prototype.query = function(this: pg.Client & { _activeQuery?: unknown; _queryQueue?: Array<unknown> }, ...args: Array<unknown>) {
+      const text = String(typeof args[0] === "string" ? args[0] : (args[0] as { text?: string })?.text)
+      const ours = /SELECT 1 AS one|pg_sleep|interrupted-write|FROM flow WHERE name/.test(text)
+      if (ours && (this._activeQuery != null || (this._queryQueue?.length ?? 0) > 0)) seen.push(text)
+      return (query as (...a: Array<unknown>) => unknown).apply(this, args)
+    } as typeof query
+    return { seen, query }
+  }),
+  ({ query }) => Effect.sync(() => void (pg.Client.prototype.query = query))
+)
+
 describe("an interrupted statement", () => {
   it.scopedLive("lets its fiber go at once and leaves the pool's only connection to the next statement, alone or in a transaction", () =>
     Effect.gen(function* () {
       const database = yield* scopedDatabase({ migrated: true })
       const context = yield* Layer.build(database.connect({ maxConnections: 1 }))
+      const { seen } = yield* overlapping
       const sql = Context.get(context, SqlClient.SqlClient)
       const pool = Context.get(context, DatabasePool).use
       const flows = (name: string) => Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM flow WHERE name = ${name}`, (rows) => rows[0]!.n)
@@ -57,6 +79,8 @@ describe("an interrupted statement", () => {
       }
       // The interrupted transaction wrote nothing.
       expect(yield* flows("interrupted-write")).toBe(0)
+      // Each statement after an interrupted one waited for the connection to be idle, not on it.
+      expect(seen).toEqual([])
     }), { timeout: 60_000 })
 
   describe.runIf(onServer())("on a server", () => {
@@ -95,6 +119,12 @@ describe("an interrupted statement", () => {
         }
         yield* Effect.sleep(Duration.millis(200))
         expect(yield* running).toBe(statements - MAX_CANCELS_IN_FLIGHT)
+        // The two left running keep their connections until they end: more statements than the other
+        // connections take turns on those, never queue on a running one.
+        const { seen } = yield* overlapping
+        const answers = yield* Effect.forEach(Arr.range(1, statements - 1), () => sql<{ one: number }>`SELECT 1 AS one`, { concurrency: "unbounded" })
+        expect(answers.flat()).toEqual(Arr.replicate({ one: 1 }, statements - 1))
+        expect(seen).toEqual([])
       }), { timeout: 60_000 })
   })
 })
