@@ -703,7 +703,12 @@ if (isMain) {
     () => process.exit(0),
     (error) => {
       console.error(error)
-      if (rows.length > 0) console.log(`\npartial results:\n${table(rows)}`)
+      if (rows.length > 0) {
+        console.log(`\npartial results:\n${table(rows)}`)
+        // Saved too, so that the rows measured before the failure can be named like any run's.
+        const file = save({ machine: machine(), options, failed: String(error), rows })
+        console.log(`partial results: ${path.relative(ROOT, file)}`)
+      }
       process.exit(1)
     }
   )
