@@ -236,8 +236,11 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     ...(batonSplit === undefined ? {} : { split: batonSplit }),
     versus: "lifecycle SQL",
     ratio,
-    ...target(ratio >= 0.6 && baton.throughput > bossResult.throughput, ">= 60% of SQL, > pg-boss"),
-    note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss; create, poll, Pending, Running, Completed = 5 requests`
+    // The two targets apart: one cell joining them read NOT MET for a lifecycle at 60% of its SQL.
+    ...target(ratio >= 0.6, ">= 60% of SQL"),
+    note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss (target > pg-boss ${
+      baton.throughput > bossResult.throughput ? "met" : "NOT MET"
+    }); create, poll, Pending, Running, Completed = 5 requests`
   })
   if (!options.embedded) await twoReplicas(baton.throughput, setup, server)
   if (!options.embedded) await twoWorkers(baton.throughput, setup)
