@@ -710,7 +710,7 @@ if (isMain) {
         console.log(`\npartial results:\n${table(rows)}`)
         // Saved too, so that the rows measured before the failure can be named like any run's.
         const file = save({ machine: machine(), options, failed: String(error), rows })
-        console.log(`partial results: ${path.relative(ROOT, file)}`)
+        console.log(`results (partial): ${path.relative(ROOT, file)}`)
       }
       process.exit(1)
     }

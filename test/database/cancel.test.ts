@@ -13,6 +13,7 @@ import pg from "pg"
 import { DatabasePool, MAX_CANCELS_IN_FLIGHT } from "../../src/database/client.ts"
 import { transaction } from "../../src/database/transactions.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
+import { overlappingQueries } from "../support/overlapping-queries.ts"
 
 // On a server the statement would run for seconds unless cancelled; the embedded database runs it
 // to its end whatever happens (the next statement waits behind it), so it is kept short there.
@@ -20,31 +21,15 @@ const SLEEP_SECONDS = onServer() ? 3 : 0.5
 // Without the fix, the cancel waited 5 s for the pool's only connection (for ever under TestClock).
 const LETS_GO_WITHIN = Duration.seconds(2)
 
-/**
- * This test's statements that node-postgres was handed while their connection still ran another
- * (watched for the test's scope; statements of anything else in the process are left out).
- */
-const overlapping = Effect.acquireRelease(
-  Effect.sync(() => {
-    const seen: Array<string> = []
-    const query = pg.Client.prototype.query
-    pg.Client.prototype.query = function(this: pg.Client & { _activeQuery?: unknown; _queryQueue?: Array<unknown> }, ...args: Array<unknown>) {
-      const text = String(typeof args[0] === "string" ? args[0] : (args[0] as { text?: string })?.text)
-      const ours = /SELECT 1 AS one|pg_sleep|interrupted-write|FROM flow WHERE name/.test(text)
-      if (ours && (this._activeQuery != null || (this._queryQueue?.length ?? 0) > 0)) seen.push(text)
-      return (query as (...a: Array<unknown>) => unknown).apply(this, args)
-    } as typeof query
-    return { seen, query }
-  }),
-  ({ query }) => Effect.sync(() => void (pg.Client.prototype.query = query))
-)
+/** This test's own statements (the process may be running others). */
+const ours = (text: string) => /SELECT 1 AS one|pg_sleep|interrupted-write|FROM flow WHERE name/.test(text)
 
 describe("an interrupted statement", () => {
   it.scopedLive("lets its fiber go at once and leaves the pool's only connection to the next statement, alone or in a transaction", () =>
     Effect.gen(function* () {
       const database = yield* scopedDatabase({ migrated: true })
       const context = yield* Layer.build(database.connect({ maxConnections: 1 }))
-      const { seen } = yield* overlapping
+      const seen = yield* overlappingQueries(ours)
       const sql = Context.get(context, SqlClient.SqlClient)
       const pool = Context.get(context, DatabasePool).use
       const flows = (name: string) => Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM flow WHERE name = ${name}`, (rows) => rows[0]!.n)
@@ -121,7 +106,7 @@ describe("an interrupted statement", () => {
         expect(yield* running).toBe(statements - MAX_CANCELS_IN_FLIGHT)
         // The two left running keep their connections until they end: more statements than the other
         // connections take turns on those, never queue on a running one.
-        const { seen } = yield* overlapping
+        const seen = yield* overlappingQueries(ours)
         const answers = yield* Effect.forEach(Arr.range(1, statements - 1), () => sql<{ one: number }>`SELECT 1 AS one`, { concurrency: "unbounded" })
         expect(answers.flat()).toEqual(Arr.replicate({ one: 1 }, statements - 1))
         expect(seen).toEqual([])

@@ -6,30 +6,16 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Array as Arr, Context, Duration, Effect, Fiber, Layer } from "effect"
-import pg from "pg"
 import * as Notifications from "../../src/database/notifications.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
-
-/** The statements node-postgres was handed while their connection ran another, for the scope. */
-const overlapping = Effect.acquireRelease(
-  Effect.sync(() => {
-    const seen: Array<string> = []
-    const query = pg.Client.prototype.query
-    pg.Client.prototype.query = function(this: pg.Client & { activeQuery?: unknown; _queryQueue?: Array<unknown> }, ...args: Array<unknown>) {
-      if (this.activeQuery != null || (this._queryQueue?.length ?? 0) > 0) seen.push(String(typeof args[0] === "string" ? args[0] : (args[0] as { text?: string })?.text))
-      return (query as (...a: Array<unknown>) => unknown).apply(this, args)
-    } as typeof query
-    return { seen, query }
-  }),
-  ({ query }) => Effect.sync(() => void (pg.Client.prototype.query = query))
-)
+import { overlappingQueries } from "../support/overlapping-queries.ts"
 
 describe.runIf(onServer())("listeners started together", () => {
   it.scopedLive("send their LISTEN one at a time, and each hears what is announced on its channel", () =>
     Effect.gen(function* () {
       const database = yield* scopedDatabase({ migrated: true })
       const context = yield* Layer.build(database.connect())
-      const { seen } = yield* overlapping
+      const seen = yield* overlappingQueries((text) => text.startsWith("LISTEN"))
       const channels = Arr.range(1, 5).map((i) => `baton_test_listen_${i}`)
       const heard = new Map<string, Array<string>>(channels.map((channel) => [channel, []]))
       const fibers = yield* Effect.forEach(channels, (channel) =>
@@ -48,7 +34,7 @@ describe.runIf(onServer())("listeners started together", () => {
       }
       expect(deaf()).toEqual([])
 
-      expect(seen.filter((statement) => statement.startsWith("LISTEN"))).toEqual([])
+      expect(seen).toEqual([])
       yield* Fiber.interruptAll(fibers)
     }), { timeout: 60_000 })
 })
