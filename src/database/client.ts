@@ -45,7 +45,7 @@ export class DatabasePool extends Context.Tag("baton/DatabasePool")<
  */
 export type StatementCancel = "own-connection" | "skip"
 
-const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\(\d+\)$/
+const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\((\d+)\)$/
 
 /**
  * The most cancels a process has on their own connections at once: many clients going away together
@@ -53,26 +53,6 @@ const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\(\d+\)$/
  * (within the statement timeout); its fiber still lets go at once.
  */
 export const MAX_CANCELS_IN_FLIGHT = 4
-
-const cancelApart = (pool: pg.Pool, cancel: StatementCancel) => {
-  const query = pool.query.bind(pool) as (...args: Array<unknown>) => unknown
-  let inFlight = 0
-  pool.query = ((...args: Array<unknown>) => {
-    const [text, done] = args
-    if (typeof text !== "string" || typeof done !== "function" || !CANCEL_STATEMENT.test(text)) return query(...args)
-    if (cancel === "skip" || inFlight >= MAX_CANCELS_IN_FLIGHT) return void done(null)
-    inFlight++
-    const client = new pg.Client(pool.options)
-    client.on("error", () => {})
-    client.connect()
-      .then(() => client.query(text))
-      .then(() => done(null), (error: unknown) => done(error))
-      .finally(() => {
-        inFlight--
-        client.end().catch(() => {})
-      })
-  }) as typeof pool.query
-}
 
 /** node-postgres's own record of what a client is running (fields its pool reads too). */
 interface ClientQueue {
@@ -85,43 +65,131 @@ const busy = (client: pg.PoolClient) => {
   return queue._activeQuery != null || (queue._queryQueue?.length ?? 0) > 0
 }
 
+/** The id of the server process behind a connection, once connected. */
+const processIdOf = (client: pg.ClientBase): number | undefined => (client as { processID?: number }).processID
+
+type Release = (error?: Error | boolean) => void
+type ConnectCallback = (error: Error | undefined, client: pg.PoolClient | undefined, release: Release) => void
+
 /**
+ * What happens around each time the pool hands out a connection (a checkout): which statement a
+ * cancel is for, and when the connection may go back.
+ *
+ * A cancel reaches only the statement it was asked for. PgClient sends an interrupted statement's
+ * cancel (`pg_cancel_backend(pid)`) even when the statement's answer came in first: the answer's
+ * callback has then given the connection back, the pool may have handed it to another request, and
+ * the cancel stopped that request's statement (its client got a 503). So each checkout is handed
+ * out as a view of the connection whose `processID` is a ticket of that checkout: PgClient's cancel
+ * names the ticket, and is sent to the real process only while that checkout lasts. A cancel that
+ * is sent holds the connection until it returns (PostgreSQL ignores a cancel that finds its session
+ * idle), so an answer arriving meanwhile does not hand the connection on early.
+ *
  * A connection goes back to the pool only once its statement has ended. PgClient gives back an
  * interrupted statement's connection as soon as the cancel returns, while the statement may still
  * run (its cancel arriving a moment later, or skipped: see StatementCancel); handed out at once, the
  * next statement was queued behind it by node-postgres (its "client.query() when the client is
  * already executing a query" deprecation, an error from pg 9 on) and waited there anyway. Here the
- * connection is given back when node-postgres says it is idle ("drain"), or when it ends.
+ * connection is given back once node-postgres says it is idle ("drain") and no cancel is on its way
+ * to it, or once it ends.
+ *
+ * The cancel itself never waits for the pool: on a server it goes on a connection of its own, at
+ * most MAX_CANCELS_IN_FLIGHT at once; on the embedded database it is skipped (StatementCancel).
  */
-const releaseWhenIdle = (pool: pg.Pool) => {
-  pool.on("connect", (client) => {
-    // The pool sets `release` each time it hands the client out; callers read it when they give it back.
-    let release: ((error?: Error | boolean) => void) | undefined
-    const whenIdle = (error?: Error | boolean) => {
-      const given = release!
-      if (error || !busy(client)) return given(error)
-      const settle = (ended: boolean) => {
-        client.off("drain", drained)
-        client.off("end", endedEarly)
-        client.off("error", ignore)
-        given(ended ? new Error("The connection ended while its statement ran") : undefined)
-      }
-      const drained = () => settle(false)
-      const endedEarly = () => settle(true)
-      // Its statement's own error goes to that statement; a lost connection ends it ("end").
-      const ignore = () => {}
-      client.on("drain", drained)
-      client.on("end", endedEarly)
-      client.on("error", ignore)
+const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
+  /** The process id behind each checkout that has not ended, by its ticket. */
+  const open = new Map<number, number>()
+  let lastTicket = 0
+  /** Cancels on their way, by the process id they go to, and who waits for them to return. */
+  const cancelling = new Map<number, number>()
+  const cancelReturned = new Map<number, Set<() => void>>()
+  let inFlight = 0
+
+  const noCancelFor = (processId: number | undefined) => processId === undefined || !cancelling.has(processId)
+
+  /** Gives `client` back with `release` once it runs nothing and no cancel is on its way to it. */
+  const releaseWhenIdle = (client: pg.PoolClient, release: Release, error?: Error | boolean) => {
+    const processId = processIdOf(client)
+    const idle = () => !busy(client) && noCancelFor(processId)
+    if (error || idle()) return release(error)
+    const waiters = processId === undefined ? undefined : cancelReturned.get(processId) ?? new Set<() => void>()
+    const settle = (ended: boolean) => {
+      client.off("drain", check)
+      client.off("end", endedEarly)
+      client.off("error", ignore)
+      waiters?.delete(check)
+      if (processId !== undefined && waiters?.size === 0) cancelReturned.delete(processId)
+      release(ended ? new Error("The connection ended while its statement ran") : undefined)
     }
-    Object.defineProperty(client, "release", {
-      configurable: true,
-      get: () => (release === undefined ? undefined : whenIdle),
-      set: (given: (error?: Error | boolean) => void) => {
-        release = given
+    const check = () => idle() && settle(false)
+    const endedEarly = () => settle(true)
+    // Its statement's own error goes to that statement; a lost connection ends it ("end").
+    const ignore = () => {}
+    client.on("drain", check)
+    client.on("end", endedEarly)
+    client.on("error", ignore)
+    if (processId !== undefined) cancelReturned.set(processId, waiters!.add(check))
+  }
+
+  /** The connection as one checkout sees it: its ticket for `processID`, its own `release`. */
+  const checkoutView = (client: pg.PoolClient, ticket: number, release: Release): pg.PoolClient =>
+    new Proxy(client, {
+      get: (target, key) => {
+        if (key === "processID") return ticket
+        if (key === "release") return release
+        const value = Reflect.get(target, key)
+        return typeof value === "function" ? value.bind(target) : value
       }
     })
-  })
+
+  const connect = pool.connect.bind(pool) as (callback: ConnectCallback) => void
+  const checkOut = (callback: ConnectCallback) =>
+    connect((error, client, poolRelease) => {
+      if (client === undefined) return callback(error, client, poolRelease)
+      const ticket = ++lastTicket
+      const processId = processIdOf(client)
+      if (processId !== undefined) open.set(ticket, processId)
+      let given = false
+      const release: Release = (releaseError) => {
+        // As the pool itself refuses it (a second release may still be waiting for the first).
+        if (given) throw new Error("Release called on client which has already been released to the pool.")
+        given = true
+        open.delete(ticket)
+        releaseWhenIdle(client, poolRelease, releaseError)
+      }
+      callback(error, checkoutView(client, ticket, release), release)
+    })
+  pool.connect = ((callback?: ConnectCallback) => {
+    if (callback !== undefined) return checkOut(callback)
+    return new Promise<pg.PoolClient>((resolve, reject) =>
+      checkOut((error, client) => (error !== undefined || client === undefined ? reject(error) : resolve(client)))
+    )
+  }) as typeof pool.connect
+
+  const query = pool.query.bind(pool) as (...args: Array<unknown>) => unknown
+  pool.query = ((...args: Array<unknown>) => {
+    const [text, done] = args
+    const ticket = typeof text === "string" && typeof done === "function" ? CANCEL_STATEMENT.exec(text) : null
+    if (ticket === null) return query(...args)
+    const answer = done as (error: unknown) => void
+    const processId = open.get(Number(ticket[1]))
+    // Its checkout ended (the statement answered first): the connection may be another's by now.
+    if (processId === undefined || cancel === "skip" || inFlight >= MAX_CANCELS_IN_FLIGHT) return void answer(null)
+    inFlight++
+    cancelling.set(processId, (cancelling.get(processId) ?? 0) + 1)
+    const client = new pg.Client(pool.options)
+    client.on("error", () => {})
+    client.connect()
+      .then(() => client.query(`SELECT pg_cancel_backend(${processId})`))
+      .then(() => answer(null), (error: unknown) => answer(error))
+      .finally(() => {
+        inFlight--
+        const left = (cancelling.get(processId) ?? 1) - 1
+        if (left > 0) cancelling.set(processId, left)
+        else cancelling.delete(processId)
+        cancelReturned.get(processId)?.forEach((waiter) => waiter())
+        client.end().catch(() => {})
+      })
+  }) as typeof pool.query
 }
 
 /**
@@ -157,8 +225,7 @@ export const layerPg = (
           })
           // A connection lost while idle is dropped by the pool; the error is the next statement's.
           made.on("error", () => {})
-          cancelApart(made, cancel)
-          releaseWhenIdle(made)
+          guardCheckouts(made, cancel)
           return made
         }),
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))

@@ -8,7 +8,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Array as Arr, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Array as Arr, Context, Deferred, Duration, Effect, Exit, Fiber, FiberId, Layer, Option } from "effect"
 import pg from "pg"
 import { DatabasePool, MAX_CANCELS_IN_FLIGHT } from "../../src/database/client.ts"
 import { transaction } from "../../src/database/transactions.ts"
@@ -111,5 +111,71 @@ describe("an interrupted statement", () => {
         expect(answers.flat()).toEqual(Arr.replicate({ one: 1 }, statements - 1))
         expect(seen).toEqual([])
       }), { timeout: 60_000 })
+
+    /**
+     * Runs `first` on the pool's only connection with `second` waiting for it, and interrupts
+     * `first`'s fiber as its answer comes in; `answer` decides when the answer is then handed on
+     * (the interruption is asked for before it either way). Gives both fibers' exits and the cancels
+     * the pool was asked to send.
+     */
+    const interruptedAsAnswered = (answer: (handOn: () => void, cancelsAsked: () => number) => void) =>
+      Effect.gen(function* () {
+        const database = yield* scopedDatabase({ migrated: true })
+        const context = yield* Layer.build(database.connect({ maxConnections: 1 }))
+        const sql = Context.get(context, SqlClient.SqlClient)
+        const pool = Context.get(context, DatabasePool).use as pg.Pool
+        let cancels = 0
+        const poolQuery = pool.query
+        pool.query = function(this: pg.Pool, ...args: Array<unknown>) {
+          if (typeof args[0] === "string" && args[0].startsWith("SELECT pg_cancel_backend")) cancels++
+          return (poolQuery as (...a: Array<unknown>) => unknown).apply(this, args)
+        } as typeof pool.query
+        let firstFiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+        const query = pg.Client.prototype.query
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
+              const [text, , callback] = args
+              if (typeof text === "string" && text.includes("first-on-connection") && typeof callback === "function") {
+                args[2] = (...result: Array<unknown>) => {
+                  firstFiber!.unsafeInterruptAsFork(FiberId.none)
+                  answer(() => (callback as (...a: Array<unknown>) => void)(...result), () => cancels)
+                }
+              }
+              return (query as (...a: Array<unknown>) => unknown).apply(this, args)
+            } as typeof query
+          }),
+          () => Effect.sync(() => void (pg.Client.prototype.query = query))
+        )
+        const first = yield* Effect.fork(sql`SELECT pg_sleep(0.2) /* first-on-connection */`)
+        firstFiber = first
+        for (let i = 0; i < 1000 && !(pool.totalCount === 1 && pool.idleCount === 0); i++) yield* Effect.sleep(Duration.millis(1))
+        const second = yield* Effect.fork(sql<{ slept: string }>`SELECT pg_sleep(0.3)::text AS slept /* second-on-connection */`)
+        for (let i = 0; i < 1000 && pool.waitingCount === 0; i++) yield* Effect.sleep(Duration.millis(1))
+        expect(pool.waitingCount).toBe(1)
+        return { first: yield* Fiber.await(first), second: yield* Fiber.await(second), cancels }
+      })
+
+    it.scopedLive("a cancel asked for after its statement answered is not sent: the connection has gone on to the next statement", () =>
+      Effect.gen(function* () {
+        const { cancels, first, second } = yield* interruptedAsAnswered((handOn) => handOn())
+        // The interruption won over the answer, so the fiber did ask for a cancel, after its answer
+        // had given the connection back.
+        expect(Exit.isInterrupted(first)).toBe(true)
+        expect(cancels).toBe(1)
+        expect(second).toEqual(Exit.succeed([{ slept: "" }]))
+      }), { timeout: 30_000 })
+
+    it.scopedLive("a connection whose statement answers while its cancel is on the way goes on only once the cancel has returned", () =>
+      Effect.gen(function* () {
+        const { cancels, first, second } = yield* interruptedAsAnswered((handOn, cancelsAsked) => {
+          // The answer is handed on once the interrupted fiber has asked for its cancel.
+          const wait = () => (cancelsAsked() > 0 ? handOn() : setImmediate(wait))
+          wait()
+        })
+        expect(Exit.isInterrupted(first)).toBe(true)
+        expect(cancels).toBe(1)
+        expect(second).toEqual(Exit.succeed([{ slept: "" }]))
+      }), { timeout: 30_000 })
   })
 })
