@@ -9,6 +9,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import pg from "pg"
 import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
+import { installDriverRows } from "./driver-rows.ts"
 import { isCertificateRefused, serverTls, type ServerTls } from "./tls.ts"
 
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
@@ -206,6 +207,7 @@ export const layerPg = (
     Effect.gen(function* () {
       const pool = yield* Effect.acquireRelease(
         Effect.sync(() => {
+          installDriverRows()
           const made = new pg.Pool({
             connectionString: config.url ? Redacted.value(config.url) : undefined,
             user: config.username,
