@@ -18,6 +18,7 @@ import { Leadership } from "../database/leadership.ts"
 import { BackgroundServices, type BackgroundService, runRegistered } from "./runner.ts"
 import { registerInstance } from "./instances.ts"
 import { SchedulerService } from "./scheduler.ts"
+import { TableUpkeepService } from "./table-upkeep.ts"
 
 /** The registrations, with the BackgroundServices they add themselves to. */
 export const BackgroundServicesLive = Layer.mergeAll(
@@ -30,7 +31,8 @@ export const BackgroundServicesLive = Layer.mergeAll(
   TriggersService,
   ForemanService,
   RepossessorService,
-  DbVacuumService
+  DbVacuumService,
+  TableUpkeepService
 ).pipe(Layer.provideMerge(BackgroundServices.Default))
 
 /**

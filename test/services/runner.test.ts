@@ -173,12 +173,16 @@ describe("the registered background services", () => {
         expect([...new Set(registered.filter((s) => s.singleton).map((s) => s.name))].sort()).toEqual(
           ["cancellation_cleanup", "db_vacuum", "event_persister", "foreman", "late_runs", "pause_expirations", "repossessor", "scheduler"]
         )
-        // The persister writes and relays in every process (each what it received and wrote); deleting is the leader's.
+        // The persister writes and relays in every process (each what it received and wrote); deleting
+        // and the churning tables' VACUUM are the leader's.
         expect(registered.filter((s) => s.name === "event_persister").map((s) => [s.loop, s.singleton === true])).toEqual([
           [undefined, false],
           ["outbox", false],
-          ["retention", true]
+          ["retention", true],
+          ["table upkeep", true]
         ])
+        const upkeep = registered.find((s) => s.loop === "table upkeep")!
+        expect(Duration.toSeconds(Duration.decode(upkeep.interval(settings)))).toBe(10)
         expect(registered.filter((s) => s.name === "scheduler").every((s) => s.singleton)).toBe(true)
         const scheduler = registered.find((s) => s.name === "scheduler" && s.loop === undefined)!
         expect(Duration.toSeconds(Duration.decode(scheduler.interval(settings)))).toBe(60)
