@@ -132,13 +132,26 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
   }
 
   /** The connection as one checkout sees it: its ticket for `processID`, its own `release`. */
+  /** Each connection's methods bound to it, made once (a statement reads several). */
+  const boundMethods = new WeakMap<pg.PoolClient, Map<PropertyKey, { readonly method: Function; readonly bound: Function }>>()
+  const boundTo = (client: pg.PoolClient, key: PropertyKey, method: Function) => {
+    let methods = boundMethods.get(client)
+    if (methods === undefined) boundMethods.set(client, methods = new Map())
+    const known = methods.get(key)
+    // Bound again when the method itself changed (replaced on the client or its class).
+    if (known !== undefined && known.method === method) return known.bound
+    const bound = method.bind(client)
+    methods.set(key, { method, bound })
+    return bound
+  }
+
   const checkoutView = (client: pg.PoolClient, ticket: number, release: Release): pg.PoolClient =>
     new Proxy(client, {
       get: (target, key) => {
         if (key === "processID") return ticket
         if (key === "release") return release
-        const value = Reflect.get(target, key)
-        return typeof value === "function" ? value.bind(target) : value
+        const value: unknown = Reflect.get(target, key)
+        return typeof value === "function" ? boundTo(target, key, value) : value
       }
     })
 
