@@ -100,25 +100,24 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
   /** The process id behind each checkout that has not ended, by its ticket. */
   const open = new Map<number, number>()
   let lastTicket = 0
-  /** Cancels on their way, by the process id they go to, and who waits for them to return. */
+  /**
+   * Cancels on their way, by the process id they go to, and the release waiting for them to return
+   * (one at most: a connection is in one checkout at a time).
+   */
   const cancelling = new Map<number, number>()
-  const cancelReturned = new Map<number, Set<() => void>>()
+  const cancelReturned = new Map<number, () => void>()
   let inFlight = 0
-
-  const noCancelFor = (processId: number | undefined) => processId === undefined || !cancelling.has(processId)
 
   /** Gives `client` back with `release` once it runs nothing and no cancel is on its way to it. */
   const releaseWhenIdle = (client: pg.PoolClient, release: Release, error?: Error | boolean) => {
     const processId = processIdOf(client)
-    const idle = () => !busy(client) && noCancelFor(processId)
+    const idle = () => !busy(client) && (processId === undefined || !cancelling.has(processId))
     if (error || idle()) return release(error)
-    const waiters = processId === undefined ? undefined : cancelReturned.get(processId) ?? new Set<() => void>()
     const settle = (ended: boolean) => {
       client.off("drain", check)
       client.off("end", endedEarly)
       client.off("error", ignore)
-      waiters?.delete(check)
-      if (processId !== undefined && waiters?.size === 0) cancelReturned.delete(processId)
+      if (processId !== undefined) cancelReturned.delete(processId)
       release(ended ? new Error("The connection ended while its statement ran") : undefined)
     }
     const check = () => idle() && settle(false)
@@ -128,10 +127,9 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
     client.on("drain", check)
     client.on("end", endedEarly)
     client.on("error", ignore)
-    if (processId !== undefined) cancelReturned.set(processId, waiters!.add(check))
+    if (processId !== undefined) cancelReturned.set(processId, check)
   }
 
-  /** The connection as one checkout sees it: its ticket for `processID`, its own `release`. */
   /** Each connection's methods bound to it, made once (a statement reads several). */
   const boundMethods = new WeakMap<pg.PoolClient, Map<PropertyKey, { readonly method: Function; readonly bound: Function }>>()
   const boundTo = (client: pg.PoolClient, key: PropertyKey, method: Function) => {
@@ -145,6 +143,7 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
     return bound
   }
 
+  /** The connection as one checkout sees it: its ticket for `processID`, its own `release`. */
   const checkoutView = (client: pg.PoolClient, ticket: number, release: Release): pg.PoolClient =>
     new Proxy(client, {
       get: (target, key) => {
@@ -200,7 +199,7 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
         const left = (cancelling.get(processId) ?? 1) - 1
         if (left > 0) cancelling.set(processId, left)
         else cancelling.delete(processId)
-        cancelReturned.get(processId)?.forEach((waiter) => waiter())
+        cancelReturned.get(processId)?.()
         client.end().catch(() => {})
       })
   }) as typeof pool.query

@@ -30,7 +30,6 @@ interface DriverResult {
   fields: ReadonlyArray<Field>
   _parsers: Array<Parser> | undefined
   _types: TypeSource | undefined
-  _prebuiltEmptyResultObject: unknown
   batonMakeRow?: MakeRow
   addFields(fields: ReadonlyArray<Field>): void
   parseRow(values: ReadonlyArray<unknown>): object

@@ -14,7 +14,7 @@ import { defineService, registerServices } from "./runner.ts"
 export const DEAD_ROWS_TO_VACUUM = 1000
 
 /** How often the dead rows are looked at. */
-export const UPKEEP_EVERY = Duration.seconds(10)
+const UPKEEP_EVERY = Duration.seconds(10)
 
 /** One pass: the tables vacuumed. */
 export const keepTables = Effect.gen(function* () {
