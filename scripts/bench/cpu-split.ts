@@ -67,3 +67,17 @@ export const splitSince = (from: Reading | undefined, operations: number): CpuSp
     idleMsPerOp: (machineIdle() - from.idle) / operations
   }
 }
+
+/** Splits of rounds with `operations` each, as one split per operation over all of them. */
+export const joinSplits = (rounds: ReadonlyArray<{ readonly split: CpuSplit | undefined; readonly operations: number }>): CpuSplit | undefined => {
+  if (rounds.some((round) => round.split === undefined)) return undefined
+  const operations = rounds.reduce((sum, round) => sum + round.operations, 0)
+  const total = (part: (split: CpuSplit) => number | undefined) =>
+    rounds.reduce((sum, round) => sum + (part(round.split!) ?? NaN) * round.operations, 0) / operations
+  const database = total((split) => split.databaseMsPerOp)
+  return {
+    ...(Number.isNaN(database) ? {} : { databaseMsPerOp: database }),
+    benchMsPerOp: total((split) => split.benchMsPerOp),
+    idleMsPerOp: total((split) => split.idleMsPerOp)
+  }
+}

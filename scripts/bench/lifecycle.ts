@@ -5,6 +5,7 @@
  */
 import pg from "pg"
 import PgBoss from "pg-boss"
+import { v7 as uuidv7 } from "uuid"
 import type { JsonClient } from "./load.ts"
 
 export interface LifecycleSetup {
@@ -145,63 +146,136 @@ const TAKE_NOTES = `DELETE FROM event_outbox WHERE id IN (SELECT id FROM event_o
 /** The relay's batch: its events and their resources in, and the NOTIFY that wakes other processes' readers. */
 const WRITE_EVENTS = `WITH inserted AS (
     INSERT INTO events (id, occurred, event, resource_id, resource, related_resource_ids, related, payload, received, recorded, follows)
-    SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received, $3, r.follows
-    FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, occurred timestamptz, event text, resource_id text, resource jsonb,
+    SELECT r.id, r.occurred, r.event, r.resource_id, r.resource, r.related_resource_ids, r.related, r.payload, r.received, $1, r.follows
+    FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, occurred timestamptz, event text, resource_id text, resource jsonb,
       related_resource_ids jsonb, related jsonb, payload jsonb, received timestamptz, follows uuid)
     ON CONFLICT (id) DO NOTHING RETURNING id
   ), resources AS (
     INSERT INTO event_resources (id, occurred, resource_id, resource_role, resource, event_id)
     SELECT r.id, r.occurred, r.resource_id, r.resource_role, r.resource, r.event_id
-    FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
+    FROM jsonb_to_recordset($3::jsonb) AS r(id uuid, occurred timestamptz, resource_id text, resource_role text, resource jsonb, event_id uuid)
     WHERE r.event_id IN (SELECT id FROM inserted)
-  ), announced AS (SELECT pg_notify('baton_bench_events', 'written') WHERE EXISTS (SELECT 1 FROM inserted))
+  ), announced AS (SELECT pg_notify($4, $5) WHERE $6 AND EXISTS (SELECT 1 FROM inserted))
   SELECT id, (SELECT count(*) FROM announced) AS announced FROM inserted`
 
-/** A consumer's look (the task run recorder's): passes over the events it does not handle, says what follows. */
+/**
+ * A consumer's look (the triggers' and the task run recorder's): passes over the events it does not
+ * handle, up to the log's horizon (`baton_log_horizon()`, migration 0028), says what follows.
+ */
 const CONSUMER_LOOK = `WITH cursor AS (SELECT txid, seq FROM event_consumer WHERE name = $1 FOR UPDATE SKIP LOCKED),
+  bound AS (SELECT (CASE WHEN ((SELECT txid FROM events WHERE txid IS NOT NULL AND (txid, seq) > (cursor.txid, cursor.seq)
+      ORDER BY txid, seq LIMIT 1) < pg_snapshot_xmin(pg_current_snapshot())) IS NOT FALSE
+    THEN pg_snapshot_xmin(pg_current_snapshot()) ELSE baton_log_horizon() END) AS h FROM cursor),
   batch AS (SELECT e.txid, e.seq, e.event FROM cursor, LATERAL (
     SELECT txid, seq, event FROM events WHERE txid IS NOT NULL AND (txid, seq) > (cursor.txid, cursor.seq)
-      AND txid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY txid, seq LIMIT 500) e),
-  handled AS (SELECT txid, seq FROM batch WHERE starts_with(event, 'prefect.task-run.') ORDER BY txid, seq LIMIT 1),
+      AND txid < (SELECT h FROM bound) ORDER BY txid, seq LIMIT $2) e),
+  handled AS (SELECT txid, seq FROM batch WHERE starts_with(event, $3) ORDER BY txid, seq LIMIT 1),
   skipped AS (SELECT txid, seq FROM batch WHERE NOT EXISTS (SELECT 1 FROM handled WHERE (batch.txid, batch.seq) >= (handled.txid, handled.seq))),
   last AS (SELECT txid, seq FROM skipped ORDER BY txid DESC, seq DESC LIMIT 1),
-  moved AS (UPDATE event_consumer SET txid = last.txid, seq = last.seq, updated = now() FROM last WHERE event_consumer.name = $1 RETURNING 1),
+  moved AS (UPDATE event_consumer SET txid = last.txid, seq = last.seq, updated = now() FROM last WHERE event_consumer.name = $4 RETURNING 1),
   looked AS (SELECT coalesce(b.txid, cursor.txid) AS txid, coalesce(b.seq, cursor.seq) AS seq
     FROM cursor LEFT JOIN LATERAL (SELECT txid, seq FROM batch ORDER BY txid DESC, seq DESC LIMIT 1) b ON true),
   next AS (SELECT (SELECT txid FROM events WHERE txid IS NOT NULL AND (txid, seq) > (looked.txid, looked.seq) ORDER BY txid, seq LIMIT 1) AS txid FROM looked)
-  SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = $1) AS known, EXISTS (SELECT 1 FROM cursor) AS locked,
+  SELECT EXISTS (SELECT 1 FROM event_consumer WHERE name = $5) AS known, EXISTS (SELECT 1 FROM cursor) AS locked,
     (SELECT count(*)::int FROM skipped) AS skipped, EXISTS (SELECT 1 FROM handled) AS ready,
-    (SELECT txid < pg_snapshot_xmin(pg_current_snapshot()) FROM next) AS more,
-    (SELECT txid >= pg_snapshot_xmin(pg_current_snapshot()) FROM next) AS pending, (SELECT count(*) FROM moved) AS moved`
+    (SELECT next.txid < bound.h FROM next, bound) AS more, (SELECT next.txid >= bound.h FROM next, bound) AS pending, (SELECT count(*) FROM moved) AS moved`
 
-const STATE_NAMES: Record<string, string> = { SCHEDULED: "Scheduled", PENDING: "Pending", RUNNING: "Running", COMPLETED: "Completed" }
+/** The consumers the server runs beside the lifecycles: the batch each reads, and the events it handles (none here for the triggers). */
+const CONSUMERS = [
+  { name: "bench_look_triggers", batch: 100, handles: null },
+  { name: "bench_look_recorder", batch: 500, handles: "prefect.task-run." }
+] as const
 
-/** The events of a relay's batch of notes (one a note: created, Pending, Running, Completed), with their resources. */
-const batchEvents = (notes: ReadonlyArray<{ readonly run_id: string; readonly to: string }>, at: Date) => {
-  const events = notes.map(({ run_id: runId, to }) => {
-    const name = STATE_NAMES[to] ?? to
-    return {
-      id: crypto.randomUUID(),
-      occurred: at.toISOString(),
-      event: `prefect.flow-run.${name}`,
-      resource_id: `prefect.flow-run.${runId}`,
-      resource: { "prefect.resource.id": `prefect.flow-run.${runId}`, "prefect.resource.name": `sql-${runId}`, "prefect.state-name": name },
-      related_resource_ids: [],
-      related: [],
-      payload: { intended: { from: null, to } },
-      received: at.toISOString(),
-      follows: null
+/** A state as a transition's note carries it. */
+interface NotedState {
+  readonly id: string
+  readonly type: string
+  readonly name: string
+  readonly message: null
+  readonly timestamp: string
+  readonly pause_reschedule: false
+}
+
+/** A transition's note, shaped as the server writes it, of a type the server's own relay passes over (it may take some). */
+interface Note {
+  readonly type: "bench"
+  readonly kind: "flow_run"
+  readonly run_id: string
+  readonly run_count: number
+  readonly initial_state: NotedState | null
+  readonly validated_state: NotedState
+}
+
+/** What the relay's context statement answers for a run (EVENT_CONTEXT). */
+interface RunContext {
+  readonly id: string
+  readonly name: string
+  readonly flow_id: string
+  readonly flow_name: string
+  readonly deployment_id: string | null
+  readonly deployment_name: string | null
+  readonly work_queue_id: string | null
+  readonly work_queue_name: string | null
+  readonly work_pool_id: string | null
+  readonly work_pool_name: string | null
+  readonly work_pool_type: string | null
+}
+
+/** A state's details as the server stores them. */
+const stateDetails = (runId: string, scheduledTime: string | null) => JSON.stringify({
+  flow_run_id: runId, task_run_id: null, child_flow_run_id: null, scheduled_time: scheduledTime, cache_key: null,
+  cache_expiration: null, deferred: false, untrackable_result: false, pause_timeout: null, pause_reschedule: false,
+  pause_key: null, run_input_keyset: null, refresh_cache: null, retriable: null, transition_id: null,
+  task_parameters_id: null, traceparent: null, deployment_concurrency_lease_id: null
+})
+
+/** A new run's retry policy as the server stores it. */
+const EMPIRICAL_POLICY = JSON.stringify({
+  max_retries: 0, retry_delay_seconds: 0, retries: null, retry_delay: null, pause_keys: [], resuming: false, retry_type: null
+})
+
+/**
+ * The events of a relay's batch of notes, as the server makes them (src/events/run-events.ts): the
+ * run as resource, its flow, deployment, queue and pool as related resources, the states in the
+ * payload, `follows` the state before; and the rows of their resources (src/events/repo.ts), the
+ * run's and each related one's.
+ */
+const batchEvents = (notes: ReadonlyArray<Note>, contexts: ReadonlyMap<string, RunContext>, received: Date) => {
+  const events: Array<Record<string, unknown>> = []
+  const resources: Array<Record<string, unknown>> = []
+  for (const note of notes) {
+    const context = contexts.get(note.run_id)
+    if (context === undefined) continue
+    const { initial_state: initial, validated_state: validated } = note
+    const occurred = validated.timestamp
+    const resource = {
+      "prefect.resource.id": `prefect.flow-run.${note.run_id}`, "prefect.resource.name": context.name,
+      "prefect.run-count": String(note.run_count), "prefect.state-name": validated.name,
+      "prefect.state-timestamp": occurred, "prefect.state-type": validated.type
     }
-  })
-  const resources = events.map((e) => ({
-    id: crypto.randomUUID(),
-    occurred: e.occurred,
-    resource_id: e.resource_id,
-    resource_role: "",
-    resource: { "prefect.resource.name": e.resource["prefect.resource.name"] },
-    event_id: e.id
-  }))
-  return [JSON.stringify(events), JSON.stringify(resources), at] as const
+    const related: Array<Record<string, string>> = []
+    const relate = (kind: string, id: string | null, name: string | null, extra: Record<string, string> = {}) => {
+      if (id !== null) related.push({ "prefect.resource.id": `prefect.${kind}.${id}`, "prefect.resource.role": kind, "prefect.resource.name": name ?? "", ...extra })
+    }
+    relate("flow", context.flow_id, context.flow_name)
+    relate("deployment", context.deployment_id, context.deployment_name)
+    relate("work-queue", context.work_queue_id, context.work_queue_name)
+    relate("work-pool", context.work_pool_id, context.work_pool_name, context.work_pool_type ? { "prefect.work-pool.type": context.work_pool_type } : {})
+    const essential = (state: NotedState | null) => (state === null ? null : { type: state.type, name: state.name })
+    events.push({
+      id: validated.id, occurred, event: `prefect.flow-run.${validated.name}`, resource_id: resource["prefect.resource.id"], resource,
+      related_resource_ids: related.map((r) => r["prefect.resource.id"]), related,
+      payload: { intended: { from: initial?.type ?? null, to: validated.type }, initial_state: essential(initial), validated_state: essential(validated) },
+      received: received.toISOString(), follows: initial?.id ?? null
+    })
+    const row = (labels: Record<string, string>, role: string) => {
+      const { "prefect.resource.id": id, "prefect.resource.role": _role, ...rest } = labels
+      resources.push({ id: uuidv7(), occurred, resource_id: id, resource_role: role, resource: rest, event_id: validated.id })
+    }
+    row(resource, "")
+    for (const r of related) row(r, r["prefect.resource.role"]!)
+  }
+  return { events, resources }
 }
 
 /** The least time between two relays, and between two looks of a consumer, under load (src/events/relay.ts, log.ts). */
@@ -209,16 +283,17 @@ const GAP_MS = 100
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
- * The statements Baton's database sees for its lifecycles, as pg_stat_statements counts them on
- * the server's database (same count, same shapes), issued straight through `pg`. Each lifecycle:
- * create (deployment record with its pool's job template, queue, one statement inserting the run,
- * its first state and its event's note, the run record), poll (the pool with the named queues, the
- * due runs with their records, the queues' and deployments' last-polled bookkeeping), three
- * transitions (the run's row with its version, then state + run + note if the row is unchanged).
- * Beside them, as the server does it under load, whatever the rate: the relay every 100 ms (a
- * transaction: the notes out, their runs' context, their events in) and two consumers' looks every
- * 100 ms. What the baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay
- * and the consumers.
+ * The statements Baton's database sees for its lifecycles, as the server sends them (same count,
+ * same texts but for whitespace and literals, values of the same shapes: ids as UUIDv7, states'
+ * details, notes and events as the server writes them), issued straight through `pg`. Each
+ * lifecycle: create (deployment record with its pool's job template, queue, one statement inserting
+ * the run, its first state and its event's note, the run record), poll (the pool with the named
+ * queues, the due runs with their records, the queues' and deployments' last-polled bookkeeping),
+ * three transitions (the run's row with its version, then state + run + note if the row is
+ * unchanged). Beside them, as the server does it under load, whatever the rate: the relay every 100
+ * ms (a transaction: the notes out, their runs' context, their events in with the run's flow,
+ * deployment, queue and pool as related resources) and two consumers' looks every 100 ms. What the
+ * baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay and the consumers.
  */
 export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
   let stopped = false
@@ -238,11 +313,12 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
   const relay = async (client: pg.PoolClient) => {
     await client.query("BEGIN")
     try {
-      const taken = await client.query<{ body: { type?: string; run_id: string; to: string } }>(TAKE_NOTES)
+      const taken = await client.query<{ body: Note }>(TAKE_NOTES)
       const notes = taken.rows.map((row) => row.body).filter((body) => body.type === "bench")
       if (notes.length > 0) {
-        await client.query(EVENT_CONTEXT, [[...new Set(notes.map((note) => note.run_id))]])
-        await client.query(WRITE_EVENTS, [...batchEvents(notes, new Date())])
+        const context = await client.query<RunContext>(EVENT_CONTEXT, [[...new Set(notes.map((note) => note.run_id))]])
+        const { events, resources } = batchEvents(notes, new Map(context.rows.map((row) => [row.id, row])), new Date())
+        await client.query(WRITE_EVENTS, [new Date(), JSON.stringify(events), JSON.stringify(resources), "baton_bench_events", "written", true])
       }
       await client.query("COMMIT")
     } catch (error) {
@@ -250,18 +326,22 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       throw error
     }
   }
-  /** A consumer's look (made the first time, as the server makes its cursor). */
-  const look = (name: string) => {
+  /**
+   * A consumer's look; its cursor is set to the log's end the first time, as the server makes its
+   * own (and again for each baseline: the events written meanwhile are not its lifecycles').
+   */
+  const look = (consumer: (typeof CONSUMERS)[number]) => {
     let made = false
     return async (client: pg.PoolClient) => {
       if (!made) {
         await client.query(
-          "INSERT INTO event_consumer (name, txid, seq) VALUES ($1, pg_snapshot_xmin(pg_current_snapshot()), 0) ON CONFLICT (name) DO NOTHING",
-          [name]
+          `INSERT INTO event_consumer (name, txid, seq) VALUES ($1, pg_snapshot_xmin(pg_current_snapshot()), 0)
+           ON CONFLICT (name) DO UPDATE SET txid = excluded.txid, seq = excluded.seq`,
+          [consumer.name]
         )
         made = true
       }
-      await client.query(CONSUMER_LOOK, [name])
+      await client.query(CONSUMER_LOOK, [consumer.name, consumer.batch, consumer.handles, consumer.name, consumer.name])
     }
   }
   // A loop that fails stops the others; its error is `stop`'s (never an unhandled rejection meanwhile).
@@ -271,23 +351,25 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       failure ??= error
       stopped = true
     })
-  const background = Promise.all([alongside(relay), alongside(look("bench_look_triggers")), alongside(look("bench_look_recorder"))])
+  const background = Promise.all([alongside(relay), ...CONSUMERS.map((consumer) => alongside(look(consumer)))])
   const lifecycle = async (worker: number) => {
     const queue = setup.queues[worker]!
     const client = await pool.connect()
     try {
-      const runId = crypto.randomUUID()
+      const runId = uuidv7()
       await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
       await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
-      const at = new Date()
-      // Shaped like a transition's note, of a type the server's own relay passes over (it may take them).
-      const note = (type: string) => JSON.stringify({ type: "bench", kind: "flow_run", run_id: runId, to: type, at, from: null, work_queue_id: queue.id })
+      const at = new Date().toISOString()
+      let state: NotedState = { id: uuidv7(), type: "SCHEDULED", name: "Scheduled", message: null, timestamp: at, pause_reschedule: false }
+      let runCount = 0
+      const note = (initial: NotedState | null): string =>
+        JSON.stringify({ type: "bench", kind: "flow_run", run_id: runId, run_count: runCount, initial_state: initial, validated_state: state } satisfies Note)
       await client.query(
         `WITH run AS (
            INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
              job_variables, deployment_id, work_queue_name, work_queue_id, state_id, state_type, state_name, state_timestamp,
              run_count, total_run_time, expected_start_time, next_scheduled_start_time)
-           VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, '{}'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, $5, $6, $7,
+           VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, $11::jsonb, '[]'::jsonb, $12::jsonb, '{}'::jsonb, $5, $6, $7,
              $8, 'SCHEDULED', 'Scheduled', $2, 0, 0, $2, $2)
            ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING id
          ), stored AS (
@@ -298,8 +380,9 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
            INSERT INTO event_outbox (body) SELECT $10::jsonb FROM run
          )
          SELECT id FROM run`,
-        [runId, at, `sql-${runId}`, setup.flowId, setup.deploymentId, queue.name, queue.id, crypto.randomUUID(),
-          JSON.stringify({ flow_run_id: runId, scheduled_time: at }), note("SCHEDULED")]
+        [runId, at, `sql-${runId.slice(-12)}`, setup.flowId, setup.deploymentId, queue.name, queue.id, state.id,
+          stateDetails(runId, at), note(null), EMPIRICAL_POLICY,
+          JSON.stringify({ "prefect.flow.id": setup.flowId, "prefect.deployment.id": setup.deploymentId })]
       )
       await client.query(RUN_RECORD, [runId])
       // The poll.
@@ -318,8 +401,11 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       await client.query(MARK_POLLED, [[queue.id], polledAt, polledAt.toISOString()])
       for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
         const read = await client.query(TRANSITION_READ, [id])
+        const initial = state
+        state = { id: uuidv7(), type, name, message: null, timestamp: new Date().toISOString(), pause_reschedule: false }
+        if (type === "RUNNING") runCount++
         const stored = await client.query(TRANSITION_STORE, [
-          crypto.randomUUID(), new Date(), id, type, name, JSON.stringify({ flow_run_id: id }), "{}", read.rows[0].row_version, note(type)
+          state.id, state.timestamp, id, type, name, stateDetails(id, null), EMPIRICAL_POLICY, read.rows[0].row_version, note(initial)
         ])
         if (stored.rows[0].stored !== 1) throw new Error(`${type}: the run changed meanwhile`)
       }

@@ -12,6 +12,10 @@ export interface LoadResult {
   readonly p99: number
   readonly count: number
   readonly errors: number
+  /** Each operation's latency in ms (closed loops only), so that rounds can be joined. */
+  readonly latencies?: ReadonlyArray<number>
+  /** Seconds the load ran (closed loops only). */
+  readonly seconds?: number
 }
 
 export interface CannonOptions {
@@ -138,7 +142,24 @@ export const closedLoop = async (
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     count: latencies.length,
-    errors
+    errors,
+    latencies,
+    seconds: elapsed
+  }
+}
+
+/** Rounds of one closed loop as one result: operations over the rounds' time, percentiles over all their latencies. */
+export const joinRounds = (rounds: ReadonlyArray<LoadResult>): LoadResult => {
+  const latencies = rounds.flatMap((round) => round.latencies ?? [])
+  const seconds = rounds.reduce((sum, round) => sum + (round.seconds ?? 0), 0)
+  return {
+    throughput: latencies.length / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    count: latencies.length,
+    errors: rounds.reduce((sum, round) => sum + round.errors, 0),
+    latencies,
+    seconds
   }
 }
 

@@ -38,10 +38,10 @@ import { queryCases } from "./flow-run-queries.ts"
 import { backgroundTaskDelivery } from "./background-tasks.ts"
 import { embeddedBench, embeddedRows } from "./embedded.ts"
 import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
-import { cannon, closedLoop, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
+import { cannon, closedLoop, joinRounds, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
 import { seedRuns } from "./seed.ts"
-import { splitSince, startSplit } from "./cpu-split.ts"
+import { type CpuSplit, joinSplits, splitSince, startSplit } from "./cpu-split.ts"
 import { cpuTime, idleRss, startServer, type StartedServer, startupReport } from "./startup.ts"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -178,6 +178,9 @@ const create = async (server: StartedServer, api: JsonClient, apiUrl: string) =>
   })
 }
 
+/** Rounds of the API's lifecycle and of its SQL, in turns. */
+const LIFECYCLE_ROUNDS = 3
+
 /** The run lifecycle with N workers: Baton's API, the same SQL through pg, and pg-boss. */
 const lifecycle = async (server: StartedServer, api: JsonClient) => {
   const setup = await setUpLifecycle(api, options.workers)
@@ -186,20 +189,36 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
   // seconds after the load starts (its compiler and young generation settling, the new tables' first
   // statistics), and a server that has been up a while is what the row is about.
   await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
-  const cpuBefore = cpuTime(server.pid)
-  const batonFrom = startSplit()
-  const baton = await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
-  const cpuMsPerOp = (cpuTime(server.pid) - cpuBefore) / baton.count
-  const batonSplit = splitSince(batonFrom, baton.count)
   // The lifecycles' clients, and the relay's and two consumers' beside them.
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers + 3 })
-  const baseline = sqlLifecycle(pool, setup)
   // Its new connections and first plans warmed up too.
-  await closedLoop(options.workers, 3, baseline.lifecycle)
-  const sqlFrom = startSplit()
-  const sql = await closedLoop(options.workers, seconds, baseline.lifecycle).finally(baseline.stop)
-  const sqlSplit = splitSince(sqlFrom, sql.count)
-  await pool.end()
+  const warming = sqlLifecycle(pool, setup)
+  await closedLoop(options.workers, 3, warming.lifecycle).finally(warming.stop)
+  // The API and its SQL in turns, LIFECYCLE_ROUNDS rounds each: a machine whose speed drifts over
+  // a minute (a shared host) slows both alike, where one long measurement of each compared moments.
+  const apiRounds: Array<{ result: LoadResult; cpuMs: number; split: CpuSplit | undefined }> = []
+  const sqlRounds: Array<{ result: LoadResult; split: CpuSplit | undefined }> = []
+  try {
+    for (let round = 0; round < LIFECYCLE_ROUNDS; round++) {
+      const cpuBefore = cpuTime(server.pid)
+      const batonFrom = startSplit()
+      const result = await closedLoop(options.workers, seconds / LIFECYCLE_ROUNDS, apiLifecycle(api, setup))
+      apiRounds.push({ result, cpuMs: cpuTime(server.pid) - cpuBefore, split: splitSince(batonFrom, result.count) })
+      // The baseline's relay and consumers run in its rounds only, as the server's work with its lifecycles.
+      const baseline = sqlLifecycle(pool, setup)
+      const sqlFrom = startSplit()
+      const sqlRound = await closedLoop(options.workers, seconds / LIFECYCLE_ROUNDS, baseline.lifecycle).finally(baseline.stop)
+      sqlRounds.push({ result: sqlRound, split: splitSince(sqlFrom, sqlRound.count) })
+    }
+  } finally {
+    await pool.end()
+  }
+  const baton = joinRounds(apiRounds.map((round) => round.result))
+  const cpuMsPerOp = apiRounds.reduce((sum, round) => sum + round.cpuMs, 0) / baton.count
+  const batonSplit = joinSplits(apiRounds.map((round) => ({ split: round.split, operations: round.result.count })))
+  const sql = joinRounds(sqlRounds.map((round) => round.result))
+  const sqlSplit = joinSplits(sqlRounds.map((round) => ({ split: round.split, operations: round.result.count })))
+  const roundRatios = apiRounds.map((round, i) => `${((round.result.throughput / sqlRounds[i]!.result.throughput) * 100).toFixed(0)}%`)
   record({
     scenario: `baseline: lifecycle SQL through pg (${options.workers} clients)`,
     throughput: sql.throughput,
@@ -207,7 +226,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     p50: sql.p50,
     p99: sql.p99,
     ...(sqlSplit === undefined ? {} : { split: sqlSplit }),
-    note: "Baton's statements of one lifecycle, without HTTP and Baton"
+    note: `Baton's statements of one lifecycle, without HTTP and Baton; ${LIFECYCLE_ROUNDS} rounds in turn with the API's`
   })
   const boss = await pgBossLifecycle(databaseUrl, options.workers)
   let bossResult: LoadResult
@@ -240,7 +259,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     ...target(ratio >= 0.6, ">= 60% of SQL"),
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss (target > pg-boss ${
       baton.throughput > bossResult.throughput ? "met" : "NOT MET"
-    }); create, poll, Pending, Running, Completed = 5 requests`
+    }); create, poll, Pending, Running, Completed = 5 requests; the rounds against their SQL's: ${roundRatios.join(", ")}`
   })
   if (!options.embedded) await twoReplicas(baton.throughput, setup, server)
   if (!options.embedded) await twoWorkers(baton.throughput, setup)
