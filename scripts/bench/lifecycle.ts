@@ -6,6 +6,10 @@
 import pg from "pg"
 import PgBoss from "pg-boss"
 import { v7 as uuidv7 } from "uuid"
+import { eventRows } from "../../src/events/repo.ts"
+import type { RunContext } from "../../src/events/run-resources-repo.ts"
+import { transitionEvent } from "../../src/events/run-events.ts"
+import type { NotedState, TransitionNote } from "../../src/orchestration/transitions.ts"
 import type { JsonClient } from "./load.ts"
 
 export interface LifecycleSetup {
@@ -186,41 +190,6 @@ const CONSUMERS = [
   { name: "bench_look_recorder", batch: 500, handles: "prefect.task-run." }
 ] as const
 
-/** A state as a transition's note carries it. */
-interface NotedState {
-  readonly id: string
-  readonly type: string
-  readonly name: string
-  readonly message: null
-  readonly timestamp: string
-  readonly pause_reschedule: false
-}
-
-/** A transition's note, shaped as the server writes it, of a type the server's own relay passes over (it may take some). */
-interface Note {
-  readonly type: "bench"
-  readonly kind: "flow_run"
-  readonly run_id: string
-  readonly run_count: number
-  readonly initial_state: NotedState | null
-  readonly validated_state: NotedState
-}
-
-/** What the relay's context statement answers for a run (EVENT_CONTEXT). */
-interface RunContext {
-  readonly id: string
-  readonly name: string
-  readonly flow_id: string
-  readonly flow_name: string
-  readonly deployment_id: string | null
-  readonly deployment_name: string | null
-  readonly work_queue_id: string | null
-  readonly work_queue_name: string | null
-  readonly work_pool_id: string | null
-  readonly work_pool_name: string | null
-  readonly work_pool_type: string | null
-}
-
 /** A state's details as the server stores them. */
 const stateDetails = (runId: string, scheduledTime: string | null) => JSON.stringify({
   flow_run_id: runId, task_run_id: null, child_flow_run_id: null, scheduled_time: scheduledTime, cache_key: null,
@@ -234,48 +203,20 @@ const EMPIRICAL_POLICY = JSON.stringify({
   max_retries: 0, retry_delay_seconds: 0, retries: null, retry_delay: null, pause_keys: [], resuming: false, retry_type: null
 })
 
+/** A transition's note as the server writes it, of a type the server's own relay passes over (it may take some). */
+type Note = Omit<TransitionNote, "type"> & { readonly type: "bench" }
+
 /**
- * The events of a relay's batch of notes, as the server makes them (src/events/run-events.ts): the
- * run as resource, its flow, deployment, queue and pool as related resources, the states in the
- * payload, `follows` the state before; and the rows of their resources (src/events/repo.ts), the
- * run's and each related one's.
+ * The events of a relay's batch of notes and their rows, made by the server's own functions
+ * (src/events/run-events.ts, src/events/repo.ts): the values of the baseline's statements are the
+ * server's, whatever it adds to its events.
  */
 const batchEvents = (notes: ReadonlyArray<Note>, contexts: ReadonlyMap<string, RunContext>, received: Date) => {
-  const events: Array<Record<string, unknown>> = []
-  const resources: Array<Record<string, unknown>> = []
-  for (const note of notes) {
+  const events = notes.flatMap((note) => {
     const context = contexts.get(note.run_id)
-    if (context === undefined) continue
-    const { initial_state: initial, validated_state: validated } = note
-    const occurred = validated.timestamp
-    const resource = {
-      "prefect.resource.id": `prefect.flow-run.${note.run_id}`, "prefect.resource.name": context.name,
-      "prefect.run-count": String(note.run_count), "prefect.state-name": validated.name,
-      "prefect.state-timestamp": occurred, "prefect.state-type": validated.type
-    }
-    const related: Array<Record<string, string>> = []
-    const relate = (kind: string, id: string | null, name: string | null, extra: Record<string, string> = {}) => {
-      if (id !== null) related.push({ "prefect.resource.id": `prefect.${kind}.${id}`, "prefect.resource.role": kind, "prefect.resource.name": name ?? "", ...extra })
-    }
-    relate("flow", context.flow_id, context.flow_name)
-    relate("deployment", context.deployment_id, context.deployment_name)
-    relate("work-queue", context.work_queue_id, context.work_queue_name)
-    relate("work-pool", context.work_pool_id, context.work_pool_name, context.work_pool_type ? { "prefect.work-pool.type": context.work_pool_type } : {})
-    const essential = (state: NotedState | null) => (state === null ? null : { type: state.type, name: state.name })
-    events.push({
-      id: validated.id, occurred, event: `prefect.flow-run.${validated.name}`, resource_id: resource["prefect.resource.id"], resource,
-      related_resource_ids: related.map((r) => r["prefect.resource.id"]), related,
-      payload: { intended: { from: initial?.type ?? null, to: validated.type }, initial_state: essential(initial), validated_state: essential(validated) },
-      received: received.toISOString(), follows: initial?.id ?? null
-    })
-    const row = (labels: Record<string, string>, role: string) => {
-      const { "prefect.resource.id": id, "prefect.resource.role": _role, ...rest } = labels
-      resources.push({ id: uuidv7(), occurred, resource_id: id, resource_role: role, resource: rest, event_id: validated.id })
-    }
-    row(resource, "")
-    for (const r of related) row(r, r["prefect.resource.role"]!)
-  }
-  return { events, resources }
+    return context === undefined ? [] : [transitionEvent({ ...note, type: "transition" }, context, received)]
+  })
+  return eventRows(events, received.getTime())
 }
 
 /** The least time between two relays, and between two looks of a consumer, under load (src/events/relay.ts, log.ts). */
@@ -317,8 +258,8 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       const notes = taken.rows.map((row) => row.body).filter((body) => body.type === "bench")
       if (notes.length > 0) {
         const context = await client.query<RunContext>(EVENT_CONTEXT, [[...new Set(notes.map((note) => note.run_id))]])
-        const { events, resources } = batchEvents(notes, new Map(context.rows.map((row) => [row.id, row])), new Date())
-        await client.query(WRITE_EVENTS, [new Date(), JSON.stringify(events), JSON.stringify(resources), "baton_bench_events", "written", true])
+        const { rows, resourceRows } = batchEvents(notes, new Map(context.rows.map((row) => [row.id, row])), new Date())
+        await client.query(WRITE_EVENTS, [new Date(), JSON.stringify(rows), JSON.stringify(resourceRows), "baton_bench_events", "written", true])
       }
       await client.query("COMMIT")
     } catch (error) {

@@ -40,6 +40,42 @@ const otherLabels = (resource: Record<string, string>) => {
   return rest
 }
 
+/**
+ * The rows `write` stores for `events`: each event's, and a row per resource of it (its own, role
+ * "", and each related one) with the resource's other labels, stamped `recordedMs`.
+ */
+export const eventRows = (events: ReadonlyArray<ReceivedEvent>, recordedMs: number) => {
+  const rows: Array<Record<string, unknown>> = []
+  const resourceRows: Array<Record<string, unknown>> = []
+  for (const e of events) {
+    const occurred = e.occurred.toISOString()
+    rows.push({
+      id: e.id,
+      occurred,
+      event: e.event,
+      resource_id: resourceId(e.resource),
+      resource: e.resource,
+      related_resource_ids: e.related.map(resourceId),
+      related: e.related,
+      payload: e.payload,
+      received: e.received.toISOString(),
+      follows: e.follows
+    })
+    const resourceRow = (resource: Record<string, string>, role: string) =>
+      resourceRows.push({
+        id: idAt(recordedMs),
+        occurred,
+        resource_id: resourceId(resource),
+        resource_role: role,
+        resource: otherLabels(resource),
+        event_id: e.id
+      })
+    resourceRow(e.resource, "")
+    for (const related of e.related) resourceRow(related, resourceRole(related))
+  }
+  return { rows, resourceRows }
+}
+
 /** A consumer's cursor as a batch finds it. */
 export type ConsumerCursor =
   | { readonly _tag: "Locked"; readonly position: LogPosition }
@@ -83,35 +119,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("baton/EventsRepo",
       const recordedMs = recorded.getTime()
       let written = 0
       for (let i = 0; i < events.length; i += INSERT_BATCH) {
-        const batch = events.slice(i, i + INSERT_BATCH)
-        const rows: Array<Record<string, unknown>> = []
-        const resourceRows: Array<Record<string, unknown>> = []
-        for (const e of batch) {
-          const occurred = e.occurred.toISOString()
-          rows.push({
-            id: e.id,
-            occurred,
-            event: e.event,
-            resource_id: resourceId(e.resource),
-            resource: e.resource,
-            related_resource_ids: e.related.map(resourceId),
-            related: e.related,
-            payload: e.payload,
-            received: e.received.toISOString(),
-            follows: e.follows
-          })
-          const resourceRow = (resource: Record<string, string>, role: string) =>
-            resourceRows.push({
-              id: idAt(recordedMs),
-              occurred,
-              resource_id: resourceId(resource),
-              resource_role: role,
-              resource: otherLabels(resource),
-              event_id: e.id
-            })
-          resourceRow(e.resource, "")
-          for (const related of e.related) resourceRow(related, resourceRole(related))
-        }
+        const { rows, resourceRows } = eventRows(events.slice(i, i + INSERT_BATCH), recordedMs)
         // One statement: the events not stored yet, and the resources of those alone.
         const inserted = yield* sql<{ id: string }>`
           WITH inserted AS (
