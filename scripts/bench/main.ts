@@ -178,6 +178,28 @@ const create = async (server: StartedServer, api: JsonClient, apiUrl: string) =>
   })
 }
 
+/**
+ * With --embedded the SQL baseline still runs on PostgreSQL: the bench's database there gets Baton's
+ * schema and a lifecycle's flow, pool, queues and deployment from a server started on it for that.
+ */
+const postgresSetup = async () => {
+  const port = options.port + 2
+  const server = await startServer({
+    home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-baseline-")),
+    port,
+    databaseUrl,
+    env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
+    nodeArgs: options.nodeArgs,
+    stdio: "inherit",
+    timeoutMs: 120_000
+  })
+  try {
+    return await setUpLifecycle(jsonClient(`http://127.0.0.1:${port}/v2/api`), options.workers)
+  } finally {
+    await server.stop()
+  }
+}
+
 /** Rounds of the API's lifecycle and of its SQL, in turns. */
 const LIFECYCLE_ROUNDS = 3
 
@@ -189,10 +211,11 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
   // seconds after the load starts (its compiler and young generation settling, the new tables' first
   // statistics), and a server that has been up a while is what the row is about.
   await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
+  const sqlSetup = options.embedded ? await postgresSetup() : setup
   // The lifecycles' clients, and the relay's and two consumers' beside them.
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers + 3 })
   // Its new connections and first plans warmed up too.
-  const warming = sqlLifecycle(pool, setup)
+  const warming = sqlLifecycle(pool, sqlSetup)
   await closedLoop(options.workers, 3, warming.lifecycle).finally(warming.stop)
   // The API and its SQL in turns, LIFECYCLE_ROUNDS rounds each: a machine whose speed drifts over
   // a minute (a shared host) slows both alike, where one long measurement of each compared moments.
@@ -205,7 +228,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
       const result = await closedLoop(options.workers, seconds / LIFECYCLE_ROUNDS, apiLifecycle(api, setup))
       apiRounds.push({ result, cpuMs: cpuTime(server.pid) - cpuBefore, split: splitSince(batonFrom, result.count) })
       // The baseline's relay and consumers run in its rounds only, as the server's work with its lifecycles.
-      const baseline = sqlLifecycle(pool, setup)
+      const baseline = sqlLifecycle(pool, sqlSetup)
       const sqlFrom = startSplit()
       const sqlRound = await closedLoop(options.workers, seconds / LIFECYCLE_ROUNDS, baseline.lifecycle).finally(baseline.stop)
       sqlRounds.push({ result: sqlRound, split: splitSince(sqlFrom, sqlRound.count) })
