@@ -14,7 +14,10 @@
  * and `around`, the Api's middlewares (as they are registered), the route's own decoding and
  * handler, and the Api's encoding of its errors. Requests are routed by the same router
  * (find-my-way, over the same routes), so a request reaches the handler it reached before. A
- * client that goes away interrupts its request's fiber, unless its route is uninterruptible.
+ * client that goes away interrupts its request's fiber, unless its route is uninterruptible. A
+ * request's body is read from node's message once, into one buffer (`bodyText`), where the
+ * platform reads it through an Effect stream with a fiber and a cache of its own: about an eighth
+ * of the server's CPU a run lifecycle (docs/performance.md, "Ninth round").
  *
  * Everything else stays on the platform's way: what the edge serves outside the Api (the UI), the
  * routes that are not the Api's endpoints (docs, metrics, websockets), CORS preflights, and every
@@ -52,7 +55,7 @@ type NodeRequestClass = new (source: IncomingMessage, response: ServerResponse) 
  * makes here, and checked to read node's message as it does. Undefined when it does not (another
  * version): the platform's way then serves every request.
  */
-const nodeRequestClass: Effect.Effect<NodeRequestClass | undefined> = Effect.gen(function* () {
+export const nodeRequestClass: Effect.Effect<NodeRequestClass | undefined> = Effect.gen(function* () {
   const made = yield* Deferred.make<HttpServerRequest.HttpServerRequest>()
   const handler = yield* NodeHttpServer.makeHandler(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.as(Deferred.succeed(made, request), HttpServerResponse.empty()))
@@ -74,6 +77,41 @@ const nodeRequestClass: Effect.Effect<NodeRequestClass | undefined> = Effect.gen
     again.method === "GET" && again.headers["x-probe"] === "1"
   return reads ? Class : undefined
 })
+
+/**
+ * The field platform-node's request keeps its body's text in (an Effect made on first use), when a
+ * request of `Class` (and one it modifies) reads it from there: then a request's body is read
+ * through `bodyText`, not through the platform's way, which runs a fiber of its own and a cache per
+ * request (about a twentieth of a small request's CPU).
+ */
+const TEXT_FIELD = "textEffect"
+export const keepsTextIn = (Class: NodeRequestClass): boolean => {
+  const message = new IncomingMessage(new Socket())
+  message.method = "POST"
+  message.url = "/probe"
+  const request = new Class(message, new ServerResponse(message)).modify({ url: "/probe2" })
+  if (!Object.hasOwn(request, TEXT_FIELD)) return false
+  const marker = Effect.succeed("probe")
+  ;(request as unknown as Record<string, unknown>)[TEXT_FIELD] = marker
+  return request.text === marker
+}
+
+/** The body of `message` as text, read once (by whichever reads it first), for `request`'s errors. */
+const bodyText = (request: HttpServerRequest.HttpServerRequest, message: IncomingMessage): Effect.Effect<string, HttpServerError.RequestError> => {
+  let read: Promise<string> | undefined
+  const start = () =>
+    read ??= new Promise<string>((resolve, reject) => {
+      const chunks: Array<Buffer> = []
+      message.on("data", (chunk: Buffer) => void chunks.push(chunk))
+      message.once("end", () => resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
+      message.once("error", reject)
+      // A client that goes away in the middle of its body.
+      message.once("close", () => {
+        if (!message.complete) reject(new Error("the client closed the connection before sending the whole body"))
+      })
+    })
+  return Effect.tryPromise({ try: start, catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause }) })
+}
 
 /** Writes `response` to node's response: at once for a body in memory, through the web's stream otherwise. */
 const write = (
@@ -165,6 +203,7 @@ export const apiPath = (options: ApiPathOptions) =>
   Effect.map(nodeRequestClass, (NodeRequest) => {
     if (NodeRequest === undefined) return undefined
     const { edge, runtime } = options
+    const ownBodyText = keepsTextIn(NodeRequest)
     // Every route, as the platform's router holds them, so that a path finds the route it finds
     // there; only the Api's endpoints have a handler here.
     const router = FindMyWay.make<Served | undefined>()
@@ -192,6 +231,7 @@ export const apiPath = (options: ApiPathOptions) =>
       const original = new NodeRequest(message, response)
       const shown = edge.present(original, target)
       const request = shown.request
+      if (ownBodyText) (request as unknown as Record<string, unknown>)[TEXT_FIELD] = bodyText(request, message)
       // The steps read only the request, its route, its query and its scope from the fiber's
       // context: the middlewares and the handlers hold what they use (each group's handlers their
       // group's context).

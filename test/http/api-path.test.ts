@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, List, Logger } from "effect"
+import { keepsTextIn, nodeRequestClass } from "../../src/http/api-path.ts"
 import { frontHandlerOf, NodeServer, serveInFront } from "../../src/http/node-server.ts"
-import { abandonedBody } from "../support/raw-http.ts"
+import { abandonedBody, rawSocket } from "../support/raw-http.ts"
 import { request, testServer } from "../support/server.ts"
 
 const lines: Array<{ level: string; message: unknown }> = []
@@ -65,5 +66,34 @@ describe("Baton's request path for the Api's endpoints", () => {
         expect((yield* request("POST", "/flows/filter", { body: {} })).status).toBe(200)
       })
     )
+
+    it.effect("reads a body that comes in pieces, a character split between two of them", () =>
+      Effect.gen(function* () {
+        const name = "fluß-✓-日本"
+        const body = Buffer.from(JSON.stringify({ name }))
+        // Inside the three bytes of ✓.
+        const cut = body.indexOf(Buffer.from("✓")) + 1
+        const { socket, received, closed } = yield* rawSocket
+        const [taken] = yield* takenWhile(Effect.promise(async () => {
+          socket.write(`POST /v2/api/flows/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`)
+          socket.write(body.subarray(0, cut))
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          socket.write(body.subarray(cut))
+          await closed
+        }))
+        expect(taken).toEqual(["POST /v2/api/flows/"])
+        const answer = received()
+        expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 201 Created")
+        expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)).name).toBe(name)
+      })
+    )
   })
+
+  it.effect("reads the body of platform-node's requests where its request path puts it (not through the platform's stream)", () =>
+    Effect.gen(function* () {
+      const Class = yield* nodeRequestClass
+      expect(Class).toBeDefined()
+      expect(keepsTextIn(Class!)).toBe(true)
+    })
+  )
 })
