@@ -16,7 +16,7 @@
  * (find-my-way, over the same routes), so a request reaches the handler it reached before. A
  * client that goes away interrupts its request's fiber, unless its route is uninterruptible. A
  * request's body is read from node's message once, into one buffer (`bodyText`), where the
- * platform reads it through an Effect stream with a fiber and a cache of its own: about an eighth
+ * platform reads it through an Effect stream with a fiber and a cache of its own: about a tenth
  * of the server's CPU a run lifecycle (docs/performance.md, "Ninth round").
  *
  * Everything else stays on the platform's way: what the edge serves outside the Api (the UI), the
