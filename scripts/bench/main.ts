@@ -183,22 +183,28 @@ const create = async (server: StartedServer, api: JsonClient, apiUrl: string) =>
  * schema and a lifecycle's flow, pool, queues and deployment from a server started on it for that.
  */
 const postgresSetup = async () => {
-  const port = options.port + 2
-  const server = await startServer({
-    home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-baseline-")),
-    port,
+  const server = await secondServer("baseline")
+  try {
+    return await setUpLifecycle(jsonClient(`http://127.0.0.1:${secondPort}/v2/api`), options.workers)
+  } finally {
+    await server.stop()
+  }
+}
+
+/** The port of a second server beside the bench's own. */
+const secondPort = options.port + 2
+
+/** A second server on the bench's PostgreSQL database, on secondPort, without a scheduler. */
+const secondServer = (name: string) =>
+  startServer({
+    home: fs.mkdtempSync(path.join(os.tmpdir(), `baton-bench-${name}-`)),
+    port: secondPort,
     databaseUrl,
     env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
     nodeArgs: options.nodeArgs,
     stdio: "inherit",
     timeoutMs: 120_000
   })
-  try {
-    return await setUpLifecycle(jsonClient(`http://127.0.0.1:${port}/v2/api`), options.workers)
-  } finally {
-    await server.stop()
-  }
-}
 
 /** Rounds of the API's lifecycle and of its SQL, in turns. */
 const LIFECYCLE_ROUNDS = 3
@@ -339,18 +345,9 @@ const measuredLifecycle = async (clients: ReadonlyArray<JsonClient>, setup: Awai
 
 /** The same lifecycle through two full servers on the same PostgreSQL, the workers split between them. */
 const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof setUpLifecycle>>, first: StartedServer) => {
-  const port = options.port + 2
-  const second = await startServer({
-    home: fs.mkdtempSync(path.join(os.tmpdir(), "baton-bench-replica-")),
-    port,
-    databaseUrl,
-    env: { BATON_SERVER_SERVICES_SCHEDULER_ENABLED: "false" },
-    nodeArgs: options.nodeArgs,
-    stdio: "inherit",
-    timeoutMs: 120_000
-  })
+  const second = await secondServer("replica")
   try {
-    const clients = [jsonClient(`http://127.0.0.1:${options.port}/v2/api`), jsonClient(`http://127.0.0.1:${port}/v2/api`)]
+    const clients = [jsonClient(`http://127.0.0.1:${options.port}/v2/api`), jsonClient(`http://127.0.0.1:${secondPort}/v2/api`)]
     const { result: both, cpuMsPerOp } = await measuredLifecycle(clients, setup, () => [first.pid, second.pid])
     record({
       scenario: `run lifecycle via API, 2 replicas (${options.workers} workers)`,
