@@ -42,6 +42,7 @@ import { Socket } from "node:net"
 import { Readable } from "node:stream"
 import type { EdgeSteps } from "./edge.ts"
 import { NodeServer, serveInFront } from "./node-server.ts"
+import { readBody } from "./limits.ts"
 import { safeCause } from "./log-safe.ts"
 import { pathnameOf } from "./paths.ts"
 
@@ -81,8 +82,8 @@ export const nodeRequestClass: Effect.Effect<NodeRequestClass | undefined> = Eff
 /**
  * The field platform-node's request keeps its body's text in (an Effect made on first use), when a
  * request of `Class` (and one it modifies) reads it from there: then a request's body is read
- * through `bodyText`, not through the platform's way, which runs a fiber of its own and a cache per
- * request (about a twentieth of a small request's CPU).
+ * through `bodyText`, not through the platform's way, which reads it through an Effect stream behind
+ * a fiber and a cache made per request (see this module's header).
  */
 const TEXT_FIELD = "textEffect"
 export const keepsTextIn = (Class: NodeRequestClass): boolean => {
@@ -99,17 +100,10 @@ export const keepsTextIn = (Class: NodeRequestClass): boolean => {
 /** The body of `message` as text, read once (by whichever reads it first), for `request`'s errors. */
 const bodyText = (request: HttpServerRequest.HttpServerRequest, message: IncomingMessage): Effect.Effect<string, HttpServerError.RequestError> => {
   let read: Promise<string> | undefined
+  // No limit here: the edge refused a body announced larger than the limit, and read a chunked one.
   const start = () =>
-    read ??= new Promise<string>((resolve, reject) => {
-      const chunks: Array<Buffer> = []
-      message.on("data", (chunk: Buffer) => void chunks.push(chunk))
-      message.once("end", () => resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
-      message.once("error", reject)
-      // A client that goes away in the middle of its body.
-      message.once("close", () => {
-        if (!message.complete) reject(new Error("the client closed the connection before sending the whole body"))
-      })
-    })
+    read ??= new Promise<string>((resolve, reject) =>
+      void readBody(message, Infinity, Either.match({ onLeft: reject, onRight: (body) => resolve(Option.getOrThrow(body).toString("utf8")) })))
   return Effect.tryPromise({ try: start, catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause }) })
 }
 

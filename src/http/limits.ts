@@ -16,37 +16,48 @@ import { BadRequest } from "../domain/errors.ts"
 import { groupThousands } from "../domain/strings.ts"
 import { BadRequestResponse, errorResponse, PayloadTooLarge, PayloadTooLargeResponse } from "./errors.ts"
 
+/**
+ * Reads the body of `source`: `done` is called once, with its bytes when there are at most `max` of
+ * them, with none as soon as there are more (reading stops there), or with the error (a client that
+ * goes away before the end of its body is one). Answers a function that stops listening.
+ */
+export const readBody = (
+  source: IncomingMessage,
+  max: number,
+  done: (result: Either.Either<Option.Option<Buffer>, Error>) => void
+): (() => void) => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  const finish = (result: Either.Either<Option.Option<Buffer>, Error>) => {
+    stop()
+    done(result)
+  }
+  const onData = (chunk: Buffer) => {
+    size += chunk.length
+    if (size <= max) return void chunks.push(chunk)
+    // Nothing more is read: the answer closes the connection.
+    source.pause()
+    finish(Either.right(Option.none()))
+  }
+  const onEnd = () => finish(Either.right(Option.some(Buffer.concat(chunks))))
+  const onError = (error: Error) => finish(Either.left(error))
+  const onClose = () => finish(Either.left(new Error("the client closed the connection before sending the whole body")))
+  const stop = () => {
+    source.off("data", onData)
+    source.off("end", onEnd)
+    source.off("error", onError)
+    source.off("close", onClose)
+  }
+  source.on("data", onData)
+  source.on("end", onEnd)
+  source.on("error", onError)
+  source.on("close", onClose)
+  return stop
+}
+
 /** The bytes of `source` when there are at most `max` of them; none as soon as there are more. */
 const readAtMost = (source: IncomingMessage, max: number): Effect.Effect<Option.Option<Buffer>, Error> =>
-  Effect.async((resume) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const done = (result: Effect.Effect<Option.Option<Buffer>, Error>) => {
-      cleanup()
-      resume(result)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= max) return void chunks.push(chunk)
-      // Nothing more is read: the answer closes the connection.
-      source.pause()
-      done(Effect.succeed(Option.none()))
-    }
-    const onEnd = () => done(Effect.succeed(Option.some(Buffer.concat(chunks))))
-    const onError = (error: Error) => done(Effect.fail(error))
-    const onClose = () => done(Effect.fail(new Error("the client closed the connection before sending the whole body")))
-    const cleanup = () => {
-      source.off("data", onData)
-      source.off("end", onEnd)
-      source.off("error", onError)
-      source.off("close", onClose)
-    }
-    source.on("data", onData)
-    source.on("end", onEnd)
-    source.on("error", onError)
-    source.on("close", onClose)
-    return Effect.sync(cleanup)
-  })
+  Effect.async((resume) => Effect.sync(readBody(source, max, (result) => resume(Either.match(result, { onLeft: Effect.fail, onRight: Effect.succeed })))))
 
 /** `request` with `body` as its body, already read: every way of reading it answers from `body`. */
 export const withBody = (request: HttpServerRequest.HttpServerRequest, body: Buffer): HttpServerRequest.HttpServerRequest => {
