@@ -98,6 +98,7 @@ import { METRICS_PATH, MetricsRouteLive, requestRecorder } from "./http/metrics.
 import { DatabasePoolMetricsLive, Metrics } from "./http/metrics-registry.ts"
 import { makeNodeServer, NodeServer } from "./http/node-server.ts"
 import { StatementsLive } from "./database/statements.ts"
+import { DecodeFastPathLive } from "./domain/decode-fast-path.ts"
 import { apiMiddleware } from "./http/middleware.ts"
 import { RunStatesRepo } from "./orchestration/repo.ts"
 import { Transitions } from "./orchestration/transitions.ts"
@@ -369,7 +370,8 @@ export const apiServerWith = (options: { readonly services?: boolean } = {}) => 
   const server = options.services === false
     ? Layer.merge(http, apiServices).pipe(Layer.provide(Leadership.never))
     : Layer.merge(http, ServicesLive).pipe(Layer.provide(Leadership.Default))
-  return server.pipe(Layer.provide(TracingLive))
+  // Installed before anything in the server makes a decoder (domain/decode-fast-path.ts).
+  return server.pipe(Layer.provide(TracingLive), Layer.provide(DecodeFastPathLive))
 }
 
 /** The whole API server: settings from the environment (and `overrides`), the database they choose. */
