@@ -42,7 +42,6 @@ interface Options {
 const always = (outcome: typeof UNSURE | typeof REFUSED): Decoder => () => outcome
 const unsure = always(UNSURE)
 
-
 /** The options object a node's own functions get, as the schema passes it. */
 const parseOptionsOf = (options: Options): AST.ParseOptions =>
   options.onExcessProperty === "ignore" && !options.exact ? AST.defaultParseOption : {
