@@ -5,6 +5,13 @@
  * the `baton_runs_due` channel. Announcements are coalesced per queue (the earliest scheduled time
  * wins) and sent in batches: one NOTIFY carries every queue announced since the previous one, so a
  * burst of creates or a scheduler batch costs one statement, outside the requests that made them.
+ *
+ * They are sent only while another process listens: each process says it is there on the channel
+ * (on start, every heartbeat interval, and at once to a process it had not heard), and sends its
+ * announcements while it has heard another within three intervals, and in its own first three
+ * intervals (a process that has just started, or just been started beside it, may not have been
+ * heard yet). A process alone on its database sends none: under load they were up to 20 statements
+ * a second, heard back only by itself.
  */
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
@@ -94,9 +101,43 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
     }
     const announce = (runs: Iterable<RunDue>) => Effect.sync(() => announceNow(runs))
 
-    /** Sends what was announced since the last send, a NOTIFY per QUEUES_PER_NOTIFY queues. */
+    // Who else listens (process id → when last heard, real time), and since when this one runs.
+    const heartbeatMs = settings.server.services.triggers.pg_notify_heartbeat_interval_seconds * 1000
+    const forgetAfterMs = 3 * heartbeatMs
+    const others = new Map<string, number>()
+    const startedAt = realClock.unsafeCurrentTimeMillis()
+    const presence = JSON.stringify({ from: instance, listening: true })
+    const helloNow = yield* Queue.dropping<void>(1)
+    /** Whether another process may hold polls to wake (or this one has only just started). */
+    const othersListen = (at: number) => {
+      if (at - startedAt < forgetAfterMs) return true
+      for (const [id, heard] of others) {
+        if (at - heard < forgetAfterMs) return true
+        others.delete(id)
+      }
+      return false
+    }
+    /** Another process was heard: remembered, and told at once that this one listens when it is new. */
+    const heard = (from: string) => {
+      const at = realClock.unsafeCurrentTimeMillis()
+      const before = others.get(from)
+      others.set(from, at)
+      if (before === undefined || at - before >= forgetAfterMs) helloNow.unsafeOffer(undefined)
+    }
+
+    /** Says this process listens: every heartbeat interval, and at once for a process it had not heard. */
+    const sayPresence = Effect.gen(function* () {
+      yield* Notifications.notify(RUNS_DUE_CHANNEL, presence)
+      yield* Effect.raceFirst(Queue.take(helloNow), Effect.withClock(Effect.sleep(Duration.millis(heartbeatMs)), realClock))
+    }).pipe(Effect.provide(database))
+
+    /**
+     * Sends what was announced since the last send, a NOTIFY per QUEUES_PER_NOTIFY queues, while
+     * another process listens (else it goes: no one holds a poll it would wake).
+     */
     const send = Effect.gen(function* () {
       const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(outbox, 1, 10_000))
+      if (!othersListen(realClock.unsafeCurrentTimeMillis())) return
       const due = new Map<string, number>()
       for (const [queueId, at] of batch) due.set(queueId, Math.min(due.get(queueId) ?? Infinity, at))
       const entries = [...due].map(([queueId, at]) => [queueId, Number.isFinite(at) ? at : null] as const)
@@ -110,6 +151,7 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
     /** What another process announced: its queues' held polls here wake. */
     const onPayload = (payload: string) => {
       const data = Notifications.fromOthers(payload, instance)
+      if (data !== undefined && typeof data.from === "string") heard(data.from)
       if (data === undefined || typeof data.due !== "object" || data.due === null) return Effect.void
       const due = new Map<string, number>()
       for (const [queueId, at] of Object.entries(data.due)) due.set(queueId, typeof at === "number" ? at : -Infinity)
@@ -130,6 +172,7 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
     })
     if (shared) {
       yield* Effect.forkScoped(loop({ name: "runs due", loop: "notify", tick: send }, Duration.zero))
+      yield* Effect.forkScoped(loop({ name: "runs due", loop: "presence", tick: sayPresence }, Duration.zero))
       const reconnect = Duration.seconds(settings.server.services.triggers.pg_notify_reconnect_interval_seconds)
       yield* Effect.forkScoped(loop({ name: "runs due", loop: "listen", tick: listen }, reconnect))
     }

@@ -14,6 +14,7 @@ import { Transitions } from "../../src/orchestration/transitions.ts"
 import { Leadership } from "../../src/database/leadership.ts"
 import { UiStatic } from "../../src/ui/bundle.ts"
 import { TestDatabase } from "./database.ts"
+import { DecodeFastPathLive } from "../../src/domain/decode-fast-path.ts"
 
 export interface TestServerOptions {
   readonly overrides?: SettingsOverrides
@@ -67,7 +68,9 @@ export const testServer = (options: TestServerOptions = {}) =>
     )
   ).pipe(
     // The tracer as the server runs it: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
-    Layer.provide(TracingLive)
+    Layer.provide(TracingLive),
+    // Decodes as the server makes them (src/domain/decode-fast-path.ts), installed before anything is built.
+    Layer.provide(DecodeFastPathLive)
   )
 
 /** The server's root URL (without the base path). */

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Scope, TestClock, TestServices } from "effect"
@@ -307,6 +307,8 @@ describe("held worker polls (wait_seconds)", () => {
           if (payload.due) payloads.push(payload)
         })
         yield* Effect.promise(() => listener.query(`LISTEN ${RUNS_DUE_CHANNEL}`))
+        // A process that listens says so (a server sends its announcements only while one does).
+        yield* Effect.promise(() => listener.query("SELECT pg_notify($1, $2)", [RUNS_DUE_CHANNEL, JSON.stringify({ from: "lp-batch-listener", listening: true })]))
         const flowId = yield* makePool("lp-batch")
         const queueId = idOf(yield* queueOf("lp-batch", "default"))
         yield* realSleep(200)
@@ -318,6 +320,44 @@ describe("held worker polls (wait_seconds)", () => {
         yield* realSleep(300)
         const forQueue = payloads.filter((p) => queueId in p.due)
         expect(forQueue).toHaveLength(1)
+      })))
+  })
+})
+
+describe("runs-due announcements between processes", () => {
+  // Heartbeats every second: a process that has heard no other for three stops announcing.
+  // A server of its own (see testServer: a second `it.layer` in a file would be the first server).
+  layer(testServer({ overrides: { "server.services.triggers.pg_notify_heartbeat_interval_seconds": 1 } }), { timeout: 60_000 })((it) => {
+    it.effect.skipIf(!onServer)("go out only while another process listens, and again as soon as one says it does", () =>
+      Effect.scoped(Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const database = (yield* sql<{ name: string }>`SELECT current_database() AS name`)[0]!.name
+        const listener = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, database) })
+        yield* Effect.acquireRelease(Effect.promise(() => listener.connect()), () => Effect.promise(() => listener.end()))
+        const due: Array<Record<string, unknown>> = []
+        const present: Array<string> = []
+        listener.on("notification", (message) => {
+          const payload = JSON.parse(message.payload ?? "{}")
+          if (payload.due) due.push(payload.due)
+          if (payload.listening === true) present.push(payload.from)
+        })
+        yield* Effect.promise(() => listener.query(`LISTEN ${RUNS_DUE_CHANNEL}`))
+        const flowId = yield* makePool("lp-alone")
+        const queueId = idOf(yield* queueOf("lp-alone", "default"))
+        // The server says it listens, every heartbeat.
+        yield* eventually(Effect.sync(() => expect(present.length).toBeGreaterThan(0)))
+        // Past its first three heartbeats, with no other process heard: nothing announced.
+        yield* realSleep(3500)
+        due.length = 0
+        yield* createRun(flowId, "lp-alone", "default", scheduledAt(Date.now() - 1000))
+        yield* realSleep(500)
+        expect(due.filter((d) => queueId in d)).toEqual([])
+        // Another process says it listens: it is told at once that the server does, and hears the next run.
+        const heardBefore = present.length
+        yield* Effect.promise(() => listener.query("SELECT pg_notify($1, $2)", [RUNS_DUE_CHANNEL, JSON.stringify({ from: "lp-alone-listener", listening: true })]))
+        yield* within(eventually(Effect.sync(() => expect(present.filter((from) => from !== "lp-alone-listener").length).toBeGreaterThan(heardBefore))), 900)
+        yield* createRun(flowId, "lp-alone", "default", scheduledAt(Date.now() - 1000))
+        yield* eventually(Effect.sync(() => expect(due.filter((d) => queueId in d)).toHaveLength(1)))
       })))
   })
 })
