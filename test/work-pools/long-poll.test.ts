@@ -60,6 +60,24 @@ const stillHeld = <A, E>(fiber: Fiber.Fiber<A, E>) =>
     expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
   })
 
+/**
+ * A plain client listening on the runs-due channel of the test server's database (another process,
+ * as far as the server can tell), for the scope; what it hears, parsed, as it comes.
+ */
+const runsDueListener = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const database = (yield* sql<{ name: string }>`SELECT current_database() AS name`)[0]!.name
+  const listener = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, database) })
+  yield* Effect.acquireRelease(Effect.promise(() => listener.connect()), () => Effect.promise(() => listener.end()))
+  const heard: Array<{ readonly from?: string; readonly due?: Record<string, unknown>; readonly listening?: boolean }> = []
+  listener.on("notification", (message) => void heard.push(JSON.parse(message.payload ?? "{}")))
+  yield* Effect.promise(() => listener.query(`LISTEN ${RUNS_DUE_CHANNEL}`))
+  /** Says on the channel that this listener listens, as a process does. */
+  const sayListening = (from: string) =>
+    Effect.promise(() => listener.query("SELECT pg_notify($1, $2)", [RUNS_DUE_CHANNEL, JSON.stringify({ from, listening: true })]))
+  return { heard, sayListening }
+})
+
 describe("held worker polls (wait_seconds)", () => {
   it.layer(testServer(), { timeout: 60_000 })((it) => {
     it.effect("wait_seconds outside 0..60, or not a number, is 422 in the usual detail shape", () =>
@@ -297,29 +315,20 @@ describe("held worker polls (wait_seconds)", () => {
 
     it.effect.skipIf(!onServer)("announces a scheduler batch with one NOTIFY per queue", () =>
       Effect.scoped(Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const database = (yield* sql<{ name: string }>`SELECT current_database() AS name`)[0]!.name
-        const listener = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, database) })
-        yield* Effect.acquireRelease(Effect.promise(() => listener.connect()), () => Effect.promise(() => listener.end()))
-        const payloads: Array<{ readonly due: Record<string, unknown> }> = []
-        listener.on("notification", (message) => {
-          const payload = JSON.parse(message.payload ?? "{}")
-          if (payload.due) payloads.push(payload)
-        })
-        yield* Effect.promise(() => listener.query(`LISTEN ${RUNS_DUE_CHANNEL}`))
+        const listener = yield* runsDueListener
         // A process that listens says so (a server sends its announcements only while one does).
-        yield* Effect.promise(() => listener.query("SELECT pg_notify($1, $2)", [RUNS_DUE_CHANNEL, JSON.stringify({ from: "lp-batch-listener", listening: true })]))
+        yield* listener.sayListening("lp-batch-listener")
         const flowId = yield* makePool("lp-batch")
         const queueId = idOf(yield* queueOf("lp-batch", "default"))
         yield* realSleep(200)
-        payloads.length = 0
+        listener.heard.length = 0
         const dep = yield* makeDeployment({ name: "lp-batch", flow_id: flowId, work_pool_name: "lp-batch", schedules: [{ schedule: { interval: 60 } }] })
         const inserted = yield* Effect.flatMap(DeploymentScheduler, (s) => s.schedule([dep.id], {}))
         expect(inserted).toBeGreaterThan(10)
-        yield* eventually(Effect.sync(() => expect(payloads.length).toBeGreaterThan(0)))
+        const due = () => listener.heard.flatMap((payload) => (payload.due ? [payload.due] : []))
+        yield* eventually(Effect.sync(() => expect(due().length).toBeGreaterThan(0)))
         yield* realSleep(300)
-        const forQueue = payloads.filter((p) => queueId in p.due)
-        expect(forQueue).toHaveLength(1)
+        expect(due().filter((d) => queueId in d)).toHaveLength(1)
       })))
   })
 })
@@ -330,34 +339,24 @@ describe("runs-due announcements between processes", () => {
   layer(testServer({ overrides: { "server.services.triggers.pg_notify_heartbeat_interval_seconds": 1 } }), { timeout: 60_000 })((it) => {
     it.effect.skipIf(!onServer)("go out only while another process listens, and again as soon as one says it does", () =>
       Effect.scoped(Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const database = (yield* sql<{ name: string }>`SELECT current_database() AS name`)[0]!.name
-        const listener = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, database) })
-        yield* Effect.acquireRelease(Effect.promise(() => listener.connect()), () => Effect.promise(() => listener.end()))
-        const due: Array<Record<string, unknown>> = []
-        const present: Array<string> = []
-        listener.on("notification", (message) => {
-          const payload = JSON.parse(message.payload ?? "{}")
-          if (payload.due) due.push(payload.due)
-          if (payload.listening === true) present.push(payload.from)
-        })
-        yield* Effect.promise(() => listener.query(`LISTEN ${RUNS_DUE_CHANNEL}`))
+        const listener = yield* runsDueListener
+        const due = () => listener.heard.flatMap((payload) => (payload.due ? [payload.due] : []))
+        const present = () => listener.heard.flatMap((payload) => (payload.listening === true && payload.from ? [payload.from] : []))
         const flowId = yield* makePool("lp-alone")
         const queueId = idOf(yield* queueOf("lp-alone", "default"))
         // The server says it listens, every heartbeat.
-        yield* eventually(Effect.sync(() => expect(present.length).toBeGreaterThan(0)))
+        yield* eventually(Effect.sync(() => expect(present().length).toBeGreaterThan(0)))
         // Past its first three heartbeats, with no other process heard: nothing announced.
         yield* realSleep(3500)
-        due.length = 0
         yield* createRun(flowId, "lp-alone", "default", scheduledAt(Date.now() - 1000))
         yield* realSleep(500)
-        expect(due.filter((d) => queueId in d)).toEqual([])
+        expect(due().filter((d) => queueId in d)).toEqual([])
         // Another process says it listens: it is told at once that the server does, and hears the next run.
-        const heardBefore = present.length
-        yield* Effect.promise(() => listener.query("SELECT pg_notify($1, $2)", [RUNS_DUE_CHANNEL, JSON.stringify({ from: "lp-alone-listener", listening: true })]))
-        yield* within(eventually(Effect.sync(() => expect(present.filter((from) => from !== "lp-alone-listener").length).toBeGreaterThan(heardBefore))), 900)
+        const heardBefore = present().length
+        yield* listener.sayListening("lp-alone-listener")
+        yield* within(eventually(Effect.sync(() => expect(present().filter((from) => from !== "lp-alone-listener").length).toBeGreaterThan(heardBefore))), 900)
         yield* createRun(flowId, "lp-alone", "default", scheduledAt(Date.now() - 1000))
-        yield* eventually(Effect.sync(() => expect(due.filter((d) => queueId in d)).toHaveLength(1)))
+        yield* eventually(Effect.sync(() => expect(due().filter((d) => queueId in d)).toHaveLength(1)))
       })))
   })
 })
