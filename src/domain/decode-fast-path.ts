@@ -39,6 +39,15 @@ interface Options {
   readonly exact: boolean
 }
 
+/** The four Options there are, one object each (the caches below are keyed by them). */
+const OPTIONS = {
+  ignore: { exact: { onExcessProperty: "ignore", exact: true }, loose: { onExcessProperty: "ignore", exact: false } },
+  error: { exact: { onExcessProperty: "error", exact: true }, loose: { onExcessProperty: "error", exact: false } }
+} as const satisfies Record<Options["onExcessProperty"], Record<"exact" | "loose", Options>>
+const optionsOf = (onExcessProperty: Options["onExcessProperty"], exact: boolean): Options =>
+  OPTIONS[onExcessProperty][exact ? "exact" : "loose"]
+const DEFAULTS = optionsOf("ignore", false)
+
 const always = (outcome: typeof UNSURE | typeof REFUSED): Decoder => () => outcome
 const unsure = always(UNSURE)
 
@@ -58,14 +67,12 @@ const settled = (result: unknown): Outcome => {
 const isRecord = (input: unknown): input is Record<PropertyKey, unknown> =>
   typeof input === "object" && input !== null && !Array.isArray(input)
 
-const optionsKey = (options: Options) => `${options.onExcessProperty}/${options.exact}`
-const compiledByOptions = new Map<string, WeakMap<AST.AST, Decoder>>()
+const compiledByOptions = new Map<Options, WeakMap<AST.AST, Decoder>>()
 
 /** The decoder of `ast` under `options`, compiled once. */
 const compile = (ast: AST.AST, options: Options): Decoder => {
-  const key = optionsKey(options)
-  let compiled = compiledByOptions.get(key)
-  if (compiled === undefined) compiledByOptions.set(key, compiled = new WeakMap())
+  let compiled = compiledByOptions.get(options)
+  if (compiled === undefined) compiledByOptions.set(options, compiled = new WeakMap())
   const known = compiled.get(ast)
   if (known !== undefined) return known
   // A node met again while it compiles (through a suspension) finds this and calls the real one.
@@ -84,10 +91,7 @@ const compileNode = (ast: AST.AST, outer: Options): Decoder => {
   if (Option.isSome(annotated)) {
     const given = annotated.value
     if (given.propertyOrder === "original" || given.onExcessProperty === "preserve") return unsure
-    options = {
-      onExcessProperty: given.onExcessProperty ?? outer.onExcessProperty,
-      exact: given.exact ?? outer.exact
-    }
+    options = optionsOf(given.onExcessProperty ?? outer.onExcessProperty, given.exact ?? outer.exact)
   }
   const decoder = compileKind(ast, options)
   // A fallback decode may accept what the node refuses.
@@ -308,15 +312,11 @@ const struct = (ast: AST.TypeLiteral, options: Options): Decoder => {
 
 type Parser = (input: unknown, options?: AST.ParseOptions) => unknown
 
-const DEFAULTS: Options = { onExcessProperty: "ignore", exact: false }
-const REFUSE_EXCESS: Options = { onExcessProperty: "error", exact: false }
-
 /** The options a caller's parse options come to here; undefined when this path does not take them. */
 const callerOptions = (options: AST.ParseOptions | undefined): Options | undefined => {
   if (options === undefined) return DEFAULTS
   if (options.propertyOrder === "original" || options.onExcessProperty === "preserve") return undefined
-  if (options.exact === true) return { onExcessProperty: options.onExcessProperty ?? "ignore", exact: true }
-  return options.onExcessProperty === "error" ? REFUSE_EXCESS : DEFAULTS
+  return optionsOf(options.onExcessProperty ?? "ignore", options.exact === true)
 }
 
 /** The parsers that try the fast path first. */
@@ -344,14 +344,15 @@ const schemaParsers = new WeakMap<Parser, Parser>()
 
 const INSTALLED = Symbol.for("baton/domain/decodeFastPath")
 
+/** Effect's memo of decoding parsers, one per AST (a global value of its ParseResult module). */
+const decodeMemo = () => globalValue(Symbol.for("effect/ParseResult/decodeMemoMap"), () => new WeakMap<AST.AST, Parser>())
+
 /**
  * Makes every decoding parser Effect memoizes from now on try the fast path first; idempotent.
  * Whether it is in place (false when this version of Effect keeps its parsers elsewhere).
  */
 export const installDecodeFastPath = (): boolean => {
-  const memo = globalValue(Symbol.for("effect/ParseResult/decodeMemoMap"), () => new WeakMap<AST.AST, Parser>()) as
-    & WeakMap<AST.AST, Parser>
-    & { [INSTALLED]?: true }
+  const memo = decodeMemo() as WeakMap<AST.AST, Parser> & { [INSTALLED]?: true }
   if (memo[INSTALLED] !== true) {
     const { get, set } = WeakMap.prototype
     // Effect memoizes a parser and returns it as it made it, unwrapped: a parser missing from the
@@ -390,7 +391,7 @@ export const decodeFastPathInstalled = (): boolean => {
   const input = { probe: "yes" }
   // The schema's own parser makes a new object; the fast path too, but it registers its decoder.
   const decoded = decode(input)
-  return Either.isRight(decoded) && compiledByOptions.get(optionsKey(DEFAULTS))?.has(probe) === true
+  return Either.isRight(decoded) && compiledByOptions.get(DEFAULTS)?.has(probe) === true
 }
 
 /** The fast path installed, for the server's Layers (built before what they decode). */
@@ -404,8 +405,7 @@ export const compareDecodes = (schema: { readonly ast: AST.AST }, input: unknown
   const taken = callerOptions(options)
   const outcome = taken === undefined ? UNSURE : compile(schema.ast, taken)(input)
   ParseResult.decodeUnknownEither(schema as never)
-  const memo = globalValue(Symbol.for("effect/ParseResult/decodeMemoMap"), () => new WeakMap<AST.AST, Parser>())
-  const memoized = memo.get(schema.ast)!
+  const memoized = decodeMemo().get(schema.ast)!
   const own = schemaParsers.get(memoized) ?? memoized
   const result = own(input, { ...options, isEffectAllowed: true } as AST.ParseOptions)
   return {

@@ -108,21 +108,28 @@ export class RunsDue extends Effect.Service<RunsDue>()("baton/RunsDue", {
     const startedAt = realClock.unsafeCurrentTimeMillis()
     const presence = JSON.stringify({ from: instance, listening: true })
     const helloNow = yield* Queue.dropping<void>(1)
-    /** Whether another process may hold polls to wake (or this one has only just started). */
-    const othersListen = (at: number) => {
-      if (at - startedAt < forgetAfterMs) return true
+    /**
+     * Forgets the processes not heard for `forgetAfterMs`: `others` is in the order they were last
+     * heard (a process heard again goes to the end), so those are at its start.
+     */
+    const forgetQuiet = (at: number) => {
       for (const [id, heard] of others) {
-        if (at - heard < forgetAfterMs) return true
+        if (at - heard < forgetAfterMs) return
         others.delete(id)
       }
-      return false
+    }
+    /** Whether another process may hold polls to wake (or this one has only just started). */
+    const othersListen = (at: number) => {
+      forgetQuiet(at)
+      return others.size > 0 || at - startedAt < forgetAfterMs
     }
     /** Another process was heard: remembered, and told at once that this one listens when it is new. */
     const heard = (from: string) => {
       const at = realClock.unsafeCurrentTimeMillis()
-      const before = others.get(from)
+      forgetQuiet(at)
+      const known = others.delete(from)
       others.set(from, at)
-      if (before === undefined || at - before >= forgetAfterMs) helloNow.unsafeOffer(undefined)
+      if (!known) helloNow.unsafeOffer(undefined)
     }
 
     /** Says this process listens: every heartbeat interval, and at once for a process it had not heard. */
