@@ -6,6 +6,7 @@
 import pg from "pg"
 import PgBoss from "pg-boss"
 import { v7 as uuidv7 } from "uuid"
+import { DEFAULT_STATEMENT_CACHE_SIZE, keepPreparedStatements } from "../../src/database/prepared.ts"
 import { eventRows } from "../../src/events/repo.ts"
 import type { RunContext } from "../../src/events/run-resources-repo.ts"
 import { transitionEvent } from "../../src/events/run-events.ts"
@@ -235,6 +236,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * ms (a transaction: the notes out, their runs' context, their events in with the run's flow,
  * deployment, queue and pool as related resources) and two consumers' looks every 100 ms. What the
  * baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay and the consumers.
+ * Its pool (`baselinePool`) prepares the statements on each connection as the server's does.
  */
 export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
   let stopped = false
@@ -360,6 +362,16 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
     if (failure !== undefined) throw failure
   }
   return { lifecycle, stop }
+}
+
+/**
+ * The baseline's connections: statements with parameters prepared on each connection, the same way
+ * and as many as the server keeps with its default settings (src/database/prepared.ts).
+ */
+export const baselinePool = (connectionString: string, max: number) => {
+  const pool = new pg.Pool({ connectionString, max })
+  pool.on("connect", (client) => keepPreparedStatements(client, DEFAULT_STATEMENT_CACHE_SIZE))
+  return pool
 }
 
 export interface BossBench {

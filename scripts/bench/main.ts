@@ -37,7 +37,7 @@ import { ingestByPost, ingestByWebsocket, type IngestionResult } from "./events.
 import { queryCases } from "./flow-run-queries.ts"
 import { backgroundTaskDelivery } from "./background-tasks.ts"
 import { embeddedBench, embeddedRows } from "./embedded.ts"
-import { apiLifecycle, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
+import { apiLifecycle, baselinePool, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
 import { cannon, closedLoop, joinRounds, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
 import { seedRuns } from "./seed.ts"
@@ -219,7 +219,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
   await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
   const sqlSetup = options.embedded ? await postgresSetup() : setup
   // The lifecycles' clients, and the relay's and two consumers' beside them.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.workers + 3 })
+  const pool = baselinePool(databaseUrl, options.workers + 3)
   // Its new connections and first plans warmed up too.
   const warming = sqlLifecycle(pool, sqlSetup)
   await closedLoop(options.workers, 3, warming.lifecycle).finally(warming.stop)

@@ -10,6 +10,7 @@ import * as path from "node:path"
 import pg from "pg"
 import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
 import { installDriverRows } from "./driver-rows.ts"
+import { DEFAULT_STATEMENT_CACHE_SIZE, keepPreparedStatements, statementCacheSize } from "./prepared.ts"
 import { isCertificateRefused, serverTls, type ServerTls } from "./tls.ts"
 
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
@@ -213,7 +214,8 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
  */
 export const layerPg = (
   config: PgClient.PgClientConfig,
-  cancel: StatementCancel = "own-connection"
+  cancel: StatementCancel = "own-connection",
+  statementCache = DEFAULT_STATEMENT_CACHE_SIZE
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool, SqlError.SqlError> =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
@@ -239,6 +241,7 @@ export const layerPg = (
           })
           // A connection lost while idle is dropped by the pool; the error is the next statement's.
           made.on("error", () => {})
+          made.on("connect", (client) => keepPreparedStatements(client, statementCache))
           guardCheckouts(made, cancel)
           return made
         }),
@@ -388,6 +391,14 @@ export const guardedSocket = (connectMs: number, answerMs: number) => (): net.So
   return socket
 }
 
+/**
+ * Prepared statements kept a connection (database/prepared.ts): as the settings say on a server;
+ * none on the embedded database, whose connections all share PGlite's one session (a statement one
+ * connection prepared would still be there, under the same name, for the next).
+ */
+export const statementCacheFor = (settings: SettingsValue): number =>
+  usesServer(settings.server.database) ? statementCacheSize(settings.server.database.sqlalchemy.connect_args) : 0
+
 /** A client of a real PostgreSQL server. */
 export const layerServer = (settings: SettingsValue) => {
   const db = settings.server.database
@@ -403,7 +414,7 @@ export const layerServer = (settings: SettingsValue) => {
           ssl,
           ...poolOptions(db, db.sqlalchemy.pool_size + db.sqlalchemy.max_overflow),
           minConnections: 0
-        }).pipe(Layer.mapError(connectionFailed(settings)))
+        }, "own-connection", statementCacheFor(settings)).pipe(Layer.mapError(connectionFailed(settings)))
       )
     )
   )
@@ -418,7 +429,7 @@ export const layerSocket = (socketDir: string, settings: SettingsValue) =>
     // A local socket: TLS settings do not apply (and node-postgres must not read PGSSLMODE).
     ssl: false,
     ...poolOptions(settings.server.database, 1)
-  }, "skip").pipe(Layer.mapError(connectionFailed(settings)))
+  }, "skip", statementCacheFor(settings)).pipe(Layer.mapError(connectionFailed(settings)))
 
 /**
  * The embedded database stored under `{home}/database`, with its client. PGlite's modules are

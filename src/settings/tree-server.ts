@@ -105,8 +105,12 @@ export const server = {
       connect_args: {
         application_name: S.optionalString("The application_name of pooled PostgreSQL connections."),
         search_path: S.optionalString("The PostgreSQL search_path set on pooled connections (include the public schema)."),
-        statement_cache_size: S.optionalInteger("Statements cached per PostgreSQL connection (0 behind PgBouncer in transaction mode)."),
-        prepared_statement_cache_size: S.optionalInteger("Prepared statements cached per PostgreSQL connection (0 turns caching off)."),
+        statement_cache_size: S.optionalInteger(
+          "Prepared statements kept per PostgreSQL connection when prepared_statement_cache_size is unset (100 when both are; 0 turns them off, as PgBouncer in transaction mode needs)."
+        ),
+        prepared_statement_cache_size: S.optionalInteger(
+          "Prepared statements kept per PostgreSQL connection (100 when unset; 0 turns them off). The embedded database keeps none."
+        ),
         tls: {
           enabled: S.boolean(
             false,

@@ -11,7 +11,7 @@
 import { PGlite } from "@electric-sql/pglite"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted, Scope } from "effect"
+import { Effect, Layer, Option, Redacted, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -20,6 +20,8 @@ import { inject } from "vitest"
 import { type DatabasePool, layerPg } from "../../src/database/client.ts"
 import { serveEmbedded } from "../../src/database/embedded.ts"
 import { MIGRATIONS_TABLE } from "../../src/database/migrator.ts"
+import { statementCacheSize } from "../../src/database/prepared.ts"
+import { Settings } from "../../src/settings/settings.ts"
 import { withDatabase } from "./global-setup.ts"
 
 const testDatabaseUrl = () => process.env.TEST_DATABASE_URL
@@ -117,15 +119,22 @@ const takeWorkerDatabase = Effect.acquireRelease(
 )
 
 // The server's own client (src/database/client.ts), with its pool and its way of cancelling statements.
-const embeddedClient = (socketDir: string) =>
-  layerPg({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 }, "skip").pipe(Layer.orDie)
+const embeddedClient = (socketDir: string, options: ConnectOptions = {}) =>
+  layerPg({ host: socketDir, username: "postgres", database: "postgres", maxConnections: 1 }, "skip", options.statementCache ?? 0)
+    .pipe(Layer.orDie)
+
+export interface ConnectOptions {
+  readonly maxConnections?: number
+  /** Prepared statements kept a connection (src/database/prepared.ts); as the server keeps them unless given (none embedded). */
+  readonly statementCache?: number
+}
 
 export interface ScopedDatabase {
   /**
    * A new connection pool to the database (several may be open at once): of `maxConnections`
    * (10 unless given) on a server, of one embedded, as the server's.
    */
-  readonly connect: (options?: { readonly maxConnections?: number }) => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool>
+  readonly connect: (options?: ConnectOptions) => Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool>
   /** The database's connection URL on a PostgreSQL server; undefined for an embedded one. */
   readonly url: string | undefined
 }
@@ -136,22 +145,34 @@ export const scopedDatabase = (options: { readonly migrated: boolean }) =>
     const url = testDatabaseUrl()
     if (url) {
       const name = yield* serverDatabase(url, options.migrated ? inject("templateDatabase") : undefined)
-      const connect = (options: { readonly maxConnections?: number } = {}) =>
-        layerPg({ url: Redacted.make(withDatabase(url, name)), maxConnections: options.maxConnections ?? 10 }).pipe(Layer.orDie)
+      const connect = (options: ConnectOptions = {}) =>
+        layerPg({ url: Redacted.make(withDatabase(url, name)), maxConnections: options.maxConnections ?? 10 }, "own-connection", options.statementCache)
+          .pipe(Layer.orDie)
       return { connect, url: withDatabase(url, name) } satisfies ScopedDatabase
     }
     if (options.migrated) {
       const shared = yield* takeWorkerDatabase
-      if (shared) return { connect: () => embeddedClient(shared.socketDir), url: undefined } satisfies ScopedDatabase
+      if (shared) return { connect: (options?: ConnectOptions) => embeddedClient(shared.socketDir, options), url: undefined } satisfies ScopedDatabase
     }
     const dir = yield* tempDir
     const dump = new Blob([fs.readFileSync(inject(options.migrated ? "embeddedDump" : "emptyEmbeddedDump"))])
     const embedded = yield* serveEmbedded({ socketDir: dir, loadDataDir: dump }).pipe(Effect.orDie)
-    return { connect: () => embeddedClient(embedded.socketDir), url: undefined } satisfies ScopedDatabase
+    return { connect: (options?: ConnectOptions) => embeddedClient(embedded.socketDir, options), url: undefined } satisfies ScopedDatabase
   })
 
+/** A client of a new database; under a test server's Settings, keeping the statements they say, as the server's. */
 const clientFor = (options: { readonly migrated: boolean }) =>
-  Layer.unwrapScoped(Effect.map(scopedDatabase(options), (database) => database.connect()))
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase(options)
+      const settings = yield* Effect.serviceOption(Settings)
+      return database.connect(
+        Option.isSome(settings) && onServer()
+          ? { statementCache: statementCacheSize(settings.value.server.database.sqlalchemy.connect_args) }
+          : {}
+      )
+    })
+  )
 
 /** This test file's migrated database (embedded, or PostgreSQL with TEST_DATABASE_URL). */
 export const TestDatabase = clientFor({ migrated: true })

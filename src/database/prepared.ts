@@ -1,0 +1,220 @@
+/**
+ * Prepared statements kept on each pooled connection, as the reference's driver keeps them
+ * (asyncpg's statement cache, 100 a connection by default; `statement_cache_size` and
+ * `prepared_statement_cache_size` of `server.database.sqlalchemy.connect_args`, 0 turning it off,
+ * as PgBouncer in transaction mode needs).
+ *
+ * A statement with parameters is sent as a named statement: PostgreSQL parses it once a
+ * connection, and after five executions plans it once for good when its generic plan costs no
+ * more than the plans made for each execution. Parsing and planning are most of what PostgreSQL
+ * spends on the server's short statements (the poll's statement alone takes longer to plan than to
+ * run). Statements without parameters (`BEGIN`, several statements in one text) go unnamed, by the
+ * simple protocol, as before, and so do very long ones (a batch of rows in one statement).
+ *
+ * Each connection keeps at most `size` statements, the least recently used one deallocated to make
+ * room (outside a transaction); a connection running or waiting on something, or full in a
+ * transaction, keeps the ones it has and sends the new statement unnamed. What PostgreSQL refuses
+ * of a kept statement (gone from the session, prepared twice, its plan's columns changed by a
+ * migration since) is put right for the next time, and the statement runs again unnamed when it was
+ * not in a transaction (in one, the transaction has failed with it). A DEALLOCATE is sent only on
+ * an idle connection outside a transaction, and what follows it waits for its answer, so no
+ * statement is ever queued behind another on a connection.
+ */
+import { createHash } from "node:crypto"
+import type pg from "pg"
+
+/** The statement cache's size when neither setting says: asyncpg's default. */
+export const DEFAULT_STATEMENT_CACHE_SIZE = 100
+
+/** The cache's size the two settings give: 0 if either is 0, else prepared_statement_cache_size, else statement_cache_size, else the default. */
+export const statementCacheSize = (args: {
+  readonly statement_cache_size: number | null
+  readonly prepared_statement_cache_size: number | null
+}): number => {
+  const sizes = [args.prepared_statement_cache_size, args.statement_cache_size].filter((size): size is number => size !== null)
+  if (sizes.some((size) => size <= 0)) return 0
+  return sizes[0] ?? DEFAULT_STATEMENT_CACHE_SIZE
+}
+
+/** node-postgres's record of the statements a connection has prepared (by name, their texts). */
+interface ConnectionRecord {
+  readonly parsedStatements: Record<string, string>
+  readonly submittedNamedStatements: Record<string, string>
+}
+
+interface ClientInternals {
+  readonly connection: ConnectionRecord
+  readonly _activeQuery?: unknown
+  readonly _queryQueue?: ReadonlyArray<unknown>
+  /** The transaction status of the last ReadyForQuery: "I" outside a transaction. */
+  readonly _txStatus?: string | null
+}
+
+type Callback = (error: Error | null, result?: unknown) => void
+
+/** Statement names by text: one name for a text in every connection, the hash of the text. */
+const names = new Map<string, string>()
+/** Texts named at most; past it the map starts again (a name is only ever the hash of its text). */
+const MAX_NAMES = 10_000
+
+/**
+ * Statements past these go unnamed: made for one request (a batch of rows written in one
+ * statement), they would only push out the ones that come back, and hold the name map's memory.
+ */
+const MAX_TEXT_LENGTH = 16_384
+const MAX_PARAMETERS = 1_000
+
+const nameOf = (text: string): string => {
+  let name = names.get(text)
+  if (name === undefined) {
+    if (names.size >= MAX_NAMES) names.clear()
+    name = `baton_${createHash("sha1").update(text).digest("base64url")}`
+    names.set(text, name)
+  }
+  return name
+}
+
+/** SQLSTATEs of a kept statement gone wrong: gone from the session, prepared already, its plan's columns changed. */
+const MISSING = "26000"
+const DUPLICATE = "42P05"
+const PLAN_CHANGED = "0A000"
+
+const sqlState = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null ? (error as { code?: string }).code : undefined
+
+const installed = new WeakSet<pg.ClientBase>()
+
+/**
+ * Sends `client`'s statements with parameters as named statements, keeping at most `size` of them
+ * prepared on its session. Installed once a connection (the pool's `connect` event).
+ */
+export const keepPreparedStatements = (client: pg.ClientBase, size: number): void => {
+  if (size <= 0 || installed.has(client)) return
+  installed.add(client)
+  const internals = client as unknown as ClientInternals
+  // The class's own method, looked up at each call (so what wraps it, instrumentation or a test, still runs).
+  const prototype = Object.getPrototypeOf(client) as { query: (...args: Array<unknown>) => unknown }
+  const send = (...args: Array<unknown>) => prototype.query.apply(client, args)
+  /** The names prepared on this session, least recently used first. */
+  const kept = new Map<string, string>()
+  /** Kept names PostgreSQL refused in a transaction: deallocated once outside one, sent unnamed till then. */
+  const stale = new Set<string>()
+  const busy = () => internals._activeQuery != null || (internals._queryQueue?.length ?? 0) > 0
+  const outsideTransaction = () => internals._txStatus === "I"
+  const forget = (name: string) => {
+    kept.delete(name)
+    stale.delete(name)
+    delete internals.connection.parsedStatements[name]
+    delete internals.connection.submittedNamedStatements[name]
+  }
+  /** Sends DEALLOCATE, then `next` (whatever its answer: a name already gone is gone). */
+  const deallocate = (name: string, next: () => void) => {
+    forget(name)
+    send(`DEALLOCATE "${name}"`, () => next())
+  }
+
+  /**
+   * The name to send `text` under (kept from now on) and the name to deallocate first to make room
+   * (or to drop a refused plan); no name: send it unnamed. A connection that is busy, or in a
+   * transaction (where a failed one would fail the DEALLOCATE too), changes nothing it keeps.
+   */
+  const nameFor = (text: string): { readonly name: string; readonly drop?: string } | undefined => {
+    const name = nameOf(text)
+    const free = !busy() && outsideTransaction()
+    if (stale.has(name)) {
+      if (!free) return undefined
+      kept.set(name, text)
+      return { name, drop: name }
+    }
+    if (kept.has(name)) {
+      kept.delete(name)
+      kept.set(name, text)
+      return { name }
+    }
+    if (busy()) return undefined
+    if (kept.size < size) {
+      kept.set(name, text)
+      return { name }
+    }
+    if (!free) return undefined
+    const drop = kept.keys().next().value!
+    kept.set(name, text)
+    return { name, drop }
+  }
+
+  const named = (
+    choice: { readonly name: string; readonly drop?: string },
+    text: string,
+    values: ReadonlyArray<unknown>,
+    rowMode: unknown,
+    callback: Callback
+  ) => {
+    const { name, drop } = choice
+    const extra = rowMode === undefined ? {} : { rowMode }
+    const run = () => {
+      const outside = outsideTransaction()
+      send({ name, text, values, ...extra }, (error: Error | null, result?: unknown) => {
+        const state = error === null ? undefined : sqlState(error)
+        // Run again unnamed, unless a transaction it was in failed with it.
+        const again = () => (outside ? send({ text, values, ...extra }, callback) : callback(error, result))
+        if (state === MISSING) {
+          delete internals.connection.parsedStatements[name]
+          delete internals.connection.submittedNamedStatements[name]
+          return again()
+        }
+        if (state === DUPLICATE) {
+          internals.connection.parsedStatements[name] = text
+          return again()
+        }
+        if (state === PLAN_CHANGED && /cached plan/.test(error!.message)) {
+          if (outside) return deallocate(name, again)
+          stale.add(name)
+          return callback(error, result)
+        }
+        callback(error, result)
+      })
+    }
+    if (drop === undefined) return run()
+    if (drop === name) {
+      // A refused plan: deallocated, then prepared again.
+      forget(name)
+      kept.set(name, text)
+      return void send(`DEALLOCATE "${name}"`, () => run())
+    }
+    deallocate(drop, run)
+  }
+
+  client.query = function(this: unknown, ...args: Array<unknown>) {
+    const [first, second, third] = args
+    let text: string | undefined
+    let values: ReadonlyArray<unknown> | undefined
+    let rowMode: unknown
+    let callback: unknown
+    if (typeof first === "string" && Array.isArray(second)) {
+      text = first
+      values = second
+      callback = third
+    } else if (
+      typeof first === "object" && first !== null &&
+      Object.keys(first).every((key) => key === "text" || key === "values" || key === "rowMode")
+    ) {
+      const config = first as { text?: unknown; values?: unknown; rowMode?: unknown }
+      if (typeof config.text === "string" && Array.isArray(config.values)) {
+        text = config.text
+        values = config.values
+        rowMode = config.rowMode
+        callback = second
+      }
+    }
+    const choice = text !== undefined && values !== undefined && values.length > 0 &&
+        text.length <= MAX_TEXT_LENGTH && values.length <= MAX_PARAMETERS &&
+        (callback === undefined || typeof callback === "function")
+      ? nameFor(text)
+      : undefined
+    if (choice === undefined) return send(...args)
+    if (callback !== undefined) return void named(choice, text!, values!, rowMode, callback as Callback)
+    return new Promise((resolve, reject) =>
+      named(choice, text!, values!, rowMode, (error, result) => (error === null ? resolve(result) : reject(error)))
+    )
+  } as typeof client.query
+}
