@@ -24,6 +24,17 @@ const prepared = (sql: SqlClient.SqlClient) =>
     (rows) => rows.map((row) => ({ name: row.name, statement: row.statement }))
   )
 
+/** A statement read once (so kept), then its table given a new column, as a migration would. */
+const readThenChangeTable = Effect.gen(function* () {
+  const sql = yield* oneSession()
+  yield* sql`CREATE TABLE changing (id int PRIMARY KEY, a text)`
+  yield* sql`INSERT INTO changing VALUES (${1}, ${"one"})`
+  const read = sql`SELECT * FROM changing WHERE id = ${1}`
+  expect(yield* read).toEqual([{ id: 1, a: "one" }])
+  yield* sql`ALTER TABLE changing ADD COLUMN b text NOT NULL DEFAULT 'new'`
+  return { read, sql }
+})
+
 describe("prepared statements kept on each connection", () => {
   it("take their size from the two settings: the default unless one is set, off when either is 0", () => {
     expect(statementCacheSize({ statement_cache_size: null, prepared_statement_cache_size: null })).toBe(DEFAULT_STATEMENT_CACHE_SIZE)
@@ -101,12 +112,7 @@ describe("prepared statements kept on each connection", () => {
 
   it.scoped("a table changed under a kept statement (a migration): answered with the new columns, and kept again", () =>
     Effect.gen(function* () {
-      const sql = yield* oneSession()
-      yield* sql`CREATE TABLE changing (id int PRIMARY KEY, a text)`
-      yield* sql`INSERT INTO changing VALUES (${1}, ${"one"})`
-      const read = sql`SELECT * FROM changing WHERE id = ${1}`
-      expect(yield* read).toEqual([{ id: 1, a: "one" }])
-      yield* sql`ALTER TABLE changing ADD COLUMN b text NOT NULL DEFAULT 'new'`
+      const { read, sql } = yield* readThenChangeTable
       // PostgreSQL refuses the kept plan (its columns changed); the statement runs again unnamed.
       expect(yield* read).toEqual([{ id: 1, a: "one", b: "new" }])
       expect(yield* read).toEqual([{ id: 1, a: "one", b: "new" }])
@@ -115,12 +121,7 @@ describe("prepared statements kept on each connection", () => {
 
   it.scoped("in a transaction the refused statement fails the transaction; the next one outside answers", () =>
     Effect.gen(function* () {
-      const sql = yield* oneSession()
-      yield* sql`CREATE TABLE changing (id int PRIMARY KEY, a text)`
-      yield* sql`INSERT INTO changing VALUES (${1}, ${"one"})`
-      const read = sql`SELECT * FROM changing WHERE id = ${1}`
-      expect(yield* read).toEqual([{ id: 1, a: "one" }])
-      yield* sql`ALTER TABLE changing ADD COLUMN b text NOT NULL DEFAULT 'new'`
+      const { read, sql } = yield* readThenChangeTable
       const inside = yield* Effect.exit(transaction(sql, read))
       expect(Exit.isFailure(inside)).toBe(true)
       expect(yield* read).toEqual([{ id: 1, a: "one", b: "new" }])
