@@ -55,7 +55,7 @@ type Callback = (error: Error | null, result?: unknown) => void
 /** Statement names by text: one name for a text in every connection, the hash of the text. */
 const names = new Map<string, string>()
 /** Texts named at most; past it the map starts again (a name is only ever the hash of its text). */
-const MAX_NAMES = 10_000
+const MAX_NAMES = 2_000
 
 /**
  * Statements past these go unnamed: made for one request (a batch of rows written in one
@@ -96,7 +96,7 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
   const prototype = Object.getPrototypeOf(client) as { query: (...args: Array<unknown>) => unknown }
   const send = (...args: Array<unknown>) => prototype.query.apply(client, args)
   /** The names prepared on this session, least recently used first. */
-  const kept = new Map<string, string>()
+  const kept = new Set<string>()
   /** Kept names PostgreSQL refused in a transaction: deallocated once outside one, sent unnamed till then. */
   const stale = new Set<string>()
   const busy = () => internals._activeQuery != null || (internals._queryQueue?.length ?? 0) > 0
@@ -123,22 +123,22 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
     const free = !busy() && outsideTransaction()
     if (stale.has(name)) {
       if (!free) return undefined
-      kept.set(name, text)
+      kept.add(name)
       return { name, drop: name }
     }
     if (kept.has(name)) {
       kept.delete(name)
-      kept.set(name, text)
+      kept.add(name)
       return { name }
     }
     if (busy()) return undefined
     if (kept.size < size) {
-      kept.set(name, text)
+      kept.add(name)
       return { name }
     }
     if (!free) return undefined
-    const drop = kept.keys().next().value!
-    kept.set(name, text)
+    const drop = kept.values().next().value!
+    kept.add(name)
     return { name, drop }
   }
 
@@ -178,7 +178,7 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
     if (drop === name) {
       // A refused plan: deallocated, then prepared again.
       forget(name)
-      kept.set(name, text)
+      kept.add(name)
       return void send(`DEALLOCATE "${name}"`, () => run())
     }
     deallocate(drop, run)
