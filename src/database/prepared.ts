@@ -101,11 +101,15 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
   const stale = new Set<string>()
   const busy = () => internals._activeQuery != null || (internals._queryQueue?.length ?? 0) > 0
   const outsideTransaction = () => internals._txStatus === "I"
+  /** node-postgres told the statement is not on the session: it parses it again when next sent. */
+  const unparsed = (name: string) => {
+    delete internals.connection.parsedStatements[name]
+    delete internals.connection.submittedNamedStatements[name]
+  }
   const forget = (name: string) => {
     kept.delete(name)
     stale.delete(name)
-    delete internals.connection.parsedStatements[name]
-    delete internals.connection.submittedNamedStatements[name]
+    unparsed(name)
   }
   /** Sends DEALLOCATE, then `next` (whatever its answer: a name already gone is gone). */
   const deallocate = (name: string, next: () => void) => {
@@ -114,32 +118,27 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
   }
 
   /**
-   * The name to send `text` under (kept from now on) and the name to deallocate first to make room
-   * (or to drop a refused plan); no name: send it unnamed. A connection that is busy, or in a
-   * transaction (where a failed one would fail the DEALLOCATE too), changes nothing it keeps.
+   * The name to send `text` under and the name to deallocate first (to make room, or a refused
+   * plan's own); no name: send it unnamed. A connection that is busy, or in a transaction (where a
+   * failed one would fail the DEALLOCATE too), changes nothing it keeps.
    */
   const nameFor = (text: string): { readonly name: string; readonly drop?: string } | undefined => {
     const name = nameOf(text)
-    const free = !busy() && outsideTransaction()
-    if (stale.has(name)) {
-      if (!free) return undefined
-      kept.add(name)
-      return { name, drop: name }
-    }
+    const idle = !busy()
+    const free = idle && outsideTransaction()
+    if (stale.has(name)) return free ? { name, drop: name } : undefined
     if (kept.has(name)) {
+      // The most recently used goes last.
       kept.delete(name)
       kept.add(name)
       return { name }
     }
-    if (busy()) return undefined
+    if (!idle) return undefined
     if (kept.size < size) {
       kept.add(name)
       return { name }
     }
-    if (!free) return undefined
-    const drop = kept.values().next().value!
-    kept.add(name)
-    return { name, drop }
+    return free ? { name, drop: kept.values().next().value! } : undefined
   }
 
   const named = (
@@ -158,8 +157,7 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
         // Run again unnamed, unless a transaction it was in failed with it.
         const again = () => (outside ? send({ text, values, ...extra }, callback) : callback(error, result))
         if (state === MISSING) {
-          delete internals.connection.parsedStatements[name]
-          delete internals.connection.submittedNamedStatements[name]
+          unparsed(name)
           return again()
         }
         if (state === DUPLICATE) {
@@ -175,13 +173,11 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
       })
     }
     if (drop === undefined) return run()
-    if (drop === name) {
-      // A refused plan: deallocated, then prepared again.
-      forget(name)
+    // Kept from when the room is made (a refused plan's own name: deallocated, then prepared again).
+    deallocate(drop, () => {
       kept.add(name)
-      return void send(`DEALLOCATE "${name}"`, () => run())
-    }
-    deallocate(drop, run)
+      run()
+    })
   }
 
   client.query = function(this: unknown, ...args: Array<unknown>) {
