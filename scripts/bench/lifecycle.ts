@@ -345,7 +345,10 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
         const read = await client.query(TRANSITION_READ, [id])
         const initial = state
-        state = { id: uuidv7(), type, name, message: null, timestamp: new Date().toISOString(), pause_reschedule: false }
+        // Stamped after the run's latest state, as the server stamps it (two states of a run never share a timestamp).
+        const latest = new Date(read.rows[0].last_state_timestamp).getTime()
+        const timestamp = new Date(Math.max(Date.now(), latest + 1)).toISOString()
+        state = { id: uuidv7(), type, name, message: null, timestamp, pause_reschedule: false }
         if (type === "RUNNING") runCount++
         const stored = await client.query(TRANSITION_STORE, [
           state.id, state.timestamp, id, type, name, stateDetails(id, null), EMPIRICAL_POLICY, read.rows[0].row_version, note(initial)

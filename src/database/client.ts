@@ -9,7 +9,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import pg from "pg"
 import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
-import { installDriverRows } from "./driver-rows.ts"
+import { installDriverRows, rowTypes } from "./driver-rows.ts"
 import { DEFAULT_STATEMENT_CACHE_SIZE, keepPreparedStatements, statementCacheSize } from "./prepared.ts"
 import { isCertificateRefused, serverTls, type ServerTls } from "./tls.ts"
 
@@ -237,7 +237,7 @@ export const layerPg = (
             min: config.minConnections,
             maxLifetimeSeconds: config.connectionTTL ? Duration.toSeconds(config.connectionTTL) : undefined,
             application_name: config.applicationName ?? "@effect/sql-pg",
-            types: config.types
+            types: config.types ?? rowTypes
           })
           // A connection lost while idle is dropped by the pool; the error is the next statement's.
           made.on("error", () => {})

@@ -87,3 +87,60 @@ export const installDriverRows = () => {
   }
   prototype[INSTALLED] = true
 }
+
+const TIMESTAMPTZ = 1184
+
+/** Two ASCII digits at `at` as a number; -1 when either is not a digit. */
+const twoDigits = (text: string, at: number): number => {
+  const tens = text.charCodeAt(at) - 48
+  const ones = text.charCodeAt(at + 1) - 48
+  return tens >= 0 && tens <= 9 && ones >= 0 && ones <= 9 ? tens * 10 + ones : -1
+}
+
+/**
+ * A `timestamptz` as PostgreSQL writes it in UTC (`2026-11-29 01:17:03.416123+00`), read without
+ * the regular expressions node-postgres's parser runs on every one (a run's row has nine). The
+ * milliseconds are the fraction's first three digits, as that parser makes them; any other form (a
+ * zone other than UTC, years before 1000, BC, infinity) goes to that parser.
+ */
+export const timestamptzParser = (fallback: Parser) => (value: unknown): unknown => {
+  const text = value as string
+  const n = text.length
+  if (
+    n < 22 || n > 29 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 32 ||
+    text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58 ||
+    text.charCodeAt(n - 3) !== 43 || text.charCodeAt(n - 2) !== 48 || text.charCodeAt(n - 1) !== 48
+  ) return fallback(value)
+  const century = twoDigits(text, 0)
+  const year = twoDigits(text, 2)
+  const month = twoDigits(text, 5)
+  const day = twoDigits(text, 8)
+  const hour = twoDigits(text, 11)
+  const minute = twoDigits(text, 14)
+  const second = twoDigits(text, 17)
+  if (century < 10 || year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0) return fallback(value)
+  let millis = 0
+  if (n > 22) {
+    // `.` and one to six digits before the zone.
+    if (n === 23 || text.charCodeAt(19) !== 46) return fallback(value)
+    for (let at = 20, scale = 100; at < n - 3; at++, scale /= 10) {
+      const digit = text.charCodeAt(at) - 48
+      if (digit < 0 || digit > 9) return fallback(value)
+      if (scale >= 1) millis += digit * scale
+    }
+  }
+  return new Date(Date.UTC(century * 100 + year, month - 1, day, hour, minute, second, millis))
+}
+
+/**
+ * node-postgres's type parsers with `timestamptz` read by timestamptzParser: the types Baton's
+ * pools are made with (unless a configuration gives its own).
+ */
+export const rowTypes = (() => {
+  const pgTypes = createRequire(createRequire(import.meta.url).resolve("pg/lib/result.js"))("pg-types") as TypeSource
+  const timestamptz = timestamptzParser(pgTypes.getTypeParser(TIMESTAMPTZ, "text"))
+  return {
+    getTypeParser: (oid: number, format?: string) =>
+      oid === TIMESTAMPTZ && (format === undefined || format === "text") ? timestamptz : pgTypes.getTypeParser(oid, format ?? "text")
+  }
+})()

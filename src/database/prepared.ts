@@ -21,7 +21,7 @@
  * statement is ever queued behind another on a connection.
  */
 import { createHash } from "node:crypto"
-import type pg from "pg"
+import pg from "pg"
 
 /** The statement cache's size when neither setting says: asyncpg's default. */
 export const DEFAULT_STATEMENT_CACHE_SIZE = 100
@@ -95,6 +95,16 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
   // The class's own method, looked up at each call (so what wraps it, instrumentation or a test, still runs).
   const prototype = Object.getPrototypeOf(client) as { query: (...args: Array<unknown>) => unknown }
   const send = (...args: Array<unknown>) => prototype.query.apply(client, args)
+  /**
+   * Sends `text` as the statement `name`: a Query made from the text itself, named after, since
+   * node-postgres copies every query config object it is given (property descriptors and all).
+   */
+  const sendNamed = (name: string, text: string, values: ReadonlyArray<unknown>, rowMode: unknown, callback: Callback) => {
+    if (rowMode !== undefined) return send({ name, text, values, rowMode }, callback)
+    const query = new pg.Query(text, values as Array<unknown>, callback as never) as unknown as { name: string }
+    query.name = name
+    return prototype.query.call(client, query)
+  }
   /** The names prepared on this session, least recently used first. */
   const kept = new Set<string>()
   /** Kept names PostgreSQL refused in a transaction: deallocated once outside one, sent unnamed till then. */
@@ -149,13 +159,12 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
     callback: Callback
   ) => {
     const { name, drop } = choice
-    const extra = rowMode === undefined ? {} : { rowMode }
     const run = () => {
       const outside = outsideTransaction()
-      send({ name, text, values, ...extra }, (error: Error | null, result?: unknown) => {
+      sendNamed(name, text, values, rowMode, (error: Error | null, result?: unknown) => {
         const state = error === null ? undefined : sqlState(error)
         // Run again unnamed, unless a transaction it was in failed with it.
-        const again = () => (outside ? send({ text, values, ...extra }, callback) : callback(error, result))
+        const again = () => (outside ? send(rowMode === undefined ? { text, values } : { text, values, rowMode }, callback) : callback(error, result))
         if (state === MISSING) {
           unparsed(name)
           return again()
@@ -194,12 +203,14 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
       typeof first === "object" && first !== null &&
       Object.keys(first).every((key) => key === "text" || key === "values" || key === "rowMode")
     ) {
+      // As node-postgres reads (config, values?, callback?): values given apart replace the config's.
       const config = first as { text?: unknown; values?: unknown; rowMode?: unknown }
-      if (typeof config.text === "string" && Array.isArray(config.values)) {
+      const given = Array.isArray(second) ? second : config.values
+      if (typeof config.text === "string" && Array.isArray(given)) {
         text = config.text
-        values = config.values
+        values = given
         rowMode = config.rowMode
-        callback = second
+        callback = typeof second === "function" ? second : third
       }
     }
     const choice = text !== undefined && values !== undefined && values.length > 0 &&

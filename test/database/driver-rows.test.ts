@@ -81,6 +81,40 @@ break", 4 AS "}; throw 1; //", 5 AS "ünï"` })
       expect(binary.rows).toEqual([{ n: 42, missing: null }])
     }))
 
+  it.scoped("timestamptz values read as node-postgres reads them: every fraction length, other zones, early years, infinity", () =>
+    Effect.gen(function* () {
+      const on = yield* pool
+      const texts = [
+        "2026-11-28 15:00:00+00", "2026-11-28 15:00:00.1+00", "2026-11-28 15:00:00.12+00", "2026-11-28 15:00:00.123+00",
+        "2026-11-28 15:00:00.1239+00", "2026-11-28 15:00:00.999999+00", "1969-12-31 23:59:59.5+00", "0099-06-01 12:00:00+00",
+        "0044-03-15 12:00:00+00 BC"
+      ]
+      const { rows } = yield* query(on, {
+        text: `SELECT value::timestamptz AS at, value::timestamptz::text AS text FROM unnest($1::text[]) AS value
+          UNION ALL SELECT 'infinity'::timestamptz, 'infinity' UNION ALL SELECT '-infinity'::timestamptz, '-infinity'`,
+        values: [texts]
+      })
+      // node-postgres's own parser, on the text PostgreSQL wrote.
+      const original = createRequire(createRequire(import.meta.url).resolve("pg/lib/result.js"))("pg-types")
+        .getTypeParser(1184, "text") as (text: string) => unknown
+      expect(rows.length).toBe(texts.length + 2)
+      for (const row of rows) expect(row.at).toEqual(original(row.text))
+      expect((rows[3]!.at as Date).toISOString()).toBe("2026-11-28T15:00:00.123Z")
+      expect((rows[5]!.at as Date).toISOString()).toBe("2026-11-28T15:00:00.999Z")
+      // A session in another zone writes another offset: read as the original reads it.
+      const zoned = yield* Effect.promise(async () => {
+        const client = await on.connect()
+        try {
+          await client.query("SET TIME ZONE 'Asia/Kolkata'")
+          return (await client.query("SELECT '2026-11-28 15:00:00.25+00'::timestamptz AS at")).rows[0].at as Date
+        } finally {
+          await client.query("RESET TIME ZONE")
+          client.release()
+        }
+      })
+      expect(zoned.toISOString()).toBe("2026-11-28T15:00:00.250Z")
+    }))
+
   it("keeps a bounded number of column lists, and builds a dropped one's rows again when it comes back", () => {
     installDriverRows()
     const Result = createRequire(createRequire(import.meta.url).resolve("pg/lib/result.js"))("./result.js") as new() => {

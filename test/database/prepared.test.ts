@@ -1,6 +1,8 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Exit, Layer } from "effect"
+import type pg from "pg"
+import { DatabasePool } from "../../src/database/client.ts"
 import { DEFAULT_STATEMENT_CACHE_SIZE, statementCacheSize } from "../../src/database/prepared.ts"
 import { transaction } from "../../src/database/transactions.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
@@ -56,6 +58,33 @@ describe("prepared statements kept on each connection", () => {
       const kept = yield* prepared(sql)
       expect(kept.map((row) => row.statement)).toEqual(["SELECT $1::int AS x, $2::text AS label"])
       expect(kept[0]!.name).toMatch(/^baton_[A-Za-z0-9_-]+$/)
+    }))
+
+  it.scoped("every way node-postgres takes a statement is answered, prepared: text and values, a config, a config with values apart; callback or promise", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const context = yield* Layer.build(database.connect({ maxConnections: 1, statementCache: DEFAULT_STATEMENT_CACHE_SIZE }))
+      const pool = Context.get(context, DatabasePool).use as pg.Pool
+      const text = "SELECT $1::int + 1 AS next"
+      const viaCallback = (...args: Array<unknown>) =>
+        Effect.async<ReadonlyArray<unknown>, Error>((resume) => {
+          const callback = (error: Error | null, result?: pg.QueryResult) =>
+            resume(error ? Effect.fail(error) : Effect.succeed(result!.rows))
+          ;(pool.query as unknown as (...a: Array<unknown>) => void)(...args, callback)
+        })
+      expect(yield* viaCallback(text, [1])).toEqual([{ next: 2 }])
+      expect(yield* viaCallback({ text, values: [2] })).toEqual([{ next: 3 }])
+      expect(yield* viaCallback({ text, values: [9] }, [3])).toEqual([{ next: 4 }])
+      expect(yield* viaCallback({ text }, [4])).toEqual([{ next: 5 }])
+      const rows = (result: Promise<pg.QueryResult>) => Effect.map(Effect.promise(() => result), (answer) => answer.rows)
+      expect(yield* rows(pool.query(text, [5]))).toEqual([{ next: 6 }])
+      expect(yield* rows(pool.query({ text, values: [6] }))).toEqual([{ next: 7 }])
+      const client = yield* Effect.acquireRelease(Effect.promise(() => pool.connect()), (client) => Effect.sync(() => client.release()))
+      expect(yield* rows(client.query({ text, values: [7] }))).toEqual([{ next: 8 }])
+      expect(yield* rows(client.query({ text, values: [1], rowMode: "array" }))).toEqual([[2]])
+      // One statement on the session, kept under its name.
+      const kept = yield* Effect.promise(() => client.query("SELECT statement FROM pg_prepared_statements"))
+      expect(kept.rows).toEqual([{ statement: text }])
     }))
 
   it.scoped("at most the cache's size are kept: the least recently used is deallocated", () =>
