@@ -10,6 +10,7 @@ import * as path from "node:path"
 import pg from "pg"
 import { Settings, type SettingsValue, usesDatabaseServer } from "../settings/settings.ts"
 import { installDriverRows, rowTypes } from "./driver-rows.ts"
+import { type PoolStatement, runOutsideTransactions } from "./statements.ts"
 import { DEFAULT_STATEMENT_CACHE_SIZE, keepPreparedStatements, statementCacheSize } from "./prepared.ts"
 import { isCertificateRefused, serverTls, type ServerTls } from "./tls.ts"
 
@@ -97,7 +98,7 @@ type ConnectCallback = (error: Error | undefined, client: pg.PoolClient | undefi
  * The cancel itself never waits for the pool: on a server it goes on a connection of its own, at
  * most MAX_CANCELS_IN_FLIGHT at once; on the embedded database it is skipped (StatementCancel).
  */
-const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
+const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel): PoolStatement => {
   /** The process id behind each checkout that has not ended, by its ticket. */
   const open = new Map<number, number>()
   let lastTicket = 0
@@ -204,6 +205,67 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel) => {
         client.end().catch(() => {})
       })
   }) as typeof pool.query
+
+  /**
+   * One statement outside a transaction, as PgClient runs it (a checkout of its own, given back
+   * when it ends; cancelled when interrupted, the cancel awaited for at most 5 s), without the view
+   * of the connection and the cancel effect PgClient builds for every checkout: the statement's
+   * ticket is known here, so a cancel names it directly, and only when one is asked for.
+   */
+  const runStatement: PoolStatement = (text, values, transformRows) =>
+    Effect.async<ReadonlyArray<unknown>, SqlError.SqlError>((resume) => {
+      let ticket: number | undefined
+      /** Interrupted before a connection came: it goes back at once. */
+      let abandoned = false
+      /** The checkout's connection, once given back (by its answer or its interruption). */
+      let returned = false
+      let giveBack: (cause?: Error) => void = () => {}
+      connect((error, client, poolRelease) => {
+        if (client === undefined) {
+          return resume(Effect.fail(new SqlError.SqlError({ cause: error ?? new Error("No client returned"), message: "Failed to acquire connection" })))
+        }
+        if (abandoned) return poolRelease()
+        const checkout = ticket = ++lastTicket
+        const processId = processIdOf(client)
+        if (processId !== undefined) open.set(checkout, processId)
+        // A connection lost between statements is its client's "error" (unhandled, it would end the process).
+        const onError = (cause: Error) => {
+          giveBack(cause)
+          resume(Effect.fail(new SqlError.SqlError({ cause, message: "Connection error" })))
+        }
+        giveBack = (cause?: Error) => {
+          if (returned) return
+          returned = true
+          client.off("error", onError)
+          open.delete(checkout)
+          releaseWhenIdle(client, poolRelease, cause)
+        }
+        client.once("error", onError)
+        client.query(text, values as Array<unknown>, (queryError: Error | null, result: unknown) => {
+          giveBack()
+          if (queryError) return resume(Effect.fail(new SqlError.SqlError({ cause: queryError, message: "Failed to execute statement" })))
+          // Several statements in one text answer one result each.
+          const rows = Array.isArray(result)
+            ? result.map((one: { rows?: ReadonlyArray<unknown> }) => one.rows ?? [])
+            : (result as { rows?: ReadonlyArray<unknown> }).rows ?? []
+          resume(Effect.succeed(transformRows === undefined ? rows : transformRows(rows as ReadonlyArray<object>)))
+        })
+      })
+      return Effect.suspend(() => {
+        if (ticket === undefined) {
+          abandoned = true
+          return Effect.void
+        }
+        // Asked as PgClient asks it (the pool's query, which sends it only while the checkout lasts).
+        const asked = `SELECT pg_cancel_backend(${ticket})`
+        return Effect.async<void>((answered) => void pool.query(asked, () => answered(Effect.void))).pipe(
+          Effect.interruptible,
+          Effect.timeoutOption(5000),
+          Effect.ensuring(Effect.sync(() => giveBack()))
+        )
+      })
+    })
+  return runStatement
 }
 
 /**
@@ -219,7 +281,7 @@ export const layerPg = (
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | DatabasePool, SqlError.SqlError> =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
-      const pool = yield* Effect.acquireRelease(
+      const { pool, runStatement } = yield* Effect.acquireRelease(
         Effect.sync(() => {
           installDriverRows()
           const made = new pg.Pool({
@@ -242,10 +304,9 @@ export const layerPg = (
           // A connection lost while idle is dropped by the pool; the error is the next statement's.
           made.on("error", () => {})
           made.on("connect", (client) => keepPreparedStatements(client, statementCache))
-          guardCheckouts(made, cancel)
-          return made
+          return { pool: made, runStatement: guardCheckouts(made, cancel) }
         }),
-        (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+        ({ pool }) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
       )
       yield* Effect.tryPromise({
         try: () => pool.query("SELECT 1"),
@@ -262,8 +323,10 @@ export const layerPg = (
         transformJson: config.transformJson,
         types: config.types
       })
+      // The client's statements outside a transaction take the pool's lean path (runStatement).
+      const lean = Layer.effectDiscard(Effect.map(SqlClient.SqlClient, (sql) => runOutsideTransactions(sql, runStatement)))
       return Layer.merge(
-        client,
+        Layer.provideMerge(lean, client),
         Layer.succeed(DatabasePool, { use: pool, max: pool.options.max ?? 10 })
       )
     })

@@ -11,6 +11,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Array as Arr, Context, Deferred, Duration, Effect, Exit, Fiber, FiberId, Layer, Option } from "effect"
 import pg from "pg"
 import { DatabasePool, MAX_CANCELS_IN_FLIGHT } from "../../src/database/client.ts"
+import { StatementsLive } from "../../src/database/statements.ts"
+import * as Settings from "../../src/settings/settings.ts"
 import { transaction } from "../../src/database/transactions.ts"
 import { onServer, scopedDatabase } from "../support/database.ts"
 import { overlappingQueries } from "../support/overlapping-queries.ts"
@@ -24,11 +26,40 @@ const LETS_GO_WITHIN = Duration.seconds(2)
 /** This test's own statements (the process may be running others). */
 const ours = (text: string) => /SELECT 1 AS one|pg_sleep|interrupted-write|FROM flow WHERE name/.test(text)
 
-describe("an interrupted statement", () => {
+/**
+ * The two ways a statement runs: as @effect/sql runs it (with a span, the tracer on), and the
+ * server's default short way (no span: src/database/statements.ts), which outside a transaction
+ * runs it on the pool directly (src/database/client.ts). Either way the same behaviour.
+ */
+const paths = [
+  { path: "as @effect/sql runs it", tracer: true },
+  { path: "the short way", tracer: false }
+] as const
+
+/**
+ * A client of `maxConnections` on `database`, with the short way installed (it is per process) and
+ * the statements made outside a transaction counted as the pool's views of a connection handed out:
+ * none the short way.
+ */
+const connected = (database: { readonly connect: (options: { readonly maxConnections: number }) => Layer.Layer<SqlClient.SqlClient | DatabasePool, unknown> }, maxConnections: number) =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(database.connect({ maxConnections }))
+    yield* Layer.build(StatementsLive.pipe(Layer.provide(Layer.merge(Layer.succeedContext(context), Settings.layer()))))
+    const pool = Context.get(context, DatabasePool).use as pg.Pool
+    const connect = pool.connect
+    const views = { handedOut: 0 }
+    pool.connect = function(this: pg.Pool, ...args: Array<unknown>) {
+      views.handedOut++
+      return (connect as (...a: Array<unknown>) => unknown).apply(this, args)
+    } as typeof pool.connect
+    return { context, views }
+  })
+
+describe.each(paths)("an interrupted statement, $path", ({ tracer }) => {
   it.scopedLive("lets its fiber go at once and leaves the pool's only connection to the next statement, alone or in a transaction", () =>
     Effect.gen(function* () {
       const database = yield* scopedDatabase({ migrated: true })
-      const context = yield* Layer.build(database.connect({ maxConnections: 1 }))
+      const { context, views } = yield* connected(database, 1)
       const seen = yield* overlappingQueries(ours)
       const sql = Context.get(context, SqlClient.SqlClient)
       const pool = Context.get(context, DatabasePool).use
@@ -66,14 +97,17 @@ describe("an interrupted statement", () => {
       expect(yield* flows("interrupted-write")).toBe(0)
       // Each statement after an interrupted one waited for the connection to be idle, not on it.
       expect(seen).toEqual([])
-    }), { timeout: 60_000 })
+      // Four statements outside the transaction and the transaction itself: the short way takes a
+      // view of a connection for the transaction only.
+      expect(views.handedOut).toBe(tracer ? 5 : 1)
+    }).pipe(Effect.withTracerEnabled(tracer)), { timeout: 60_000 })
 
   describe.runIf(onServer())("on a server", () => {
     it.scopedLive(`interrupted together, at most ${MAX_CANCELS_IN_FLIGHT} are cancelled at once, each on a connection of its own; the others run to their end`, () =>
       Effect.gen(function* () {
         const database = yield* scopedDatabase({ migrated: true })
         const statements = MAX_CANCELS_IN_FLIGHT + 2
-        const context = yield* Layer.build(database.connect({ maxConnections: statements }))
+        const { context } = yield* connected(database, statements)
         const sql = Context.get(context, SqlClient.SqlClient)
         const pool = Context.get(context, DatabasePool).use
         const running = Effect.promise(async () => {
@@ -110,7 +144,7 @@ describe("an interrupted statement", () => {
         const answers = yield* Effect.forEach(Arr.range(1, statements - 1), () => sql<{ one: number }>`SELECT 1 AS one`, { concurrency: "unbounded" })
         expect(answers.flat()).toEqual(Arr.replicate({ one: 1 }, statements - 1))
         expect(seen).toEqual([])
-      }), { timeout: 60_000 })
+      }).pipe(Effect.withTracerEnabled(tracer)), { timeout: 60_000 })
 
     /**
      * Runs `first` on the pool's only connection with `second` waiting for it, and interrupts
@@ -121,7 +155,7 @@ describe("an interrupted statement", () => {
     const interruptedAsAnswered = (answer: (handOn: () => void, cancelsAsked: () => number) => void) =>
       Effect.gen(function* () {
         const database = yield* scopedDatabase({ migrated: true })
-        const context = yield* Layer.build(database.connect({ maxConnections: 1 }))
+        const { context } = yield* connected(database, 1)
         const sql = Context.get(context, SqlClient.SqlClient)
         const pool = Context.get(context, DatabasePool).use as pg.Pool
         let cancels = 0
@@ -154,7 +188,7 @@ describe("an interrupted statement", () => {
         for (let i = 0; i < 1000 && pool.waitingCount === 0; i++) yield* Effect.sleep(Duration.millis(1))
         expect(pool.waitingCount).toBe(1)
         return { first: yield* Fiber.await(first), second: yield* Fiber.await(second), cancels }
-      })
+      }).pipe(Effect.withTracerEnabled(tracer))
 
     it.scopedLive("a cancel asked for after its statement answered is not sent: the connection has gone on to the next statement", () =>
       Effect.gen(function* () {
