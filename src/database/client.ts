@@ -240,7 +240,7 @@ const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel): PoolStatement =
           open.delete(checkout)
           releaseWhenIdle(client, poolRelease, cause)
         }
-        client.once("error", onError)
+        client.on("error", onError)
         client.query(text, values as Array<unknown>, (queryError: Error | null, result: unknown) => {
           giveBack()
           if (queryError) return resume(Effect.fail(new SqlError.SqlError({ cause: queryError, message: "Failed to execute statement" })))

@@ -148,8 +148,19 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       const name = proposed.name ?? defaultStateName[proposed.type]
       const initial = row.state === null ? null : toState(row.state)
       const resuming = kind === "flow_run" ? ((policy as { resuming?: boolean | null }).resuming ?? false) : undefined
-      const counted = options.resetRunCount ? { ...row, run_count: 0 } : row
-      const clock: RunClock = resuming === undefined ? counted : { ...counted, resuming }
+      // The clock's fields alone: the row is a run's forty-odd columns, copied by every spread.
+      const clock: RunClock = {
+        state_type: row.state_type,
+        state_name: row.state_name,
+        state_timestamp: row.state_timestamp,
+        start_time: row.start_time,
+        end_time: row.end_time,
+        run_count: options.resetRunCount ? 0 : row.run_count,
+        total_run_time: row.total_run_time,
+        expected_start_time: row.expected_start_time,
+        next_scheduled_start_time: row.next_scheduled_start_time,
+        ...(resuming === undefined ? {} : { resuming })
+      }
       const next = applyGlobalPolicy(
         kind,
         clock,
