@@ -97,6 +97,9 @@ type ConnectCallback = (error: Error | undefined, client: pg.PoolClient | undefi
  *
  * The cancel itself never waits for the pool: on a server it goes on a connection of its own, at
  * most MAX_CANCELS_IN_FLIGHT at once; on the embedded database it is skipped (StatementCancel).
+ *
+ * Gives the pool path: how a statement outside a transaction runs when no span is made
+ * (database/statements.ts), by the same tickets, without a view of the connection.
  */
 const guardCheckouts = (pool: pg.Pool, cancel: StatementCancel): PoolStatement => {
   /** The process id behind each checkout that has not ended, by its ticket. */
@@ -323,10 +326,10 @@ export const layerPg = (
         transformJson: config.transformJson,
         types: config.types
       })
-      // The client's statements outside a transaction take the pool's lean path (runStatement).
-      const lean = Layer.effectDiscard(Effect.map(SqlClient.SqlClient, (sql) => runOutsideTransactions(sql, runStatement)))
+      // The client's statements outside a transaction go by runStatement (the pool path).
+      const poolPath = Layer.effectDiscard(Effect.map(SqlClient.SqlClient, (sql) => runOutsideTransactions(sql, runStatement)))
       return Layer.merge(
-        Layer.provideMerge(lean, client),
+        Layer.provideMerge(poolPath, client),
         Layer.succeed(DatabasePool, { use: pool, max: pool.options.max ?? 10 })
       )
     })
