@@ -55,20 +55,24 @@ const connected = (database: { readonly connect: (options: { readonly maxConnect
     return { context, views }
   })
 
-/** The statements sleeping (`pg_sleep`) on `url`'s database right now, as PostgreSQL sees them. */
-const sleepsRunning = (url: string) =>
+/** The statements running on `url`'s database right now whose text is LIKE `pattern`, as PostgreSQL sees them. */
+const runningLike = (url: string, pattern: string) =>
   Effect.promise(async () => {
     const client = new pg.Client({ connectionString: url })
     await client.connect()
     try {
       const { rows } = await client.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%' AND pid <> pg_backend_pid()"
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()",
+        [pattern]
       )
       return rows[0]!.n
     } finally {
       await client.end()
     }
   })
+
+/** The statements sleeping (`pg_sleep`) on `url`'s database right now. */
+const sleepsRunning = (url: string) => runningLike(url, "SELECT pg_sleep%")
 
 describe.each(paths)("an interrupted statement, $path", ({ tracer }) => {
   it.scopedLive("lets its fiber go at once and leaves the pool's only connection to the next statement, alone or in a transaction", () =>
@@ -131,18 +135,7 @@ describe.each(paths)("an interrupted statement, $path", ({ tracer }) => {
         const { context } = yield* connected(database, statements)
         const sql = Context.get(context, SqlClient.SqlClient)
         const pool = Context.get(context, DatabasePool).use
-        const running = Effect.promise(async () => {
-          const client = new pg.Client({ connectionString: database.url })
-          await client.connect()
-          try {
-            const { rows } = await client.query<{ n: number }>(
-              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%interrupted-together%' AND pid <> pg_backend_pid()"
-            )
-            return rows[0]!.n
-          } finally {
-            await client.end()
-          }
-        })
+        const running = runningLike(database.url!, "%interrupted-together%")
 
         const fibers = yield* Effect.forEach(Arr.range(1, statements), () => Effect.fork(sql`SELECT pg_sleep(5) /* interrupted-together */`))
         for (let i = 0; i < 1000 && !(pool.totalCount === statements && pool.idleCount === 0); i++) yield* Effect.sleep(Duration.millis(1))
