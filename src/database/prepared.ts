@@ -96,13 +96,14 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
   const prototype = Object.getPrototypeOf(client) as { query: (...args: Array<unknown>) => unknown }
   const send = (...args: Array<unknown>) => prototype.query.apply(client, args)
   /**
-   * Sends `text` as the statement `name`: a Query made from the text itself, named after, since
-   * node-postgres copies every query config object it is given (property descriptors and all).
+   * Sends `text`, as the statement `name` when one is given: a Query made from the text itself (and
+   * named after), since node-postgres copies every query config object it is given (property
+   * descriptors and all).
    */
-  const sendNamed = (name: string, text: string, values: ReadonlyArray<unknown>, rowMode: unknown, callback: Callback) => {
-    if (rowMode !== undefined) return send({ name, text, values, rowMode }, callback)
-    const query = new pg.Query(text, values as Array<unknown>, callback as never) as unknown as { name: string }
-    query.name = name
+  const sendStatement = (name: string | undefined, text: string, values: ReadonlyArray<unknown>, rowMode: unknown, callback: Callback) => {
+    if (rowMode !== undefined) return send({ ...(name === undefined ? {} : { name }), text, values, rowMode }, callback)
+    const query = new pg.Query(text, values as Array<unknown>, callback as never) as unknown as { name?: string }
+    if (name !== undefined) query.name = name
     return prototype.query.call(client, query)
   }
   /** The names prepared on this session, least recently used first. */
@@ -161,10 +162,10 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
     const { name, drop } = choice
     const run = () => {
       const outside = outsideTransaction()
-      sendNamed(name, text, values, rowMode, (error: Error | null, result?: unknown) => {
+      sendStatement(name, text, values, rowMode, (error: Error | null, result?: unknown) => {
         const state = error === null ? undefined : sqlState(error)
         // Run again unnamed, unless a transaction it was in failed with it.
-        const again = () => (outside ? send(rowMode === undefined ? { text, values } : { text, values, rowMode }, callback) : callback(error, result))
+        const again = () => (outside ? sendStatement(undefined, text, values, rowMode, callback) : callback(error, result))
         if (state === MISSING) {
           unparsed(name)
           return again()
@@ -173,7 +174,7 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
           internals.connection.parsedStatements[name] = text
           return again()
         }
-        if (state === PLAN_CHANGED && /cached plan/.test(error!.message)) {
+        if (state === PLAN_CHANGED && error!.message.includes("cached plan")) {
           if (outside) return deallocate(name, again)
           stale.add(name)
           return callback(error, result)

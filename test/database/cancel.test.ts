@@ -14,7 +14,7 @@ import { DatabasePool, MAX_CANCELS_IN_FLIGHT } from "../../src/database/client.t
 import { StatementsLive } from "../../src/database/statements.ts"
 import * as Settings from "../../src/settings/settings.ts"
 import { transaction } from "../../src/database/transactions.ts"
-import { onServer, scopedDatabase } from "../support/database.ts"
+import { onServer, type ScopedDatabase, scopedDatabase } from "../support/database.ts"
 import { overlappingQueries } from "../support/overlapping-queries.ts"
 
 // On a server the statement would run for seconds unless cancelled; the embedded database runs it
@@ -41,7 +41,7 @@ const paths = [
  * the statements made outside a transaction counted as the pool's views of a connection handed out:
  * none the short way.
  */
-const connected = (database: { readonly connect: (options: { readonly maxConnections: number }) => Layer.Layer<SqlClient.SqlClient | DatabasePool, unknown> }, maxConnections: number) =>
+const connected = (database: ScopedDatabase, maxConnections: number) =>
   Effect.gen(function* () {
     const context = yield* Layer.build(database.connect({ maxConnections }))
     yield* Layer.build(StatementsLive.pipe(Layer.provide(Layer.merge(Layer.succeedContext(context), Settings.layer()))))
