@@ -14,12 +14,18 @@ export interface CpuSplit {
   readonly benchMsPerOp: number
   /** Idle time of all cores together per operation (from /proc/stat; I/O wait included). */
   readonly idleMsPerOp: number
+  /**
+   * The same idle time core by core: a machine whose kernel keeps work queued on one core while
+   * another idles shows it here (docs/performance.md, "Thirteenth round").
+   */
+  readonly idleByCoreMsPerOp?: ReadonlyArray<number>
 }
 
 interface Reading {
   readonly postgres: ReadonlyMap<number, number>
   readonly bench: number
   readonly idle: number
+  readonly idleByCore: ReadonlyArray<number>
 }
 
 /** CPU time in ms of each process of this machine named `postgres` (none when it runs elsewhere). */
@@ -36,10 +42,14 @@ const postgresProcesses = (): Map<number, number> => {
   return found
 }
 
-/** Idle and I/O wait of all cores, in ms (the first line of /proc/stat, in clock ticks of 10 ms). */
-const machineIdle = (): number => {
-  const fields = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
-  return (fields[3]! + fields[4]!) * 10
+/** Idle and I/O wait in ms of all cores (the first line of /proc/stat, in clock ticks of 10 ms) and of each (the cpuN lines). */
+const machineIdle = (): { readonly all: number; readonly byCore: ReadonlyArray<number> } => {
+  const idleOf = (line: string) => {
+    const fields = line.trim().split(/\s+/).slice(1).map(Number)
+    return (fields[3]! + fields[4]!) * 10
+  }
+  const lines = fs.readFileSync("/proc/stat", "utf8").split("\n")
+  return { all: idleOf(lines[0]!), byCore: lines.filter((line) => /^cpu\d+ /.test(line)).map(idleOf) }
 }
 
 const benchCpu = () => {
@@ -48,8 +58,11 @@ const benchCpu = () => {
 }
 
 /** A reading to measure from; undefined where /proc is not there. */
-export const startSplit = (): Reading | undefined =>
-  fs.existsSync("/proc/stat") ? { postgres: postgresProcesses(), bench: benchCpu(), idle: machineIdle() } : undefined
+export const startSplit = (): Reading | undefined => {
+  if (!fs.existsSync("/proc/stat")) return undefined
+  const idle = machineIdle()
+  return { postgres: postgresProcesses(), bench: benchCpu(), idle: idle.all, idleByCore: idle.byCore }
+}
 
 /**
  * The split since `from`, per operation. A PostgreSQL process that started in between counts from
@@ -61,10 +74,12 @@ export const splitSince = (from: Reading | undefined, operations: number): CpuSp
   const database = from.postgres.size === 0 && postgres.size === 0
     ? undefined
     : [...postgres].reduce((sum, [pid, ms]) => sum + ms - (from.postgres.get(pid) ?? 0), 0)
+  const idle = machineIdle()
   return {
     ...(database === undefined ? {} : { databaseMsPerOp: database / operations }),
     benchMsPerOp: (benchCpu() - from.bench) / operations,
-    idleMsPerOp: (machineIdle() - from.idle) / operations
+    idleMsPerOp: (idle.all - from.idle) / operations,
+    idleByCoreMsPerOp: idle.byCore.map((ms, core) => (ms - (from.idleByCore[core] ?? 0)) / operations)
   }
 }
 
@@ -75,9 +90,11 @@ export const joinSplits = (rounds: ReadonlyArray<{ readonly split: CpuSplit | un
   const total = (part: (split: CpuSplit) => number | undefined) =>
     rounds.reduce((sum, round) => sum + (part(round.split!) ?? NaN) * round.operations, 0) / operations
   const database = total((split) => split.databaseMsPerOp)
+  const cores = rounds[0]!.split!.idleByCoreMsPerOp?.length ?? 0
   return {
     ...(Number.isNaN(database) ? {} : { databaseMsPerOp: database }),
     benchMsPerOp: total((split) => split.benchMsPerOp),
-    idleMsPerOp: total((split) => split.idleMsPerOp)
+    idleMsPerOp: total((split) => split.idleMsPerOp),
+    ...(cores === 0 ? {} : { idleByCoreMsPerOp: Array.from({ length: cores }, (_, core) => total((split) => split.idleByCoreMsPerOp?.[core])) })
   }
 }

@@ -333,10 +333,14 @@ const parentOf = (pid: number): number | undefined => {
   }
 }
 
-/** Runs the lifecycle through `clients` (worker i through clients[i % n]) after a warm-up; the CPU of `pids` per lifecycle. */
+/**
+ * Runs the lifecycle through `clients` (worker i through clients[i % n]) after a warm-up as long as
+ * the one-process row's (each process compiles its own code, on half the requests); the CPU of
+ * `pids` per lifecycle.
+ */
 const measuredLifecycle = async (clients: ReadonlyArray<JsonClient>, setup: Awaited<ReturnType<typeof setUpLifecycle>>, pids: () => ReadonlyArray<number>) => {
   const drive = (worker: number) => apiLifecycle(clients[worker % clients.length]!, setup)(worker)
-  await closedLoop(options.workers, 3, drive)
+  await closedLoop(options.workers, options.seconds * 1.5, drive)
   const cpu = () => pids().reduce((sum, pid) => sum + cpuTime(pid), 0)
   const before = cpu()
   const result = await closedLoop(options.workers, options.seconds * 1.5, drive)

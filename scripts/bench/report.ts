@@ -30,6 +30,12 @@ export interface Row {
 const fixed = (value: number | undefined, digits = 1) =>
   value === undefined || Number.isNaN(value) ? "" : value >= 1000 ? Math.round(value).toString() : value.toFixed(digits)
 
+/** The idle time core by core, on a machine of a few cores: " (1.93 + 0.01)". */
+const idleByCore = (split: CpuSplit) => {
+  const cores = split.idleByCoreMsPerOp ?? []
+  return cores.length < 2 || cores.length > 4 ? "" : ` (${cores.map((ms) => fixed(ms, 2)).join(" + ")})`
+}
+
 const columns: ReadonlyArray<[string, (row: Row) => string]> = [
   ["scenario", (r) => r.scenario],
   ["throughput", (r) => (r.throughput === undefined ? "" : `${fixed(r.throughput)} ${r.unit ?? "req/s"}`)],
@@ -38,7 +44,7 @@ const columns: ReadonlyArray<[string, (row: Row) => string]> = [
   ["RSS MiB", (r) => fixed(r.rssMiB, 0)],
   ["server CPU ms/op", (r) => fixed(r.cpuMsPerOp, 2)],
   ["database / load / idle ms/op", (r) =>
-    r.split === undefined ? "" : `${fixed(r.split.databaseMsPerOp, 2) || "?"} / ${fixed(r.split.benchMsPerOp, 2)} / ${fixed(r.split.idleMsPerOp, 2)}`],
+    r.split === undefined ? "" : `${fixed(r.split.databaseMsPerOp, 2) || "?"} / ${fixed(r.split.benchMsPerOp, 2)} / ${fixed(r.split.idleMsPerOp, 2)}${idleByCore(r.split)}`],
   ["vs baseline", (r) => (r.ratio === undefined ? "" : `${(r.ratio * 100).toFixed(0)}% of ${r.versus}`)],
   ["target", (r) => (r.target === undefined ? "" : `${r.target} ${r.met === undefined ? "" : r.met ? "met" : "NOT MET"}`)],
   ["note", (r) => r.note ?? ""]
@@ -63,8 +69,19 @@ export const machine = () => ({
   node: process.version,
   platform: `${os.platform()} ${os.release()}`,
   /** 1, 5 and 15 minutes: what else the (possibly shared) machine was doing. */
-  loadAverage: os.loadavg().map((load) => Number(load.toFixed(2)))
+  loadAverage: os.loadavg().map((load) => Number(load.toFixed(2))),
+  /** What the kernel's command line says about scheduling (a virtual machine's kernel may pack work on fewer cores). */
+  schedulerOptions: kernelSchedulerOptions()
 })
+
+/** The `sched…` options of the kernel's command line, where Linux shows it. */
+const kernelSchedulerOptions = (): ReadonlyArray<string> => {
+  try {
+    return fs.readFileSync("/proc/cmdline", "utf8").trim().split(/\s+/).filter((option) => option.startsWith("sched"))
+  } catch {
+    return []
+  }
+}
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "results")
 

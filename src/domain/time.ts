@@ -36,8 +36,11 @@ export const Timestamp = Schema.transformOrFail(Schema.Date, Schema.DateFromSelf
  */
 export const realClock: Clock.Clock = Clock.make()
 
-/** The Clock's current time as a Date, to pass into SQL ("now" never comes from the database). */
-export const now: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+/**
+ * The Clock's current time as a Date, to pass into SQL ("now" never comes from the database); read
+ * in one step, as `newId` reads it (./ids.ts).
+ */
+export const now: Effect.Effect<Date> = Effect.clockWith((clock) => Effect.sync(() => new Date(clock.unsafeCurrentTimeMillis())))
 
 /**
  * A date as Python prints it (`2026-03-01 09:00:00+01:00`, microseconds only when non-zero), which
