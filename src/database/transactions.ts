@@ -13,9 +13,12 @@ const pending = FiberRef.unsafeMake<Array<Effect.Effect<void>> | undefined>(unde
 
 /** Runs `effect` once the current transaction commits (at once outside a transaction). */
 export const afterCommit = (effect: Effect.Effect<void>): Effect.Effect<void> =>
-  Effect.flatMap(FiberRef.get(pending), (queue) =>
-    queue === undefined ? effect : Effect.sync(() => void queue.push(effect))
-  )
+  Effect.withFiberRuntime((fiber) => {
+    const queue = fiber.getFiberRef(pending)
+    if (queue === undefined) return effect
+    queue.push(effect)
+    return Effect.void
+  })
 
 /**
  * `sql.withTransaction(effect)`, keeping what `afterCommit` queues in it until the outermost

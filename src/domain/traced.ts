@@ -10,10 +10,10 @@ export const traced = (name: string): Effect.fn.Gen & Effect.fn.NonGen =>
   ((body: (...args: Array<unknown>) => unknown, ...pipeables: Array<unknown>) => {
     const spanned = (Effect.fn(name) as (...a: Array<unknown>) => (...args: Array<unknown>) => Effect.Effect<unknown>)(body, ...pipeables)
     const plain = (Effect.fnUntraced as (...a: Array<unknown>) => (...args: Array<unknown>) => Effect.Effect<unknown>)(body, ...pipeables)
+    // The switch read in one Effect operation (three through FiberRef.get and flatMap).
     const call = function(this: unknown, ...args: Array<unknown>) {
-      return Effect.flatMap(
-        FiberRef.get(FiberRef.currentTracerEnabled),
-        (enabled) => (enabled ? spanned.apply(this, args) : plain.apply(this, args))
+      return Effect.withFiberRuntime<unknown>((fiber) =>
+        fiber.getFiberRef(FiberRef.currentTracerEnabled) ? spanned.apply(this, args) : plain.apply(this, args)
       )
     }
     return Object.defineProperty(call, "length", { value: body.length, configurable: true })
