@@ -71,8 +71,81 @@ interface StatementInternals {
     readonly execute: (sql: string, params: ReadonlyArray<unknown>, transformRows: unknown) => Effect.Effect<unknown, unknown>
   }, unknown>
   readonly transformRows: unknown
+  readonly segments: ReadonlyArray<{ readonly _tag: string; readonly value: unknown; readonly params?: ReadonlyArray<unknown> }>
+  readonly compiler: object
   readonly compile: () => readonly [string, ReadonlyArray<unknown>]
   commit: () => Effect.Effect<unknown, unknown>
+}
+
+/**
+ * Statements by shape: the texts of their literals and identifiers in order, and where their
+ * parameters go. Two statements of one shape compile to the same text (PostgreSQL's placeholders
+ * are numbered by position, whatever the values), so the text is compiled once per shape and then
+ * reused, the same string each time: naming a prepared statement by its text (./prepared.ts) then
+ * finds it without hashing a freshly built string of a kilobyte or more. Statements with anything
+ * else in them (arrays, records, JSON values, literals with their own parameters) compile as usual.
+ */
+interface Shape {
+  literals?: Map<string, Shape>
+  identifiers?: Map<string, Shape>
+  parameter?: Shape
+  /** The compiled text of the statements of this shape. */
+  text?: string
+}
+
+/** The shapes of each compiler's statements (a compiler is a client's dialect and its transforms). */
+let shapes = new WeakMap<object, Shape>()
+let shapesKept = 0
+/** Shapes kept at most before they are forgotten and made afresh (literals can be made at run time). */
+export const MAX_SHAPES = 20_000
+/** Statements of more segments (a filter of thousands of values) compile as usual, kept nowhere. */
+const MAX_SHAPED_SEGMENTS = 1_000
+
+const nextShape = (map: Map<string, Shape>, key: string): Shape => {
+  let next = map.get(key)
+  if (next === undefined) {
+    next = {}
+    map.set(key, next)
+    shapesKept++
+  }
+  return next
+}
+
+/** A statement's text and parameters, as `statement.compile()` gives them. */
+export const compiled = (statement: StatementInternals): readonly [string, ReadonlyArray<unknown>] => {
+  if (statement.segments.length > MAX_SHAPED_SEGMENTS) return statement.compile()
+  if (shapesKept >= MAX_SHAPES) {
+    shapes = new WeakMap()
+    shapesKept = 0
+  }
+  let shape = shapes.get(statement.compiler)
+  if (shape === undefined) shapes.set(statement.compiler, shape = {})
+  const parameters: Array<unknown> = []
+  for (const segment of statement.segments) {
+    switch (segment._tag) {
+      case "Literal":
+        if (segment.params !== undefined && segment.params.length > 0) return statement.compile()
+        shape = nextShape(shape.literals ??= new Map(), segment.value as string)
+        break
+      case "Identifier":
+        shape = nextShape(shape.identifiers ??= new Map(), segment.value as string)
+        break
+      case "Parameter":
+        parameters.push(segment.value)
+        if (shape.parameter === undefined) {
+          shape.parameter = {}
+          shapesKept++
+        }
+        shape = shape.parameter
+        break
+      default:
+        return statement.compile()
+    }
+  }
+  if (shape.text !== undefined) return [shape.text, parameters]
+  const made = statement.compile()
+  shape.text = made[0]
+  return made
 }
 
 const FAST = Symbol.for("baton/database/fastStatements")
@@ -115,7 +188,7 @@ const fastStatements = (sql: { (strings: TemplateStringsArray): unknown }) =>
         if (fiber.getFiberRef(FiberRef.currentTracerEnabled) || (transform._tag === "Some" && transform.value !== checkOnly)) {
           return original.call(this)
         }
-        const [text, parameters] = this.compile()
+        const [text, parameters] = compiled(this)
         if (parameters.length > MAX_STATEMENT_PARAMETERS) return Effect.die(new TooManyParameters({ count: parameters.length }))
         const onPool = poolPaths.get(this.acquirer)
         if (onPool !== undefined && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))) {
