@@ -96,8 +96,13 @@ interface Shape {
 /** The shapes of each compiler's statements (a compiler is a client's dialect and its transforms). */
 let shapes = new WeakMap<object, Shape>()
 let shapesKept = 0
-/** Shapes kept at most before they are forgotten and made afresh (literals can be made at run time). */
-export const MAX_SHAPES = 20_000
+let charactersKept = 0
+/**
+ * Shapes, and characters of their literals and texts, kept at most before all are forgotten and
+ * made afresh (literals can be made at run time: neither their number nor their length is Baton's).
+ */
+const MAX_SHAPES = 20_000
+const MAX_SHAPE_CHARACTERS = 4_000_000
 /** Statements of more segments (a filter of thousands of values) compile as usual, kept nowhere. */
 const MAX_SHAPED_SEGMENTS = 1_000
 
@@ -107,6 +112,7 @@ const nextShape = (map: Map<string, Shape>, key: string): Shape => {
     next = {}
     map.set(key, next)
     shapesKept++
+    charactersKept += key.length
   }
   return next
 }
@@ -114,9 +120,10 @@ const nextShape = (map: Map<string, Shape>, key: string): Shape => {
 /** A statement's text and parameters, as `statement.compile()` gives them. */
 export const compiled = (statement: StatementInternals): readonly [string, ReadonlyArray<unknown>] => {
   if (statement.segments.length > MAX_SHAPED_SEGMENTS) return statement.compile()
-  if (shapesKept >= MAX_SHAPES) {
+  if (shapesKept >= MAX_SHAPES || charactersKept >= MAX_SHAPE_CHARACTERS) {
     shapes = new WeakMap()
     shapesKept = 0
+    charactersKept = 0
   }
   let shape = shapes.get(statement.compiler)
   if (shape === undefined) shapes.set(statement.compiler, shape = {})
@@ -145,6 +152,7 @@ export const compiled = (statement: StatementInternals): readonly [string, Reado
   if (shape.text !== undefined) return [shape.text, parameters]
   const made = statement.compile()
   shape.text = made[0]
+  charactersKept += made[0].length
   return made
 }
 
