@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Duration, Effect, Layer } from "effect"
 import { now } from "../domain/time.ts"
 import { LIVE_WITHIN } from "../services/instances.ts"
@@ -8,7 +8,7 @@ import { BatonApi } from "../api.ts"
 import { Settings, settingsReport } from "../settings/settings.ts"
 import { COMPATIBLE_SERVER_VERSION } from "../version.ts"
 
-export const AdminLive = HttpApiBuilder.group(BatonApi, "admin", (handlers) =>
+export const AdminLive = apiGroup(BatonApi, "admin", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* Settings
     const storage = yield* StorageDefaults

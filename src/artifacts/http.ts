@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -8,7 +8,7 @@ import { ArtifactsRepo } from "./repo.ts"
 
 const orNotFound = orFail(() => new ArtifactNotFound())
 
-export const ArtifactsLive = HttpApiBuilder.group(BatonApi, "artifacts", (handlers) =>
+export const ArtifactsLive = apiGroup(BatonApi, "artifacts", (handlers) =>
   Effect.gen(function* () {
     const artifacts = yield* ArtifactsRepo
     return handlers

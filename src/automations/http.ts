@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { validateTemplate } from "../domain/templates.ts"
@@ -9,7 +9,7 @@ import { AutomationNotFound } from "./errors.ts"
 import { AutomationsRepo } from "./repo.ts"
 import { Automations } from "./service.ts"
 
-export const AutomationsLive = HttpApiBuilder.group(BatonApi, "automations", (handlers) =>
+export const AutomationsLive = apiGroup(BatonApi, "automations", (handlers) =>
   Effect.gen(function* () {
     const repo = yield* AutomationsRepo
     const automations = yield* Automations

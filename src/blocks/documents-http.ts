@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -6,7 +6,7 @@ import { orFail } from "../domain/errors.ts"
 import { BlockDocuments } from "./documents-service.ts"
 import { BlockDocumentNotFound } from "./errors.ts"
 
-export const BlockDocumentsLive = HttpApiBuilder.group(BatonApi, "blockDocuments", (handlers) =>
+export const BlockDocumentsLive = apiGroup(BatonApi, "blockDocuments", (handlers) =>
   Effect.gen(function* () {
     const documents = yield* BlockDocuments
     return handlers

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -10,7 +10,7 @@ import { BlockSchemas } from "./schemas-service.ts"
 import { BlockSchemasRepo } from "./schemas-repo.ts"
 import { StorageDefaults } from "./storage-defaults.ts"
 
-export const BlockSchemasLive = HttpApiBuilder.group(BatonApi, "blockSchemas", (handlers) =>
+export const BlockSchemasLive = apiGroup(BatonApi, "blockSchemas", (handlers) =>
   Effect.gen(function* () {
     const schemas = yield* BlockSchemasRepo
     const service = yield* BlockSchemas
@@ -43,7 +43,7 @@ export const BlockSchemasLive = HttpApiBuilder.group(BatonApi, "blockSchemas", (
   })
 ).pipe(Layer.provide([BlockSchemas.Default, BlockSchemasRepo.Default, StorageDefaults.Default]))
 
-export const BlockCapabilitiesLive = HttpApiBuilder.group(BatonApi, "blockCapabilities", (handlers) =>
+export const BlockCapabilitiesLive = apiGroup(BatonApi, "blockCapabilities", (handlers) =>
   Effect.gen(function* () {
     const schemas = yield* BlockSchemasRepo
     return handlers.handle("list", () => schemas.capabilities())

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -28,7 +28,7 @@ const changesNothing = (body: BlockTypeUpdate, stored: BlockType) =>
     return (plain ? unescapeHtml(value) : value) === (plain ? unescapeHtml(stored[key]) : stored[key])
   })
 
-export const BlockTypesLive = HttpApiBuilder.group(BatonApi, "blockTypes", (handlers) =>
+export const BlockTypesLive = apiGroup(BatonApi, "blockTypes", (handlers) =>
   Effect.gen(function* () {
     const types = yield* BlockTypesRepo
     const documents = yield* BlockDocuments

@@ -2,7 +2,7 @@
  * Collection views, served from data Baton ships (it fetches nothing from the network): the worker
  * types and their default job templates, and the metadata of the system blocks.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect } from "effect"
 import { SYSTEM_BLOCK_SCHEMA_VERSION } from "../blocks/registration.ts"
 import { blockSchemaChecksum } from "../blocks/checksum.ts"
@@ -39,7 +39,7 @@ const views: Readonly<Record<string, Record<string, unknown> | undefined>> = {
   "demo-flows": undefined
 }
 
-export const CollectionsLive = HttpApiBuilder.group(BatonApi, "collections", (handlers) =>
+export const CollectionsLive = apiGroup(BatonApi, "collections", (handlers) =>
   handlers.handle("readView", ({ path }) => {
     if (!(path.view in views)) return Effect.fail(new NotFound({ detail: `View ${path.view} not found in registry` }))
     const content = views[path.view]

@@ -1,4 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
+import { HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -34,7 +35,7 @@ const asGlobal = (row: GlobalConcurrencyLimitRow) => ({
 })
 
 
-export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurrencyLimitsV2", (handlers) =>
+export const ConcurrencyLimitsV2Live = apiGroup(BatonApi, "concurrencyLimitsV2", (handlers) =>
   Effect.gen(function* () {
     const repo = yield* ConcurrencyLimitsRepo
     const slots = yield* ConcurrencySlots
@@ -112,7 +113,7 @@ export const ConcurrencyLimitsV2Live = HttpApiBuilder.group(BatonApi, "concurren
 
 const TAG = "tag:"
 
-export const ConcurrencyLimitsLive = HttpApiBuilder.group(BatonApi, "concurrencyLimits", (handlers) =>
+export const ConcurrencyLimitsLive = apiGroup(BatonApi, "concurrencyLimits", (handlers) =>
   Effect.gen(function* () {
     const repo = yield* ConcurrencyLimitsRepo
     const slots = yield* ConcurrencySlots

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Duration, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { now } from "../domain/time.ts"
@@ -7,7 +7,7 @@ import { CsrfProtectionDisabled } from "./errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { CsrfTokensRepo } from "./repo.ts"
 
-export const CsrfLive = HttpApiBuilder.group(BatonApi, "csrf", (handlers) =>
+export const CsrfLive = apiGroup(BatonApi, "csrf", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* Settings
     const tokens = yield* CsrfTokensRepo

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { flowRunJson } from "../flow-runs/wire.ts"
@@ -11,7 +11,7 @@ import { Deployments } from "./service.ts"
 import { createdOrFound, jsonTextCreatedOrFound } from "../http/responses.ts"
 import { orFail } from "../domain/errors.ts"
 
-export const DeploymentsLive = HttpApiBuilder.group(BatonApi, "deployments", (handlers) =>
+export const DeploymentsLive = apiGroup(BatonApi, "deployments", (handlers) =>
   Effect.gen(function* () {
     const deployments = yield* Deployments
     const runs = yield* DeploymentRuns

@@ -1,4 +1,5 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
+import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Layer, Schema } from "effect"
 import { now } from "../domain/time.ts"
 import { BatonApi } from "../api.ts"
@@ -31,7 +32,7 @@ const decodeToken = Schema.decodeUnknownEither(PageToken)
 /** A page token that was not issued here, or no longer decodes, as the reference answers it. */
 const invalidToken = new Forbidden({ detail: "Forbidden" })
 
-export const EventsLive = HttpApiBuilder.group(BatonApi, "events", (handlers) =>
+export const EventsLive = apiGroup(BatonApi, "events", (handlers) =>
   Effect.gen(function* () {
     const events = yield* Events
     const repo = yield* EventsRepo

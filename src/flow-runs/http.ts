@@ -1,4 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
+import { HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Stream } from "effect"
 import { jsonListBytes } from "../domain/json-list.ts"
 import { paginateJson, resolveLimit } from "../domain/pagination.ts"
@@ -23,7 +24,7 @@ const LOG_PAGE = 1000
 const answer = (result: { readonly created: boolean } & typeof OrchestrationResult.Type) =>
   Effect.succeed(jsonTextCreatedOrFound(orchestrationResultJson(result), result.created))
 
-export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers) =>
+export const FlowRunsLive = apiGroup(BatonApi, "flowRuns", (handlers) =>
   Effect.gen(function* () {
     const flowRuns = yield* FlowRuns
     const runs = yield* FlowRunsRepo
@@ -100,7 +101,7 @@ export const FlowRunsLive = HttpApiBuilder.group(BatonApi, "flowRuns", (handlers
   })
 ).pipe(Layer.provide([FlowRunInputsRepo.Default, FlowRunResume.Default, FlowRuns.Default, FlowRunsRepo.Default, LogsRepo.Default]))
 
-export const FlowRunStatesLive = HttpApiBuilder.group(BatonApi, "flowRunStates", (handlers) =>
+export const FlowRunStatesLive = apiGroup(BatonApi, "flowRunStates", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* FlowRunsRepo
     return handlers

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -10,7 +10,7 @@ import { createdOrFound } from "../http/responses.ts"
 
 const orNotFound = orFail(() => new FlowNotFound())
 
-export const FlowsLive = HttpApiBuilder.group(BatonApi, "flows", (handlers) =>
+export const FlowsLive = apiGroup(BatonApi, "flows", (handlers) =>
   Effect.gen(function* () {
     const flows = yield* FlowsRepo
     return handlers

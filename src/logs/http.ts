@@ -1,11 +1,11 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
 import { LogsRepo } from "./repo.ts"
 import { LogStream } from "./stream.ts"
 
-export const LogsLive = HttpApiBuilder.group(BatonApi, "logs", (handlers) =>
+export const LogsLive = apiGroup(BatonApi, "logs", (handlers) =>
   Effect.gen(function* () {
     const logs = yield* LogsRepo
     const stream = yield* LogStream

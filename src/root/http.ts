@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect } from "effect"
 import { SqlClient } from "@effect/sql"
 import { ping } from "../database/client.ts"
@@ -8,7 +8,7 @@ import { API_VERSION } from "../version.ts"
 import { DatabaseNotReady } from "./api.ts"
 
 export const RootLive =
-  HttpApiBuilder.group(BatonApi, "root", (handlers) =>
+  apiGroup(BatonApi, "root", (handlers) =>
     Effect.gen(function* () {
       // /ready asks the database itself, with the handlers' own connection pool.
       const context = yield* Effect.context<SqlClient.SqlClient | Settings>()

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -8,7 +8,7 @@ import { SavedSearchesRepo } from "./repo.ts"
 import { SavedSearch } from "./schemas.ts"
 import { createdOrFound } from "../http/responses.ts"
 
-export const SavedSearchesLive = HttpApiBuilder.group(BatonApi, "savedSearches", (handlers) =>
+export const SavedSearchesLive = apiGroup(BatonApi, "savedSearches", (handlers) =>
   Effect.gen(function* () {
     const searches = yield* SavedSearchesRepo
     return handlers

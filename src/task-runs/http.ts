@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { generateName } from "../domain/names.ts"
 import { paginate, resolveLimit } from "../domain/pagination.ts"
@@ -14,7 +14,7 @@ import { TaskRun } from "./schemas.ts"
 import { createdOrFound } from "../http/responses.ts"
 
 
-export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers) =>
+export const TaskRunsLive = apiGroup(BatonApi, "taskRuns", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* TaskRunsRepo
     const orchestrator = yield* Orchestrator
@@ -61,7 +61,7 @@ export const TaskRunsLive = HttpApiBuilder.group(BatonApi, "taskRuns", (handlers
   })
 ).pipe(Layer.provide([Orchestrator.Default, TaskRunsRepo.Default]))
 
-export const TaskRunStatesLive = HttpApiBuilder.group(BatonApi, "taskRunStates", (handlers) =>
+export const TaskRunStatesLive = apiGroup(BatonApi, "taskRunStates", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* TaskRunsRepo
     return handlers

@@ -1,10 +1,10 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { BatonApi } from "../api.ts"
 import { TaskRunDeliveries } from "./deliveries.ts"
 
 /** The task workers connected to the task-run websocket of any process, optionally those serving given task keys. */
-export const TaskWorkersLive = HttpApiBuilder.group(BatonApi, "taskWorkers", (handlers) =>
+export const TaskWorkersLive = apiGroup(BatonApi, "taskWorkers", (handlers) =>
   Effect.gen(function* () {
     const deliveries = yield* TaskRunDeliveries
     return handlers.handle("filter", ({ payload }) => {

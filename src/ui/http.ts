@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { checkValues, prepareSchema, schemaProblem } from "../domain/schema-validation.ts"
 import { now } from "../domain/time.ts"
@@ -14,7 +14,7 @@ import { TERMINAL_STATES, UiRepo } from "./repo.ts"
 const byId = <A>(ids: ReadonlyArray<string>, found: ReadonlyMap<string, A>, missing: A): Record<string, A> =>
   Object.fromEntries(ids.map((id) => id.toLowerCase()).map((id) => [id, found.get(id) ?? missing]))
 
-export const UiFlowsLive = HttpApiBuilder.group(BatonApi, "uiFlows", (handlers) =>
+export const UiFlowsLive = apiGroup(BatonApi, "uiFlows", (handlers) =>
   Effect.gen(function* () {
     const ui = yield* UiRepo
     return handlers
@@ -27,7 +27,7 @@ export const UiFlowsLive = HttpApiBuilder.group(BatonApi, "uiFlows", (handlers) 
   })
 ).pipe(Layer.provide(UiRepo.Default))
 
-export const UiFlowRunsLive = HttpApiBuilder.group(BatonApi, "uiFlowRuns", (handlers) =>
+export const UiFlowRunsLive = apiGroup(BatonApi, "uiFlowRuns", (handlers) =>
   Effect.gen(function* () {
     const ui = yield* UiRepo
     return handlers
@@ -38,7 +38,7 @@ export const UiFlowRunsLive = HttpApiBuilder.group(BatonApi, "uiFlowRuns", (hand
   })
 ).pipe(Layer.provide(UiRepo.Default))
 
-export const UiTaskRunsLive = HttpApiBuilder.group(BatonApi, "uiTaskRuns", (handlers) =>
+export const UiTaskRunsLive = apiGroup(BatonApi, "uiTaskRuns", (handlers) =>
   Effect.gen(function* () {
     const ui = yield* UiRepo
     const taskRuns = yield* TaskRunsRepo
@@ -63,7 +63,7 @@ export const UiTaskRunsLive = HttpApiBuilder.group(BatonApi, "uiTaskRuns", (hand
   })
 ).pipe(Layer.provide([TaskRunsRepo.Default, UiRepo.Default]))
 
-export const UiSchemasLive = HttpApiBuilder.group(BatonApi, "uiSchemas", (handlers) =>
+export const UiSchemasLive = apiGroup(BatonApi, "uiSchemas", (handlers) =>
   Effect.gen(function* () {
     const hydration = yield* Hydration
     return handlers.handle("validate", ({ payload }) =>

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { resolveLimit } from "../domain/pagination.ts"
 import { BatonApi } from "../api.ts"
@@ -9,7 +9,7 @@ import type { Variable, VariableUpdate } from "./schemas.ts"
 
 const orNotFound = orFail(() => new VariableNotFound())
 
-export const VariablesLive = HttpApiBuilder.group(BatonApi, "variables", (handlers) =>
+export const VariablesLive = apiGroup(BatonApi, "variables", (handlers) =>
   Effect.gen(function* () {
     const variables = yield* VariablesRepo
 

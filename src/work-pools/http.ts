@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
@@ -20,7 +20,7 @@ import { slotSummary } from "./slots.ts"
  */
 const HeldPollsEndLive = Layer.scopedDiscard(Effect.flatMap(RunsDue, (due) => Effect.addFinalizer(() => due.stop)))
 
-const WorkPoolsGroupLive = HttpApiBuilder.group(BatonApi, "workPools", (handlers) =>
+const WorkPoolsGroupLive = apiGroup(BatonApi, "workPools", (handlers) =>
   Effect.gen(function* () {
     const service = yield* WorkPools
     const pools = yield* WorkPoolsRepo

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { apiGroup } from "../http/group.ts"
 import { Effect, Layer, Option } from "effect"
 import { paginated, resolveLimit } from "../domain/pagination.ts"
 import { now } from "../domain/time.ts"
@@ -16,7 +16,7 @@ import { slotSummary } from "../work-pools/slots.ts"
 // The reference words a missing queue differently on each route.
 const notFound = () => new WorkQueueNotFound({ detail: "work queue not found" })
 
-export const WorkQueuesLive = HttpApiBuilder.group(BatonApi, "workQueues", (handlers) =>
+export const WorkQueuesLive = apiGroup(BatonApi, "workQueues", (handlers) =>
   Effect.gen(function* () {
     const service = yield* WorkPools
     const queues = yield* WorkQueuesRepo

@@ -1,0 +1,76 @@
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpServer } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Schema } from "effect"
+import { apiGroup } from "../../src/http/group.ts"
+import * as SettingsModule from "../../src/settings/settings.ts"
+import { Settings } from "../../src/settings/settings.ts"
+
+class Greeter extends Context.Tag("test/Greeter")<Greeter, { readonly greet: (name: string) => string }>() {}
+
+const Api = HttpApi.make("test").add(
+  HttpApiGroup.make("greetings").add(
+    HttpApiEndpoint.get("greet", "/greet/:name")
+      .setPath(Schema.Struct({ name: Schema.String }))
+      .addSuccess(Schema.Struct({ greeting: Schema.String, basePath: Schema.String, services: Schema.Array(Schema.String) }))
+  )
+)
+
+const GreetingsLive = apiGroup(Api, "greetings", (handlers) =>
+  Effect.gen(function* () {
+    const greeter = yield* Greeter
+    return handlers.handle("greet", ({ path }) =>
+      Effect.gen(function* () {
+        const settings = yield* Settings
+        // What the handler runs with: the request's context and the settings.
+        const services = [...(yield* Effect.context<never>()).unsafeMap.keys()].sort()
+        return { greeting: greeter.greet(path.name), basePath: settings.server.api.base_path, services }
+      }))
+  }))
+
+const serve = (groupLive: Layer.Layer<HttpApiGroup.ApiGroup<"test", "greetings">, never, Greeter | Settings>) =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      HttpApiBuilder.toWebHandler(
+        Layer.mergeAll(
+          HttpApiBuilder.api(Api).pipe(Layer.provide(groupLive)),
+          HttpServer.layerContext
+        ).pipe(
+          Layer.provide(Layer.succeed(Greeter, { greet: (name) => `hello, ${name}` })),
+          Layer.provide(SettingsModule.layer({ "server.api.base_path": "/base" }))
+        )
+      )),
+    ({ dispose }) => Effect.promise(dispose)
+  )
+
+describe("an area's group of the Api (apiGroup)", () => {
+  it.scoped("hands its build the services it is built with, and its handlers the request's context and the settings", () =>
+    Effect.gen(function* () {
+      const { handler } = yield* serve(GreetingsLive)
+      const response = yield* Effect.promise(() => handler(new Request("http://localhost/greet/ada")))
+      expect(response.status).toBe(200)
+      const body = (yield* Effect.promise(() => response.json())) as { greeting: string; basePath: string; services: Array<string> }
+      expect(body.greeting).toBe("hello, ada")
+      expect(body.basePath).toBe("/base")
+      expect(body.services).toContain(Settings.key)
+      expect(body.services).toContain("@effect/platform/HttpServerRequest")
+      expect(body.services).not.toContain(Greeter.key)
+    }))
+
+  it.scoped("the platform's group, for comparison, runs its handlers with every service it was built with", () =>
+    Effect.gen(function* () {
+      const PlatformLive = HttpApiBuilder.group(Api, "greetings", (handlers) =>
+        Effect.gen(function* () {
+          const greeter = yield* Greeter
+          return handlers.handle("greet", ({ path }) =>
+            Effect.map(Effect.context<never>(), (context) => ({
+              greeting: greeter.greet(path.name),
+              basePath: "",
+              services: [...context.unsafeMap.keys()].sort()
+            })))
+        }))
+      const { handler } = yield* serve(PlatformLive)
+      const response = yield* Effect.promise(() => handler(new Request("http://localhost/greet/ada")))
+      const body = (yield* Effect.promise(() => response.json())) as { services: Array<string> }
+      expect(body.services).toContain(Greeter.key)
+    }))
+})
