@@ -204,13 +204,14 @@ describe.each(paths)("an interrupted statement, $path", ({ tracer }) => {
         return { first: yield* Fiber.await(first), second: yield* Fiber.await(second), cancels }
       }).pipe(Effect.withTracerEnabled(tracer))
 
-    it.scopedLive("a cancel asked for after its statement answered is not sent: the connection has gone on to the next statement", () =>
+    it.scopedLive("a statement interrupted as it answered sends no cancel: the connection has gone on to the next statement", () =>
       Effect.gen(function* () {
         const { cancels, first, second } = yield* interruptedAsAnswered((handOn) => handOn())
-        // The interruption won over the answer, so the fiber did ask for a cancel, after its answer
-        // had given the connection back.
+        // The interruption won over the answer. As @effect/sql runs it, the fiber still asks for a
+        // cancel, after its answer had given the connection back, and the pool does not send it;
+        // the short way cancels only a statement still waiting when its fiber ends, so asks none.
         expect(Exit.isInterrupted(first)).toBe(true)
-        expect(cancels).toBe(1)
+        expect(cancels).toBe(tracer ? 1 : 0)
         expect(second).toEqual(Exit.succeed([{ slept: "" }]))
       }), { timeout: 30_000 })
 
