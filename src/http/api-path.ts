@@ -27,6 +27,7 @@ import {
   Cookies,
   HttpApi,
   HttpApiBuilder,
+  type HttpApiGroup,
   type HttpApp,
   HttpRouter,
   HttpServerError,
@@ -41,6 +42,7 @@ import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"
 import { Readable } from "node:stream"
 import type { EdgeSteps } from "./edge.ts"
+import { readsSettingsOnly } from "./group.ts"
 import { NodeServer, serveInFront } from "./node-server.ts"
 import { readBody } from "./limits.ts"
 import { safeCause } from "./log-safe.ts"
@@ -164,16 +166,23 @@ const write = (
 interface Served {
   readonly route: HttpRouter.Route<unknown, unknown>
   readonly app: Effect.Effect<HttpServerResponse.HttpServerResponse>
+  /** Whether its handler may acquire in the request's scope (one made with the platform's group). */
+  readonly needsScope: boolean
 }
 
 const serving = (
   route: HttpRouter.Route<unknown, unknown>,
-  api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>
+  api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>,
+  needsScope: boolean
 ): Served => {
   // A client that goes away interrupts its request (the platform's way interrupts the route's
   // handler; here the whole fiber, with nothing left to answer), unless the route says otherwise.
   const respond = Effect.flatMap(route.handler, HttpServerRespondable.toResponse) as HttpApp.Default<unknown>
-  return { route, app: api(route.uninterruptible ? Effect.uninterruptible(respond) : respond) as Effect.Effect<HttpServerResponse.HttpServerResponse> }
+  return {
+    route,
+    app: api(route.uninterruptible ? Effect.uninterruptible(respond) : respond) as Effect.Effect<HttpServerResponse.HttpServerResponse>,
+    needsScope
+  }
 }
 
 export interface ApiPathOptions {
@@ -181,6 +190,11 @@ export interface ApiPathOptions {
   readonly router: HttpRouter.HttpRouter<unknown, unknown>
   /** Whether a route is one of the Api's endpoints (not docs, metrics or a websocket). */
   readonly isEndpoint: (route: HttpRouter.Route<unknown, unknown>) => boolean
+  /**
+   * Whether an endpoint's handler may acquire in the request's scope: not one of a group made with
+   * `apiGroup` (./group.ts), whose handlers cannot.
+   */
+  readonly needsScope: (route: HttpRouter.Route<unknown, unknown>) => boolean
   /** The Api's middlewares and its encoding of errors, around a route's handler. */
   readonly api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>
   readonly edge: EdgeSteps
@@ -202,7 +216,7 @@ export const apiPath = (options: ApiPathOptions) =>
     // there; only the Api's endpoints have a handler here.
     const router = FindMyWay.make<Served | undefined>()
     for (const route of options.router.routes) {
-      const served = options.isEndpoint(route) ? serving(route, options.api) : undefined
+      const served = options.isEndpoint(route) ? serving(route, options.api, options.needsScope(route)) : undefined
       if (route.method === "*") router.all(route.path, served)
       else router.on(route.method, route.path, served)
     }
@@ -255,8 +269,8 @@ export const apiPath = (options: ApiPathOptions) =>
       // The request's own scope, as on the platform's way: what a handler acquires in it is released
       // once its answer is written (without it, a handler would get its group's scope, which lasts
       // as long as the server). Made in the fiber and put in this request's own context, which
-      // nothing has read yet.
-      const program = Effect.flatMap(Scope.make(), (scope) => {
+      // nothing has read yet. None for a handler that cannot use it (about 12 Effect operations).
+      const program = !route.needsScope ? answered : Effect.flatMap(Scope.make(), (scope) => {
         context.set(Scope.Scope.key, scope)
         return Effect.onExit(answered, (exit) => Scope.close(scope, exit))
       })
@@ -297,14 +311,20 @@ export const serveApiInFront = (api: HttpApi.HttpApi.Any, edge: EdgeSteps) =>
     // The Api's errors encoded as the platform's way encodes them (with the Api's context).
     const encodeErrors = yield* Effect.provide(HttpApiBuilder.buildMiddleware(api as HttpApi.HttpApi.AnyWithProps), context)
     const endpoints = new Set<string>()
+    const scopeless = new Set<string>()
     HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
       onGroup: () => {},
-      onEndpoint: ({ endpoint }) => void endpoints.add(`${endpoint.method} ${endpoint.path}`)
+      onEndpoint: ({ endpoint, group }) => {
+        const key = `${endpoint.method} ${endpoint.path}`
+        endpoints.add(key)
+        if (readsSettingsOnly(group as unknown as HttpApiGroup.HttpApiGroup.Any)) scopeless.add(key)
+      }
     })
     const runtime = yield* Effect.runtime<never>()
     const handler = yield* apiPath({
       router: router as HttpRouter.HttpRouter<unknown, unknown>,
       isEndpoint: (route) => endpoints.has(`${route.method} ${route.path}`),
+      needsScope: (route) => !scopeless.has(`${route.method} ${route.path}`),
       api: (app) => encodeErrors(middleware(app as HttpApp.Default) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>),
       edge,
       runtime

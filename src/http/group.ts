@@ -12,6 +12,16 @@ import { type HttpApi, HttpApiBuilder, type HttpApiGroup } from "@effect/platfor
 import { Context, Effect, Layer } from "effect"
 import { Settings } from "../settings/settings.ts"
 
+/**
+ * The groups whose handlers a server has registered through `apiGroup`: their handlers cannot
+ * acquire anything in a request's scope (a handler reading `Scope` does not type-check), so Baton's
+ * request path makes none for their endpoints (./api-path.ts).
+ */
+const registeredHere = new WeakSet<HttpApiGroup.HttpApiGroup.Any>()
+
+/** Whether `group`'s handlers were registered through `apiGroup` (they read nothing but the settings when they run). */
+export const readsSettingsOnly = (group: HttpApiGroup.HttpApiGroup.Any): boolean => registeredHere.has(group)
+
 /** What a group's handlers read when they run, from what its `build` returns (its handlers, or an effect making them). */
 type HandlersContext<A> = A extends HttpApiBuilder.Handlers<infer _E, infer _P, infer R, infer _N> ? R
   : A extends Effect.Effect<HttpApiBuilder.Handlers<infer _E, infer _P, infer R, infer _N>, infer _EX, infer _RX> ? R
@@ -51,5 +61,6 @@ export const apiGroup = <
       const scope = yield* Effect.scope
       const settings = Context.make(Settings, Context.get(context, Settings))
       yield* Effect.mapInputContext(Layer.buildWithMemoMap(group, memoMap, scope), () => settings)
+      registeredHere.add(api.groups[groupName] as unknown as HttpApiGroup.HttpApiGroup.Any)
     })
   ) as never

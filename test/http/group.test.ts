@@ -1,13 +1,22 @@
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
-import { apiGroup } from "../../src/http/group.ts"
+import { apiGroup, readsSettingsOnly } from "../../src/http/group.ts"
 import * as SettingsModule from "../../src/settings/settings.ts"
 import { Settings } from "../../src/settings/settings.ts"
 
 class Greeter extends Context.Tag("test/Greeter")<Greeter, { readonly greet: (name: string) => string }>() {}
 
 const Api = HttpApi.make("test").add(
+  HttpApiGroup.make("greetings").add(
+    HttpApiEndpoint.get("greet", "/greet/:name")
+      .setPath(Schema.Struct({ name: Schema.String }))
+      .addSuccess(Schema.Struct({ greeting: Schema.String, basePath: Schema.String, services: Schema.Array(Schema.String) }))
+  )
+)
+
+/** The same endpoints in a group of their own, made only with the platform's group. */
+const OtherApi = HttpApi.make("other").add(
   HttpApiGroup.make("greetings").add(
     HttpApiEndpoint.get("greet", "/greet/:name")
       .setPath(Schema.Struct({ name: Schema.String }))
@@ -27,12 +36,12 @@ const GreetingsLive = apiGroup(Api, "greetings", (handlers) =>
       }))
   }))
 
-const serve = (groupLive: Layer.Layer<HttpApiGroup.ApiGroup<"test", "greetings">, never, Greeter | Settings>) =>
+const serve = (apiLive: Layer.Layer<HttpApi.Api, never, Greeter | Settings>) =>
   Effect.acquireRelease(
     Effect.sync(() =>
       HttpApiBuilder.toWebHandler(
         Layer.mergeAll(
-          HttpApiBuilder.api(Api).pipe(Layer.provide(groupLive)),
+          apiLive,
           HttpServer.layerContext
         ).pipe(
           Layer.provide(Layer.succeed(Greeter, { greet: (name) => `hello, ${name}` })),
@@ -45,7 +54,7 @@ const serve = (groupLive: Layer.Layer<HttpApiGroup.ApiGroup<"test", "greetings">
 describe("an area's group of the Api (apiGroup)", () => {
   it.scoped("hands its build the services it is built with, and its handlers the request's context and the settings", () =>
     Effect.gen(function* () {
-      const { handler } = yield* serve(GreetingsLive)
+      const { handler } = yield* serve(HttpApiBuilder.api(Api).pipe(Layer.provide(GreetingsLive)))
       const response = yield* Effect.promise(() => handler(new Request("http://localhost/greet/ada")))
       expect(response.status).toBe(200)
       const body = (yield* Effect.promise(() => response.json())) as { greeting: string; basePath: string; services: Array<string> }
@@ -54,11 +63,14 @@ describe("an area's group of the Api (apiGroup)", () => {
       expect(body.services).toContain(Settings.key)
       expect(body.services).toContain("@effect/platform/HttpServerRequest")
       expect(body.services).not.toContain(Greeter.key)
+      // Baton's request path makes no request scope for its endpoints (src/http/api-path.ts).
+      expect(readsSettingsOnly(Api.groups.greetings)).toBe(true)
     }))
 
   it.scoped("the platform's group, for comparison, runs its handlers with every service it was built with", () =>
     Effect.gen(function* () {
-      const PlatformLive = HttpApiBuilder.group(Api, "greetings", (handlers) =>
+      // A group of the same name in another Api, made only by the platform.
+      const PlatformLive = HttpApiBuilder.group(OtherApi, "greetings", (handlers) =>
         Effect.gen(function* () {
           const greeter = yield* Greeter
           return handlers.handle("greet", ({ path }) =>
@@ -68,9 +80,10 @@ describe("an area's group of the Api (apiGroup)", () => {
               services: [...context.unsafeMap.keys()].sort()
             })))
         }))
-      const { handler } = yield* serve(PlatformLive)
+      const { handler } = yield* serve(HttpApiBuilder.api(OtherApi).pipe(Layer.provide(PlatformLive)))
       const response = yield* Effect.promise(() => handler(new Request("http://localhost/greet/ada")))
       const body = (yield* Effect.promise(() => response.json())) as { services: Array<string> }
       expect(body.services).toContain(Greeter.key)
+      expect(readsSettingsOnly(OtherApi.groups.greetings)).toBe(false)
     }))
 })
