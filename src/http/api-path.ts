@@ -8,8 +8,9 @@
  * node:http answering it.
  *
  * Here a request for one of the Api's endpoints runs as one fiber whose context holds, from the
- * start, the request as the Api reads it (./edge.ts's `present`), its route, its query and its
- * scope, and nothing else: the middlewares and the handlers hold what they use. It goes through the same
+ * start, the request as the Api reads it (./edge.ts's `present`), its route, its query and, when
+ * its handler may use one (a group made with the platform's group, not `apiGroup`), its scope, and
+ * nothing else: the middlewares and the handlers hold what they use. It goes through the same
  * steps as on the platform's way, in the same order, made of the same parts: the edge's `admit`
  * and `around`, the Api's middlewares (as they are registered), the route's own decoding and
  * handler, and the Api's encoding of its errors. Requests are routed by the same router
@@ -240,7 +241,7 @@ export const apiPath = (options: ApiPathOptions) =>
       const shown = edge.present(original, target)
       const request = shown.request
       if (ownBodyText) (request as unknown as Record<string, unknown>)[TEXT_FIELD] = bodyText(request, message)
-      // The steps read only the request, its route, its query and its scope from the fiber's
+      // The steps read only the request, its route, its query and (when made) its scope from the fiber's
       // context: the middlewares and the handlers hold what they use (each group's handlers their
       // group's context).
       const context = new Map<string, unknown>()
