@@ -81,8 +81,6 @@ const RUN_JOINS = `LEFT JOIN flow_run_state ON flow_run_state.id = flow_run.stat
   LEFT JOIN work_queue ON work_queue.id = flow_run.work_queue_id
   LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id`
 
-const RUN_RECORD = `SELECT ${RUN_COLUMNS} FROM flow_run ${RUN_JOINS} WHERE flow_run.id = $1`
-
 const EVENT_CONTEXT = `SELECT fr.id, fr.name, fr.run_count, fr.tags, fr.created_by,
   NULL::uuid AS flow_run_id, NULL::text AS flow_run_name, NULL::jsonb AS flow_run_tags,
   f.id AS flow_id, f.name AS flow_name, f.tags AS flow_tags, d.id AS deployment_id, d.name AS deployment_name, d.tags AS deployment_tags,
@@ -229,7 +227,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * same texts but for whitespace and literals, values of the same shapes: ids as UUIDv7, states'
  * details, notes and events as the server writes them), issued straight through `pg`. Each
  * lifecycle: create (deployment record with its pool's job template, queue, one statement inserting
- * the run, its first state and its event's note, the run record), poll (the pool with the named
+ * the run, its first state and its event's note and answering the run's record), poll (the pool with the named
  * queues, the due runs with their records, the queues' and deployments' last-polled bookkeeping),
  * three transitions (the run's row with its version, then state + run + note if the row is
  * unchanged). Beside them, as the server does it under load, whatever the rate: the relay every 100
@@ -314,20 +312,22 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
              run_count, total_run_time, expected_start_time, next_scheduled_start_time)
            VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, $11::jsonb, '[]'::jsonb, $12::jsonb, '{}'::jsonb, $5, $6, $7,
              $8, 'SCHEDULED', 'Scheduled', $2, 0, 0, $2, $2)
-           ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING id
+           ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING *
          ), stored AS (
            INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
            SELECT $8::uuid, $2::timestamptz, $2::timestamptz, $1::uuid, 'SCHEDULED', 'Scheduled', $2::timestamptz, NULL::text,
-             'null'::jsonb, $9::jsonb FROM run
+             'null'::jsonb, $9::jsonb FROM run RETURNING *
          ), noted AS (
            INSERT INTO event_outbox (body) SELECT $10::jsonb FROM run
          )
-         SELECT id FROM run`,
+         SELECT run.*, to_jsonb(stored.*) AS state, work_queue.name AS queue_name, work_pool.id AS work_pool_id,
+           work_pool.name AS work_pool_name
+         FROM run LEFT JOIN stored ON stored.id = run.state_id LEFT JOIN work_queue ON work_queue.id = run.work_queue_id
+           LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id`,
         [runId, at, `sql-${runId.slice(-12)}`, setup.flowId, setup.deploymentId, queue.name, queue.id, state.id,
           stateDetails(runId, at), note(null), EMPIRICAL_POLICY,
           JSON.stringify({ "prefect.flow.id": setup.flowId, "prefect.deployment.id": setup.deploymentId })]
       )
-      await client.query(RUN_RECORD, [runId])
       // The poll.
       await client.query(
         `SELECT work_pool.id, coalesce((

@@ -125,12 +125,12 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           // reference to nothing) leaves no new queue behind. The run alone is one statement.
           if (Option.isNone(existing)) {
             return yield* inTransaction(sql, Effect.flatMap(queues.ensureQueueInPool(poolName, queueName), insert))
-              .pipe(Effect.map(({ id, created }) => Either.right({ id, created })))
+              .pipe(Effect.map(({ id, created, run }) => Either.right({ id, created, run })))
           }
           queue = { id: existing.value.id, name: existing.value.name }
         }
-        const { id, created } = yield* insert(queue)
-        return Either.right({ id, created })
+        const { id, created, run } = yield* insert(queue)
+        return Either.right({ id, created, run })
       }).pipe(
         // A key the database refused (the flow, or the run's parent, gone): here it is the run's problem.
         Effect.catchTag("FlowRunConflict", () => Effect.succeed(Either.left<RunProblem>({ kind: "integrity" })))
@@ -176,9 +176,11 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
             return yield* new DeploymentConflict()
         }
       }
-      // Deleted in the instant since: as if the database had refused it.
-      const run = yield* runs.find(outcome.right.id).pipe(orFail(() => new DeploymentConflict()))
-      return { run, created: outcome.right.created }
+      const made = outcome.right
+      if (made.run !== undefined) return { run: made.run, created: true }
+      // The run its idempotency key names; deleted in the instant since: as if the database had refused it.
+      const run = yield* runs.find(made.id).pipe(orFail(() => new DeploymentConflict()))
+      return { run, created: false }
     })
 
     const bulkMessage = (problem: RunProblem) => {

@@ -86,14 +86,18 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
     const read = (id: string) =>
       Effect.flatMap(readRow(id), (row) => Effect.map(now, (at) => (row === undefined ? undefined : toFlowRun(row, at))))
 
-    /** Creates a run in its first state; with an idempotency key already used for the flow, returns that run. */
+    /**
+     * Creates a run in its first state and answers its record (`run`); with an idempotency key
+     * already used for the flow, that run's id, not created (its record is read apart).
+     */
     const create = traced("FlowRunsRepo.create")(function* (input: NewFlowRun) {
       const id = yield* newId
       const at = yield* now
       const plan = yield* states.planFirstState("flow_run", { id, parent_task_run_id: input.parent_task_run_id }, input.state, input.empirical_policy, at)
       const next = plan.next
-      // The run and its first state in one statement; a used idempotency key inserts neither.
-      const inserted = yield* sql<{ id: string }>`
+      // The run, its first state and its note in one statement, which answers the run's record as
+      // selectRuns reads it (no read after it); a used idempotency key inserts none of them.
+      const inserted = yield* sql<FlowRunRow>`
         WITH run AS (
           INSERT INTO flow_run (
             id, created, updated, name, flow_id, flow_version, parameters, context, parent_task_run_id,
@@ -114,21 +118,25 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             ${next.next_scheduled_start_time}
           )
           ON CONFLICT (flow_id, idempotency_key) DO NOTHING
-          RETURNING id
+          RETURNING *
         ), stored AS (
-          INSERT INTO flow_run_state (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run
+          INSERT INTO flow_run_state (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run RETURNING *
         ), noted AS (
           INSERT INTO event_outbox (body) SELECT ${JSON.stringify(transitionNote("flow_run", id, next.run_count, null, plan.state))}::jsonb FROM run
         )
-        SELECT id FROM run
+        SELECT run.*, to_jsonb(stored.*) AS state, work_queue.name AS queue_name, work_pool.id AS work_pool_id,
+          work_pool.name AS work_pool_name
+        FROM run LEFT JOIN stored ON stored.id = run.state_id
+          LEFT JOIN work_queue ON work_queue.id = run.work_queue_id
+          LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
       `
       if (inserted.length === 0) {
         const existing = yield* sql<{ id: string }>`
           SELECT id FROM flow_run WHERE flow_id = ${input.flow_id} AND idempotency_key = ${input.idempotency_key}
         `
-        return { id: existing[0]!.id, created: false, state: undefined }
+        return { id: existing[0]!.id, created: false, state: undefined, run: undefined }
       }
-      return { id, created: true, state: plan.state }
+      return { id, created: true, state: plan.state, run: toFlowRun(inserted[0]!, yield* now) }
     }, (effect, input) =>
       Effect.tap(effect, (result) =>
         result.created ? states.published("flow_run", result.id, null, result.state!, input.work_queue_id ?? null) : Effect.void))

@@ -45,7 +45,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
         ? yield* queues.queueInPool(payload.work_pool_name, payload.work_queue_name)
         : yield* queues.defaultQueue(payload.work_pool_name)
       const flow = yield* flows.find(payload.flow_id).pipe(orFail(() => new FlowRunConflict()))
-      const { id, created } = yield* runs.create({
+      const made = yield* runs.create({
         ...payload,
         name: payload.name ?? (yield* generateName),
         work_queue_id: queue?.id ?? null,
@@ -54,9 +54,10 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
         // A run created without a state starts Pending.
         state: payload.state ?? { type: "PENDING", name: null, message: null, data: null, state_details: emptyStateDetails }
       })
-      // Deleted in the instant since: as if the flow had been.
-      const run = yield* runs.find(id).pipe(orFail(() => new FlowRunConflict()))
-      return { run, created }
+      if (made.run !== undefined) return { run: made.run, created: true }
+      // The run its idempotency key names; deleted in the instant since: as if the flow had been.
+      const run = yield* runs.find(made.id).pipe(orFail(() => new FlowRunConflict()))
+      return { run, created: false }
     })
 
     /** Job variables change only on a Scheduled run, and must satisfy its deployment's pool template. */

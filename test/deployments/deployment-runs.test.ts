@@ -115,6 +115,26 @@ describe("runs of deployments", () => {
       })
     )
 
+    it.effect("a created run is answered as it is read afterwards, in a new queue too, over both routes", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("runs-answered")
+        const dep = yield* makeDeployment({ name: "answered", flow_id: flowId, work_queue_name: "answered-main", labels: { team: "a" } })
+        // Lateness and run time are estimated when answered: equal up to the moments apart.
+        const comparable = (run: Record<string, unknown>) => ({ ...run, estimated_start_time_delta: null, estimated_run_time: null })
+        const made = [
+          ok(yield* createRun(dep.id, { parameters: { x: 1 }, tags: ["t"] }), 201),
+          ok(yield* createRun(dep.id, { work_queue_name: "answered-new" }), 201),
+          ok(yield* createRun(dep.id, { state: { type: "PENDING", message: "go" } }), 201),
+          ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, name: "direct", work_pool_name: "default-agent-pool" } }), 201)
+        ]
+        expect(made.map((run) => run.work_queue_name)).toEqual(["answered-main", "answered-new", "answered-main", "default"])
+        for (const run of made) {
+          expect(run.state.id).toBe(run.state_id)
+          expect(comparable(run)).toEqual(comparable(ok(yield* request("GET", `/flow_runs/${run.id}`))))
+        }
+      })
+    )
+
     it.effect("job variables must fit the work pool's job template", () =>
       Effect.gen(function* () {
         ok(yield* request("POST", "/work_pools/", {
