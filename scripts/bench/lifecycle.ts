@@ -66,13 +66,12 @@ const DEPLOYMENT_RECORD = `SELECT to_jsonb(deployment.*) || jsonb_build_object('
   'work_queue_name', coalesce(work_queue.name, deployment.work_queue_name), 'work_pool_name', work_pool.name,
   'concurrency_limit', NULL, 'global_concurrency_limit', to_jsonb(gcl.*),
   'schedules', coalesce((SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id) FROM deployment_schedule s
-    WHERE s.deployment_id = deployment.id), '[]'::jsonb)) AS record, work_pool.base_job_template AS job_template
+    WHERE s.deployment_id = deployment.id), '[]'::jsonb)) AS record, work_pool.base_job_template AS job_template,
+  (SELECT jsonb_build_object('id', named.id, 'name', named.name) FROM work_queue named
+    WHERE named.work_pool_id = work_pool.id AND named.name = $2) AS named_queue
   FROM deployment LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
   LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
   LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id WHERE deployment.id = $1`
-
-const QUEUE_BY_NAME = `SELECT work_queue.*, work_pool.name AS work_pool_name FROM work_queue
-  JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE work_pool.name = $1 AND work_queue.name = $2`
 
 const RUN_COLUMNS = `flow_run.*, to_jsonb(flow_run_state.*) AS state, work_queue.name AS queue_name,
   work_pool.id AS work_pool_id, work_pool.name AS work_pool_name`
@@ -226,9 +225,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The statements Baton's database sees for its lifecycles, as the server sends them (same count,
  * same texts but for whitespace and literals, values of the same shapes: ids as UUIDv7, states'
  * details, notes and events as the server writes them), issued straight through `pg`. Each
- * lifecycle: create (deployment record with its pool's job template, queue, one statement inserting
- * the run, its first state and its event's note and answering the run's record), poll (the pool with the named
- * queues, the due runs with their records, the queues' and deployments' last-polled bookkeeping),
+ * lifecycle: create (the deployment's record with its pool's job template and the named queue, then
+ * one statement inserting the run, its first state and its event's note that answers the run's
+ * record), poll (the pool with the named queues, the due runs with their records, the queues' and
+ * deployments' last-polled bookkeeping),
  * three transitions (the run's row with its version, then state + run + note if the row is
  * unchanged). Beside them, as the server does it under load, whatever the rate: the relay every 100
  * ms (a transaction: the notes out, their runs' context, their events in with the run's flow,
@@ -298,8 +298,7 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
     const client = await pool.connect()
     try {
       const runId = uuidv7()
-      await client.query(DEPLOYMENT_RECORD, [setup.deploymentId])
-      await client.query(QUEUE_BY_NAME, [setup.pool, queue.name])
+      await client.query(DEPLOYMENT_RECORD, [setup.deploymentId, queue.name])
       const at = new Date().toISOString()
       let state: NotedState = { id: uuidv7(), type: "SCHEDULED", name: "Scheduled", message: null, timestamp: at, pause_reschedule: false }
       let runCount = 0

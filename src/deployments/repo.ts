@@ -49,7 +49,11 @@ export interface ScheduleChanges {
  * A deployment's record as answered, built in SQL as JSON (its timestamps ISO strings): the wire's
  * schema decodes it. With its pool's base job template when asked for.
  */
-const RecordRow = Schema.Struct({ record: Deployment, job_template: Schema.optional(Schema.NullOr(JsonObject)) })
+const RecordRow = Schema.Struct({
+  record: Deployment,
+  job_template: Schema.optional(Schema.NullOr(JsonObject)),
+  named_queue: Schema.optional(Schema.NullOr(Schema.Struct({ id: Schema.String, name: Schema.String })))
+})
 
 /** The columns of a row of `deployment` the rules read before they write (no joins). */
 const DeploymentRulesRow = Schema.Struct({
@@ -116,11 +120,25 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
 
     const find = (id: string) => Effect.map(selectRecords(sql`deployment.id = ${id}`), (rows) => Option.fromNullable(rows[0]))
 
-    /** A deployment with its work pool's base job template (undefined without a pool), in one query. */
-    const findWithJobTemplate = (id: string) =>
+    /**
+     * A deployment with its work pool's base job template (undefined without a pool), in one query;
+     * with `queueName`, the queue of that name in its pool too (`namedQueue`, none when there is none).
+     */
+    const findWithJobTemplate = (id: string, queueName?: string) =>
       Effect.map(
-        selectRows({ condition: sql`deployment.id = ${id}`, extra: sql`, work_pool.base_job_template AS job_template` }),
-        (rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ deployment: row.record, jobTemplate: row.job_template ?? undefined }))
+        selectRows({
+          condition: sql`deployment.id = ${id}`,
+          extra: queueName === undefined
+            ? sql`, work_pool.base_job_template AS job_template`
+            : sql`, work_pool.base_job_template AS job_template, (SELECT jsonb_build_object('id', named.id, 'name', named.name)
+                FROM work_queue named WHERE named.work_pool_id = work_pool.id AND named.name = ${queueName}) AS named_queue`
+        }),
+        (rows) =>
+          Option.map(Option.fromNullable(rows[0]), (row) => ({
+            deployment: row.record,
+            jobTemplate: row.job_template ?? undefined,
+            ...(queueName === undefined ? {} : { namedQueue: { name: queueName, queue: Option.fromNullable(row.named_queue) } })
+          }))
       )
 
     const findByName = (flowName: string, name: string) =>

@@ -58,15 +58,24 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
     const settings = yield* Settings
     const hydration = yield* Hydration
 
-    /** The deployment its runs are made from, with its work pool's job template (read once per request). */
-    const readRunTarget = (id: string) => repo.findWithJobTemplate(id).pipe(orFail(() => new DeploymentNotFound()))
+    /**
+     * The deployment its runs are made from, with its work pool's job template (read once per
+     * request) and, when one is named, the queue of its pool a run goes to.
+     */
+    const readRunTarget = (id: string, queueName?: string) =>
+      repo.findWithJobTemplate(id, queueName).pipe(orFail(() => new DeploymentNotFound()))
 
     /**
      * Creates one run of the deployment; a problem with its parameters or queue is returned, not
      * raised. Its parameters' templates spend from `budget` (the request's).
      */
     const createRun = (
-      { deployment, jobTemplate }: { readonly deployment: Deployment; readonly jobTemplate: Record<string, unknown> | undefined },
+      { deployment, jobTemplate, namedQueue }: {
+        readonly deployment: Deployment
+        readonly jobTemplate: Record<string, unknown> | undefined
+        /** The queue named for the run, when the deployment was read with it. */
+        readonly namedQueue?: { readonly name: string; readonly queue: Option.Option<{ readonly id: string; readonly name: string }> }
+      },
       body: DeploymentFlowRunCreate,
       createdBy: FlowRun["created_by"] = null,
       budget: TemplateBudget = templateBudget()
@@ -120,7 +129,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
           }
           const poolName = deployment.work_pool_name
           const queueName = body.work_queue_name
-          const existing = yield* workQueues.findByName(poolName, queueName)
+          const existing = namedQueue?.name === queueName ? namedQueue.queue : yield* workQueues.findByName(poolName, queueName)
           // A queue to create and the run stand or fall together: a run refused by the database (a
           // reference to nothing) leaves no new queue behind. The run alone is one statement.
           if (Option.isNone(existing)) {
@@ -148,7 +157,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
       createdBy: FlowRun["created_by"] = null
     ) {
       yield* checkSize(body.parameters, ["parameters"])
-      const target = yield* readRunTarget(id)
+      const target = yield* readRunTarget(id, body.work_queue_name || undefined)
       const outcome = yield* createRun(target, body, createdBy)
       if (Either.isLeft(outcome)) {
         const problem = outcome.left

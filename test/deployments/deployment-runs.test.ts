@@ -112,6 +112,19 @@ describe("runs of deployments", () => {
         // A second run names the queue the first made: the same queue.
         const again = ok(yield* createRun(pooled.id, { work_queue_name: "runs-queue-extra" }))
         expect(again.work_queue_id).toBe(run.work_queue_id)
+        // A queue of that name in another pool is not the one: the run gets one in the deployment's pool.
+        ok(yield* request("POST", "/work_pools/", { body: { name: "runs-other-pool" } }), 201)
+        const elsewhere = ok(yield* request("POST", "/work_pools/runs-other-pool/queues/", { body: { name: "runs-queue-far" } }), 201)
+        const near = ok(yield* createRun(pooled.id, { work_queue_name: "runs-queue-far" }))
+        expect(near).toMatchObject({ work_queue_name: "runs-queue-far", work_pool_name: "default-agent-pool" })
+        expect(near.work_queue_id).not.toBe(elsewhere.id)
+        // In bulk, each run's queue is looked up by its own name.
+        const bulk = ok(yield* request("POST", `/deployments/${pooled.id}/create_flow_run/bulk`, {
+          body: [{ work_queue_name: "runs-queue-far" }, { work_queue_name: "runs-queue-extra" }, {}]
+        }))
+        const queuesOf = yield* Effect.forEach(bulk.results as Array<{ flow_run_id: string }>, (result) =>
+          Effect.map(request("GET", `/flow_runs/${result.flow_run_id}`), (res) => ok(res).work_queue_id))
+        expect(queuesOf).toEqual([near.work_queue_id, run.work_queue_id, pooled.work_queue_id])
       })
     )
 
