@@ -89,35 +89,46 @@ const EVENT_CONTEXT = `SELECT fr.id, fr.name, fr.run_count, fr.tags, fr.created_
   LEFT JOIN work_queue wq ON wq.id = fr.work_queue_id LEFT JOIN work_pool wp ON wp.id = wq.work_pool_id
   LEFT JOIN task_run tr ON tr.id = fr.parent_task_run_id WHERE fr.id = ANY($1::uuid[])`
 
-/** The poll: the due runs' ids in order, and their records, in one statement. */
-const POLL = `SELECT ${RUN_COLUMNS} FROM (
-  WITH pool AS (SELECT id, concurrency_limit FROM work_pool WHERE id = $1 AND NOT is_paused),
+/**
+ * The poll in one statement: the pool and its named queues, the due runs with their records, the
+ * queues' and deployments' last-polled bookkeeping with its status notes.
+ */
+const POLL = `WITH target AS (
+    SELECT work_pool.id, coalesce((SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
+      FROM work_queue WHERE work_queue.work_pool_id = work_pool.id AND work_queue.name = ANY($2::text[])), '[]'::jsonb) AS queues
+    FROM work_pool WHERE work_pool.name = $1),
+  polled AS (SELECT (elem ->> 'id')::uuid AS id FROM target, jsonb_array_elements(target.queues) elem
+    WHERE NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS asked(name)
+      WHERE asked.name NOT IN (SELECT elem ->> 'name' FROM target, jsonb_array_elements(target.queues) elem))),
+  queues_changed AS (SELECT id FROM work_queue WHERE id IN (SELECT id FROM polled) AND status = 'NOT_READY'),
+  queues_polled AS (UPDATE work_queue SET last_polled = $3, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+    WHERE id IN (SELECT id FROM polled)),
+  deployments_changed AS (SELECT id FROM deployment WHERE work_queue_id IN (SELECT id FROM polled) AND status IS DISTINCT FROM 'READY'),
+  deployments_polled AS (UPDATE deployment SET status = 'READY', last_polled = $3 WHERE work_queue_id IN (SELECT id FROM polled)),
+  changed AS (SELECT 'work-queue' AS kind, id FROM queues_changed UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed),
+  noted AS (INSERT INTO event_outbox (body)
+    SELECT jsonb_build_object('type', 'status', 'kind', kind, 'id', id, 'status', 'READY', 'at', $4::text) FROM changed)
+  SELECT jsonb_build_object('id', target.id, 'queues', target.queues,
+    'changed', coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'id', id)) FROM changed), '[]'::jsonb)) AS along,
+    ${RUN_COLUMNS} FROM target LEFT JOIN ((
+  WITH pool AS (SELECT id, concurrency_limit FROM work_pool WHERE id = (SELECT id FROM target) AND NOT is_paused),
   pool_room AS (SELECT CASE WHEN pool.concurrency_limit IS NULL THEN NULL ELSE GREATEST(0, pool.concurrency_limit - (
     SELECT count(*) FROM flow_run JOIN work_queue ON work_queue.id = flow_run.work_queue_id
     WHERE work_queue.work_pool_id = pool.id AND NOT work_queue.is_paused AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room FROM pool),
   queues AS (SELECT work_queue.id, work_queue.priority, CASE WHEN work_queue.concurrency_limit IS NULL THEN NULL
     ELSE GREATEST(0, work_queue.concurrency_limit - (SELECT count(*) FROM flow_run WHERE flow_run.work_queue_id = work_queue.id
       AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room
-    FROM work_queue JOIN pool ON pool.id = work_queue.work_pool_id WHERE NOT work_queue.is_paused AND work_queue.id = ANY($2::uuid[]))
+    FROM work_queue JOIN pool ON pool.id = work_queue.work_pool_id
+    WHERE NOT work_queue.is_paused AND work_queue.id = ANY(ARRAY(SELECT id FROM polled)))
   SELECT due.id, queues.id AS work_queue_id,
     row_number() OVER (ORDER BY queues.priority, due.next_scheduled_start_time, due.id) AS position
   FROM queues CROSS JOIN LATERAL (
     SELECT flow_run.id, flow_run.next_scheduled_start_time FROM flow_run WHERE flow_run.work_queue_id = queues.id
       AND flow_run.state_type = 'SCHEDULED' AND (flow_run.empirical_policy ->> 'retry_type') IS DISTINCT FROM 'in_process'
-      AND flow_run.next_scheduled_start_time <= $3 ORDER BY flow_run.next_scheduled_start_time, flow_run.id
-      LIMIT LEAST(coalesce(queues.room, $4), $4)) due
-  ORDER BY queues.priority, due.next_scheduled_start_time, due.id LIMIT LEAST($4, coalesce((SELECT room FROM pool_room), $4))
-) listed JOIN flow_run ON flow_run.id = listed.id ${RUN_JOINS} ORDER BY listed.position`
-
-const MARK_POLLED = `WITH queues_changed AS (SELECT id FROM work_queue WHERE id = ANY($1::uuid[]) AND status = 'NOT_READY'),
-  queues_polled AS (UPDATE work_queue SET last_polled = $2, status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
-    WHERE id = ANY($1::uuid[])),
-  deployments_changed AS (SELECT id FROM deployment WHERE work_queue_id = ANY($1::uuid[]) AND status IS DISTINCT FROM 'READY'),
-  deployments_polled AS (UPDATE deployment SET status = 'READY', last_polled = $2 WHERE work_queue_id = ANY($1::uuid[])),
-  changed AS (SELECT 'work-queue' AS kind, id FROM queues_changed UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed),
-  noted AS (INSERT INTO event_outbox (body)
-    SELECT jsonb_build_object('type', 'status', 'kind', kind, 'id', id, 'status', 'READY', 'at', $3::text) FROM changed)
-  SELECT kind, id FROM changed`
+      AND flow_run.next_scheduled_start_time <= $5 ORDER BY flow_run.next_scheduled_start_time, flow_run.id
+      LIMIT LEAST(coalesce(queues.room, $6), $6)) due
+  ORDER BY queues.priority, due.next_scheduled_start_time, due.id LIMIT LEAST($6, coalesce((SELECT room FROM pool_room), $6))
+) listed JOIN flow_run ON flow_run.id = listed.id ${RUN_JOINS}) ON true ORDER BY listed.position`
 
 /** A transition's read: the run with its state, latest state timestamp, deployment's concurrency columns and row version. */
 const TRANSITION_READ = `SELECT r.*, r.xmin::text AS row_version,
@@ -227,8 +238,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * details, notes and events as the server writes them), issued straight through `pg`. Each
  * lifecycle: create (the deployment's record with its pool's job template and the named queue, then
  * one statement inserting the run, its first state and its event's note that answers the run's
- * record), poll (the pool with the named queues, the due runs with their records, the queues' and
- * deployments' last-polled bookkeeping),
+ * record), poll (one statement: the pool with the named queues, the due runs with their records,
+ * the queues' and deployments' last-polled bookkeeping),
  * three transitions (the run's row with its version, then state + run + note if the row is
  * unchanged). Beside them, as the server does it under load, whatever the rate: the relay every 100
  * ms (a transaction: the notes out, their runs' context, their events in with the run's flow,
@@ -328,19 +339,10 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
           JSON.stringify({ "prefect.flow.id": setup.flowId, "prefect.deployment.id": setup.deploymentId })]
       )
       // The poll.
-      await client.query(
-        `SELECT work_pool.id, coalesce((
-           SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
-           FROM work_queue WHERE work_queue.work_pool_id = work_pool.id AND work_queue.name = ANY($2::text[])
-         ), '[]'::jsonb) AS queues
-         FROM work_pool WHERE work_pool.name = $1`,
-        [setup.pool, [queue.name]]
-      )
-      const due = await client.query(POLL, [setup.poolId, [queue.id], new Date(Date.now() + 5_000), 1])
+      const polledAt = new Date()
+      const due = await client.query(POLL, [setup.pool, [queue.name], polledAt, polledAt.toISOString(), new Date(Date.now() + 5_000), 1])
       const id: string = due.rows[0]?.id
       if (id === undefined) throw new Error("the poll found no run")
-      const polledAt = new Date()
-      await client.query(MARK_POLLED, [[queue.id], polledAt, polledAt.toISOString()])
       for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
         const read = await client.query(TRANSITION_READ, [id])
         const initial = state

@@ -1,7 +1,7 @@
 /** Flow runs in SQL; their states go through the state store, their transitions through the Orchestrator. */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { isIntegrityViolation, sqlErrorsAsDefects } from "../database/errors.ts"
+import { isIntegrityViolation, sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
 import { ConcurrencyRules } from "../concurrency/rules.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
@@ -78,6 +78,31 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         `
         const at = yield* now
         return rows.map((row) => toFlowRun(row, at))
+      })
+
+    /**
+     * The runs `listed` names, as readListed reads them, in one statement with a query's own facts:
+     * `along.columns` (one JSON value, `along`) over `along.from`, a query of one row or none, after
+     * the statement's `along.with` (its CTEs, which `listed` may read and which may write). The
+     * facts come once even when no run is listed; nothing when `from` has no row.
+     */
+    const readListedAlong = <Along>(
+      along: { readonly with: Statement.Fragment; readonly from: Statement.Fragment; readonly columns: Statement.Fragment },
+      listed: Statement.Fragment
+    ) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<FlowRunRow & { readonly along: Along }>`
+          WITH ${along.with}
+          SELECT ${along.columns} AS along, ${runColumns} FROM ${along.from}
+            LEFT JOIN ((${listed}) listed JOIN flow_run ON flow_run.id = listed.id ${runJoins}) ON true
+          ORDER BY listed.position
+        `
+        if (rows.length === 0) return Option.none()
+        const at = yield* now
+        return Option.some({
+          along: rows[0]!.along,
+          runs: rows.flatMap(({ along: _, ...row }) => (row.id === null ? [] : [toFlowRun(row, at)]))
+        })
       })
 
     const readRow = (id: string) =>
@@ -292,26 +317,33 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         (rows) => new Map(rows.map((row) => [row.state_type, row.count]))
       )
 
-    return sqlErrorsAsDefects({
-      // The flow was deleted while the run was made.
-      create: (input: NewFlowRun) => create(input).pipe(Effect.catchIf(isIntegrityViolation, () => new FlowRunConflict())),
-      find: (id: string) => Effect.map(read(id), Option.fromNullable),
-      readMany,
-      readListed,
-      findState,
-      readStates,
-      update,
-      updateLabels,
-      filter,
-      filterJson,
-      count,
-      lateness,
-      history,
-      idsMatching,
-      countByStateType,
-      remove,
-      removeMatching
-    })
+    return {
+      ...sqlErrorsAsDefects({
+        // The flow was deleted while the run was made.
+        create: (input: NewFlowRun) => create(input).pipe(Effect.catchIf(isIntegrityViolation, () => new FlowRunConflict())),
+        find: (id: string) => Effect.map(read(id), Option.fromNullable),
+        readMany,
+        readListed,
+        findState,
+        readStates,
+        update,
+        updateLabels,
+        filter,
+        filterJson,
+        count,
+        lateness,
+        history,
+        idsMatching,
+        countByStateType,
+        remove,
+        removeMatching
+      }),
+      // Generic: typed by the caller's facts.
+      readListedAlong: <Along>(
+        along: Parameters<typeof readListedAlong>[0],
+        listed: Statement.Fragment
+      ) => sqlErrorAsDefect(readListedAlong<Along>(along, listed))
+    }
   }),
   dependencies: [ConcurrencyRules.Default, RunStatesRepo.Default]
 }) {}

@@ -2,7 +2,7 @@
  * What workers ask of pools and queues in SQL: the runs due to them (with queue priorities and pool
  * and queue concurrency limits), and which runs hold a pool's or queue's slots.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { sqlErrorsAsDefects } from "../database/errors.ts"
 import { AsGiven, CountRow } from "../database/rows.ts"
@@ -28,6 +28,19 @@ export const SlotHolder = Schema.Struct({
   work_queue_id: Schema.NullOr(Schema.String)
 })
 export type SlotHolder = typeof SlotHolder.Type
+
+/** What counting a queue polled changed: the queue or a deployment of it became READY. */
+export interface PolledChange {
+  readonly kind: "work-queue" | "deployment"
+  readonly id: string
+}
+
+/** What a poll in one statement answers along with its runs. */
+export interface PollTarget {
+  readonly id: string
+  readonly queues: ReadonlyArray<{ readonly id: string; readonly name: string }>
+  readonly changed: ReadonlyArray<PolledChange>
+}
 
 const QueueCountRow = Schema.Struct({ work_queue_id: Schema.String, count: Schema.NumberFromString })
 
@@ -61,36 +74,43 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
       )
 
     /**
-     * The queues count as polled at `at` (a NOT_READY one becomes READY), and so do the deployments
-     * assigned to them (they become READY); one statement, and a status event for each change.
+     * The CTEs that count the queues `queueIds` (a query of `id`s) as polled at `at` (a NOT_READY one
+     * becomes READY), and the deployments assigned to them (they become READY), with the status
+     * events' notes (events/status-changes.ts): as durable as the change. `changed` lists what changed.
      */
+    const polledCtes = (queueIds: Statement.Fragment, at: Date) => sql`
+      queues_changed AS (SELECT id FROM work_queue WHERE id IN (${queueIds}) AND status = 'NOT_READY'),
+      queues_polled AS (
+        UPDATE work_queue SET last_polled = ${at},
+          status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
+        WHERE id IN (${queueIds})),
+      deployments_changed AS (
+        SELECT id FROM deployment WHERE work_queue_id IN (${queueIds}) AND status IS DISTINCT FROM 'READY'),
+      deployments_polled AS (
+        UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id IN (${queueIds})),
+      changed AS (
+        SELECT 'work-queue' AS kind, id FROM queues_changed
+        UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed),
+      noted AS (
+        INSERT INTO event_outbox (body)
+        SELECT jsonb_build_object('type', 'status', 'kind', kind, 'id', id, 'status', 'READY', 'at', ${at.toISOString()}::text)
+        FROM changed)`
+
+    /** Announces what a poll's `polledCtes` changed, once its transaction commits. */
+    const announcePolled = (changed: ReadonlyArray<PolledChange>, at: Date) =>
+      Effect.zipRight(
+        statusChanges.announceNoted("work-queue", "READY", at, changed.filter((r) => r.kind === "work-queue").map((r) => r.id)),
+        statusChanges.announceNoted("deployment", "READY", at, changed.filter((r) => r.kind === "deployment").map((r) => r.id))
+      )
+
+    /** The queues count as polled at `at`, and their deployments; one statement, and a status event for each change. */
     const markPolled = (queueIds: ReadonlyArray<string>, at: Date) =>
       Effect.flatMap(
-        sql<{ kind: "work-queue" | "deployment"; id: string }>`
-          WITH queues_changed AS (SELECT id FROM work_queue WHERE id = ANY(${queueIds}::uuid[]) AND status = 'NOT_READY'),
-               queues_polled AS (
-                 UPDATE work_queue SET last_polled = ${at},
-                   status = CASE WHEN status = 'NOT_READY' THEN 'READY' ELSE status END
-                 WHERE id = ANY(${queueIds}::uuid[])),
-               deployments_changed AS (
-                 SELECT id FROM deployment WHERE work_queue_id = ANY(${queueIds}::uuid[]) AND status IS DISTINCT FROM 'READY'),
-               deployments_polled AS (
-                 UPDATE deployment SET status = 'READY', last_polled = ${at} WHERE work_queue_id = ANY(${queueIds}::uuid[])),
-               changed AS (
-                 SELECT 'work-queue' AS kind, id FROM queues_changed
-                 UNION ALL SELECT 'deployment' AS kind, id FROM deployments_changed),
-               -- The status events' notes (events/status-changes.ts), with the change: as durable as it.
-               noted AS (
-                 INSERT INTO event_outbox (body)
-                 SELECT jsonb_build_object('type', 'status', 'kind', kind, 'id', id, 'status', 'READY', 'at', ${at.toISOString()}::text)
-                 FROM changed)
+        sql<PolledChange>`
+          WITH ${polledCtes(sql`SELECT unnest(${queueIds}::uuid[])`, at)}
           SELECT kind, id FROM changed
         `,
-        (rows) =>
-          Effect.zipRight(
-            statusChanges.announceNoted("work-queue", "READY", at, rows.filter((r) => r.kind === "work-queue").map((r) => r.id)),
-            statusChanges.announceNoted("deployment", "READY", at, rows.filter((r) => r.kind === "deployment").map((r) => r.id))
-          )
+        (rows) => announcePolled(rows, at)
       )
 
     /**
@@ -100,9 +120,21 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
      * `position` in that order, for the statement that reads the runs (FlowRunsRepo.readListed).
      */
     const dueInPool = (options: PollOptions) =>
-      sql<{ id: string; work_queue_id: string; position: number }>`
+      dueQuery(
+        sql`${options.poolId}`,
+        options.queueIds === undefined ? undefined : sql`${options.queueIds}::uuid[]`,
+        options
+      )
+
+    /** dueInPool with the pool's id and the queues' ids (an array, or all the pool's) as SQL of the statement. */
+    const dueQuery = (
+      poolId: Statement.Fragment,
+      queueIds: Statement.Fragment | undefined,
+      options: Omit<PollOptions, "poolId" | "queueIds">
+    ) =>
+      sql`
         WITH pool AS (
-          SELECT id, concurrency_limit FROM work_pool WHERE id = ${options.poolId} AND NOT is_paused
+          SELECT id, concurrency_limit FROM work_pool WHERE id = ${poolId} AND NOT is_paused
         ),
         pool_room AS (
           SELECT CASE WHEN pool.concurrency_limit IS NULL THEN NULL ELSE GREATEST(0, pool.concurrency_limit - (
@@ -118,7 +150,7 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
               WHERE flow_run.work_queue_id = work_queue.id AND flow_run.state_type IN ('PENDING', 'RUNNING'))) END AS room
           FROM work_queue JOIN pool ON pool.id = work_queue.work_pool_id
           WHERE NOT work_queue.is_paused
-            ${options.queueIds === undefined ? sql`` : sql`AND work_queue.id = ANY(${options.queueIds}::uuid[])`}
+            ${queueIds === undefined ? sql`` : sql`AND work_queue.id = ANY(${queueIds})`}
         )
         SELECT due.id, queues.id AS work_queue_id,
           row_number() OVER (ORDER BY queues.priority, due.next_scheduled_start_time, due.id) AS position
@@ -134,6 +166,45 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
         ORDER BY queues.priority, due.next_scheduled_start_time, due.id
         LIMIT LEAST(${options.limit}, coalesce((SELECT room FROM pool_room), ${options.limit}))
       `
+
+    /**
+     * A worker's poll of the pool named `poolName` (its queues named in `queueNames`, all of them
+     * when undefined) as one statement: FlowRunsRepo.readListedAlong of `listed` (the due runs, as
+     * dueInPool finds them) along with `along` (the pool's id, its queues named, and what counting
+     * them polled changed). Only when every queue named is in the pool are runs listed and the queues
+     * counted as polled; none of it when there is no such pool.
+     */
+    const pollInOne = (
+      poolName: string,
+      queueNames: ReadonlyArray<string> | undefined,
+      options: Omit<PollOptions, "poolId" | "queueIds">,
+      at: Date
+    ) => {
+      const named = queueNames === undefined ? sql`` : sql`AND work_queue.name = ANY(${queueNames}::text[])`
+      const complete = queueNames === undefined
+        ? sql`TRUE`
+        : sql`NOT EXISTS (SELECT 1 FROM unnest(${queueNames}::text[]) AS asked(name)
+            WHERE asked.name NOT IN (SELECT elem ->> 'name' FROM target, jsonb_array_elements(target.queues) elem))`
+      const along = {
+        with: sql`
+          target AS (
+            SELECT work_pool.id, coalesce((
+              SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
+              FROM work_queue WHERE work_queue.work_pool_id = work_pool.id ${named}
+            ), '[]'::jsonb) AS queues
+            FROM work_pool WHERE work_pool.name = ${poolName}
+          ),
+          polled AS (
+            SELECT (elem ->> 'id')::uuid AS id FROM target, jsonb_array_elements(target.queues) elem WHERE ${complete}
+          ),
+          ${polledCtes(sql`SELECT id FROM polled`, at)}`,
+        from: sql`target`,
+        columns: sql`jsonb_build_object('id', target.id, 'queues', target.queues,
+          'changed', coalesce((SELECT jsonb_agg(jsonb_build_object('kind', kind, 'id', id)) FROM changed), '[]'::jsonb))`
+      }
+      const listed = dueQuery(sql`(SELECT id FROM target)`, sql`ARRAY(SELECT id FROM polled)`, options)
+      return { along, listed }
+    }
 
     /**
      * The legacy queue poll: Scheduled runs filed under the queue's name (or, for a queue with a
@@ -249,8 +320,13 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
         (rows) => (rows[0]?.next == null ? null : new Date(rows[0].next))
       )
 
-    // dueInPool is a query to embed, not a statement of its own.
-    return { ...sqlErrorsAsDefects({ findPollTarget, markPolled, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime }), dueInPool }
+    // dueInPool and pollInOne are SQL to embed, not statements of their own.
+    return {
+      ...sqlErrorsAsDefects({ findPollTarget, markPolled, dueInQueue, slotHolders, slotCounts, lateRuns, nextScheduledTime }),
+      dueInPool,
+      pollInOne,
+      announcePolled
+    }
   }),
   dependencies: [StatusChanges.Default]
 }) {}

@@ -11,7 +11,7 @@ import { orFail, ValidationError } from "../domain/errors.ts"
 import { Settings } from "../settings/settings.ts"
 import { checkJobVariables, describeFailure, referencesBlock } from "./job-variables.ts"
 import { holdPoll } from "./long-poll.ts"
-import { PollRepo } from "./poll-repo.ts"
+import { PollRepo, type PollTarget } from "./poll-repo.ts"
 import { WorkQueuesRepo } from "./queues-repo.ts"
 import { AGENT_POOL_TYPE, WorkPoolsRepo } from "./repo.ts"
 import { RunsDue } from "./runs-due.ts"
@@ -200,8 +200,26 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
       }
     ) {
       const names = options.queueNames && options.queueNames.length > 0 ? options.queueNames : undefined
+      /** The named queues' check: the first one not in the pool answers 404. */
+      const missingQueue = (queues: ReadonlyArray<{ readonly name: string }>) =>
+        names?.find((name) => !queues.some((q) => q.name === name))
+      if (!options.waitSeconds || options.waitSeconds <= 0) {
+        // The poll that answers at once, in one statement: the pool and queues, the due runs, the queues polled.
+        const at = yield* now
+        const { along, listed } = poll.pollInOne(poolName, names, {
+          scheduledBefore: options.scheduledBefore,
+          scheduledAfter: options.scheduledAfter,
+          limit: options.limit
+        }, at)
+        const found = yield* runs.readListedAlong<PollTarget>(along, listed).pipe(orFail(() => workPoolNotFound(poolName)))
+        const missing = missingQueue(found.along.queues)
+        if (missing !== undefined) return yield* poolQueueNotFound(poolName, missing)
+        yield* poll.announcePolled(found.along.changed, at)
+        // Found in a queue of the pool: the run's queue is that queue.
+        return found.runs.map((run) => ({ work_pool_id: found.along.id, work_queue_id: run.work_queue_id!, flow_run: run }))
+      }
       const target = yield* poll.findPollTarget(poolName, names).pipe(orFail(() => workPoolNotFound(poolName)))
-      const missing = names?.find((name) => !target.queues.some((q) => q.name === name))
+      const missing = missingQueue(target.queues)
       if (missing !== undefined) return yield* poolQueueNotFound(poolName, missing)
       const queueIds = target.queues.map((q) => q.id)
       const pollOnce = (scheduledBefore: Date | null) =>
@@ -218,7 +236,6 @@ export class WorkPools extends Effect.Service<WorkPools>()("baton/WorkPools", {
           // Found in a queue of the pool: the run's queue is that queue.
           return dueRuns.map((run) => ({ work_pool_id: target.id, work_queue_id: run.work_queue_id!, flow_run: run }))
         })
-      if (!options.waitSeconds || options.waitSeconds <= 0) return yield* pollOnce(options.scheduledBefore)
       return yield* holdPoll({
         queueIds,
         waitSeconds: options.waitSeconds,

@@ -122,8 +122,8 @@ describe("runs of deployments", () => {
         const bulk = ok(yield* request("POST", `/deployments/${pooled.id}/create_flow_run/bulk`, {
           body: [{ work_queue_name: "runs-queue-far" }, { work_queue_name: "runs-queue-extra" }, {}]
         }))
-        const queuesOf = yield* Effect.forEach(bulk.results as Array<{ flow_run_id: string }>, (result) =>
-          Effect.map(request("GET", `/flow_runs/${result.flow_run_id}`), (res) => ok(res).work_queue_id))
+        const queuesOf = yield* Effect.forEach([0, 1, 2], (i) =>
+          Effect.map(request("GET", `/flow_runs/${bulk.results[i].flow_run_id}`), (res) => ok(res).work_queue_id))
         expect(queuesOf).toEqual([near.work_queue_id, run.work_queue_id, pooled.work_queue_id])
       })
     )

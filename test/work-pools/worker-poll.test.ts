@@ -150,7 +150,11 @@ describe("the worker poll", () => {
       it.effect("a poll marks the queues it polls polled and READY (a paused one stays PAUSED), and their deployments READY", () =>
         Effect.gen(function* () {
           const { queue, deploymentStatus } = yield* polledPool("poll-d")
-          yield* poll("poll-d", { work_queue_names: ["other"] })
+          // A poll naming a queue the pool lacks is refused before it counts any queue as polled.
+          const refused = yield* request("POST", "/work_pools/poll-d/get_scheduled_flow_runs", { body: { work_queue_names: ["other", "absent"] } })
+          expect(refused.status).toBe(404)
+          expect(yield* queue("other")).toMatchObject({ status: "NOT_READY", last_polled: null })
+          yield* poll("poll-d", { work_queue_names: ["other", "other"] })
           expect(yield* queue("other")).toMatchObject({ status: "READY", last_polled: expect.any(String) })
           expect(yield* queue("default")).toMatchObject({ status: "PAUSED", last_polled: null })
           expect(yield* deploymentStatus).toBe("NOT_READY")
