@@ -138,7 +138,10 @@ const TRANSITION_READ = `SELECT r.*, r.xmin::text AS row_version,
     FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency
   FROM flow_run r WHERE r.id = $1`
 
-/** A transition's store: the run's columns if the row is the version read, its state and its event's note. */
+/**
+ * A transition's store: the run's columns if the row is the version read (or stored last) and its
+ * deployment still has no limit, its state and its event's note; the row's new version.
+ */
 const TRANSITION_STORE = `WITH run AS (
     UPDATE flow_run SET updated = $2, state_id = $1, state_type = $4, state_name = $5, state_timestamp = $2,
       start_time = CASE WHEN $4 = 'RUNNING' THEN $2 ELSE start_time END,
@@ -146,11 +149,13 @@ const TRANSITION_STORE = `WITH run AS (
       run_count = run_count + CASE WHEN $4 = 'RUNNING' THEN 1 ELSE 0 END, total_run_time = total_run_time,
       expected_start_time = COALESCE(expected_start_time, $2),
       next_scheduled_start_time = CASE WHEN $4 = 'SCHEDULED' THEN $2 ELSE NULL END, empirical_policy = $7::jsonb
-    WHERE id = $3 AND xmin = $8::xid RETURNING id),
+    WHERE id = $3 AND xmin = $8::xid
+      AND NOT EXISTS (SELECT 1 FROM deployment d WHERE d.id = flow_run.deployment_id AND d.concurrency_limit_id IS NOT NULL)
+    RETURNING id, xmin::text AS row_version),
   stored AS (INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
     SELECT $1::uuid, $2::timestamptz, $2::timestamptz, $3::uuid, $4::text, $5::text, $2::timestamptz, NULL::text, 'null'::jsonb, $6::jsonb FROM run),
   noted AS (INSERT INTO event_outbox (body) SELECT $9::jsonb FROM run)
-  SELECT count(*)::int AS stored FROM run`
+  SELECT count(*)::int AS stored, max(row_version) AS row_version FROM run`
 
 /** The relay's batch: the notes out of the outbox. */
 const TAKE_NOTES = `DELETE FROM event_outbox WHERE id IN (SELECT id FROM event_outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED)
@@ -240,8 +245,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * one statement inserting the run, its first state and its event's note that answers the run's
  * record), poll (one statement: the pool with the named queues, the due runs with their records,
  * the queues' and deployments' last-polled bookkeeping),
- * three transitions (the run's row with its version, then state + run + note if the row is
- * unchanged). Beside them, as the server does it under load, whatever the rate: the relay every 100
+ * three transitions (the run's row with its version for the first, then state + run + note if
+ * the row is unchanged; the next transitions start from the version the store answered, as the
+ * server keeps it). Beside them, as the server does it under load, whatever the rate: the relay every 100
  * ms (a transaction: the notes out, their runs' context, their events in with the run's flow,
  * deployment, queue and pool as related resources) and two consumers' looks every 100 ms. What the
  * baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay and the consumers.
@@ -343,18 +349,24 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       const due = await client.query(POLL, [setup.pool, [queue.name], polledAt, polledAt.toISOString(), new Date(Date.now() + 5_000), 1])
       const id: string = due.rows[0]?.id
       if (id === undefined) throw new Error("the poll found no run")
+      // The run's version and latest state timestamp: read for the first transition, then as the last store left them.
+      let known: { readonly version: string; readonly latest: number } | undefined
       for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
-        const read = await client.query(TRANSITION_READ, [id])
+        if (known === undefined) {
+          const read = await client.query(TRANSITION_READ, [id])
+          known = { version: read.rows[0].row_version, latest: new Date(read.rows[0].last_state_timestamp).getTime() }
+        }
         const initial = state
         // Stamped after the run's latest state, as the server stamps it (two states of a run never share a timestamp).
-        const latest = new Date(read.rows[0].last_state_timestamp).getTime()
+        const latest = known.latest
         const timestamp = new Date(Math.max(Date.now(), latest + 1)).toISOString()
         state = { id: uuidv7(), type, name, message: null, timestamp, pause_reschedule: false }
         if (type === "RUNNING") runCount++
         const stored = await client.query(TRANSITION_STORE, [
-          state.id, state.timestamp, id, type, name, stateDetails(id, null), EMPIRICAL_POLICY, read.rows[0].row_version, note(initial)
+          state.id, state.timestamp, id, type, name, stateDetails(id, null), EMPIRICAL_POLICY, known.version, note(initial)
         ])
         if (stored.rows[0].stored !== 1) throw new Error(`${type}: the run changed meanwhile`)
+        known = { version: stored.rows[0].row_version, latest: new Date(state.timestamp).getTime() }
       }
     } finally {
       client.release()

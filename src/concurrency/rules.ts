@@ -69,6 +69,13 @@ export const flowHoldsNoSlots = (
 export const deploymentConcurrencyColumn = `, (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id,
     'concurrency_options', d.concurrency_options) FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency`
 
+/**
+ * What a flow run's lock-free transition checks when it is stored (RunStatesRepo's lockFreeGuard):
+ * its deployment still has no concurrency limit, as `flowHoldsNoSlots` found it.
+ */
+export const deploymentStillWithoutLimit =
+  "NOT EXISTS (SELECT 1 FROM deployment d WHERE d.id = flow_run.deployment_id AND d.concurrency_limit_id IS NOT NULL)"
+
 const withLease = (proposed: RuleState, leaseId: string | null): RuleState => ({
   ...proposed,
   state_details: { ...proposed.state_details, deployment_concurrency_lease_id: leaseId }

@@ -5,7 +5,13 @@
  * the transaction the state store (RunStatesRepo) holds with the run's row locked.
  */
 import { Effect, Option, Random, Schema } from "effect"
-import { ConcurrencyRules, deploymentConcurrencyColumn, type DeploymentConcurrency, flowHoldsNoSlots } from "../concurrency/rules.ts"
+import {
+  ConcurrencyRules,
+  deploymentConcurrencyColumn,
+  type DeploymentConcurrency,
+  deploymentStillWithoutLimit,
+  flowHoldsNoSlots
+} from "../concurrency/rules.ts"
 import type { StateCreate } from "../domain/states.ts"
 import { Settings } from "../settings/settings.ts"
 import { decodePolicy as decodeFlowRunPolicy } from "../flow-runs/wire.ts"
@@ -61,6 +67,7 @@ export class Orchestrator extends Effect.Service<Orchestrator>()("baton/Orchestr
           : {}),
         afterStore: (row, state, initial) => concurrency.releaseFlow(row, state, initial),
         lockFree: flowHoldsNoSlots,
+        lockFreeGuard: deploymentStillWithoutLimit,
         ruleRun: (row) => Effect.succeed({ ...row, empirical_policy: decodeFlowRunPolicy(row.empirical_policy ?? {}) })
       }).pipe(Effect.map(Option.fromNullable))
 

@@ -91,7 +91,15 @@ export interface TransitionInput<Row extends RunStateRow, Run extends RuleRunBas
    * statement); when it changed meanwhile, the transition is decided again under the row's lock.
    */
   readonly lockFree?: (row: Row) => boolean
+  /**
+   * What must still hold of the run (as `flow_run` or `task_run`) when a lock-free transition is
+   * stored, besides its version: what `lockFree` read of other tables (a deployment's limit).
+   */
+  readonly lockFreeGuard?: string
 }
+
+/** Runs' rows a process keeps from its lock-free transitions (RunStatesRepo's recentRows). */
+export const RECENT_ROWS = 1000
 
 /** The outcome of a transition decided without the lock whose row changed before it was stored. */
 const CHANGED = Symbol("changed")
@@ -185,7 +193,14 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         data: proposed.data,
         state_details: storedDetails
       })
-      return { state, next, finalPolicy, stateValues, stateColumns: sql`id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details` }
+      return {
+        state,
+        storedDetails,
+        next,
+        finalPolicy,
+        stateValues,
+        stateColumns: sql`id, created, updated, ${sql(t.fk)}, type, name, timestamp, message, data, state_details`
+      }
     }
 
     /**
@@ -228,7 +243,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       policy: object,
       policyAfter: object = {},
       resetRunCount = false,
-      version?: string
+      version?: string,
+      guard?: string
     ) {
       const t = tables[kind]
       const at = yield* now
@@ -264,7 +280,8 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           next_scheduled_start_time = ${next.next_scheduled_start_time},
           empirical_policy = ${JSON.stringify(plan.finalPolicy)}::jsonb
         WHERE id = ${row.id} ${version === undefined ? sql`` : sql`AND xmin = ${version}::xid`}
-        RETURNING id
+          ${version === undefined || guard === undefined ? sql`` : sql`AND ${sql.literal(guard)}`}
+        RETURNING id, xmin::text AS row_version
       `
       const queued = !background
         ? sql``
@@ -277,14 +294,15 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         : sql`, dequeued AS (DELETE FROM task_run_delivery WHERE task_run_id IN (SELECT id FROM run))`
       // The state, its note in the event outbox and the run's columns in one statement: one round
       // trip on the hot path, and the transition's event is as durable as the state.
-      const stored = yield* sql<{ stored: number }>`
+      const stored = yield* sql<{ stored: number; row_version: string | null }>`
         WITH run AS (${updated}),
           stored AS (INSERT INTO ${sql(t.states)} (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run),
           noted AS (INSERT INTO event_outbox (body) SELECT ${JSON.stringify(note)}::jsonb FROM run)
           ${queued}
-        SELECT count(*)::int AS stored FROM run
+        SELECT count(*)::int AS stored, max(row_version) AS row_version FROM run
       `
-      return stored[0]!.stored > 0 ? plan.state : undefined
+      if (stored[0]!.stored === 0) return undefined
+      return { state: plan.state, storedDetails: plan.storedDetails, next, finalPolicy: plan.finalPolicy, at, version: stored[0]!.row_version! }
     })
 
     /**
@@ -299,7 +317,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       policy: object,
       policyAfter: object = {},
       resetRunCount = false
-    ) => Effect.map(storeState(kind, row, proposed, policy, policyAfter, resetRunCount), (state) => state!)
+    ) => Effect.map(storeState(kind, row, proposed, policy, policyAfter, resetRunCount), (stored) => stored!.state)
 
     /**
      * Publishes a transition once it is committed (with a flow run's work queue): inside a caller's
@@ -319,6 +337,18 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         FROM ${sql(t.run)} r WHERE r.id = ${input.id}
         ${lock ? sql`FOR UPDATE OF r` : sql``}
       `
+    }
+
+    /**
+     * Runs' rows as this process's last lock-free transition of each left them, with their version:
+     * the next transition of the run starts from it instead of reading the row, and is stored only
+     * if the row is still that version (else the row is read and the transition decided again).
+     * Taken out when used; the oldest forgotten beyond RECENT_ROWS.
+     */
+    const recentRows = new Map<string, RunStateRow & { readonly row_version: string }>()
+    const remember = (row: RunStateRow & { readonly row_version: string }) => {
+      recentRows.set(row.id, row)
+      if (recentRows.size > RECENT_ROWS) recentRows.delete(recentRows.keys().next().value!)
     }
 
     /** What the policy (and `secure`) decide for `row`, and the state it is in. */
@@ -341,10 +371,36 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     const decideAndStore = <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>, row: Row, version?: string) =>
       Effect.gen(function* () {
         const { initial, outcome } = yield* decide(input, row)
-        const validated = outcome.proposed === null
-          ? initial
-          : yield* storeState(input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount, version)
-        if (validated === undefined) return CHANGED
+        const stored = outcome.proposed === null
+          ? null
+          : yield* storeState(
+            input.kind, row, outcome.proposed, outcome.policy, outcome.policyAfter, outcome.resetRunCount, version, input.lockFreeGuard
+          )
+        if (stored === undefined) return CHANGED
+        const validated = stored === null ? initial : stored.state
+        // Stored lock-free, in a statement of its own: the row is now exactly this, at this version.
+        if (stored !== null && version !== undefined) {
+          const next = stored.next
+          remember({
+            ...row,
+            updated: stored.at,
+            state_id: stored.state.id,
+            state_type: next.state_type,
+            state_name: next.state_name,
+            state_timestamp: next.state_timestamp,
+            start_time: next.start_time,
+            end_time: next.end_time,
+            run_count: next.run_count,
+            total_run_time: next.total_run_time,
+            expected_start_time: next.expected_start_time,
+            next_scheduled_start_time: next.next_scheduled_start_time,
+            // As the column reads back (JSON: no undefined fields).
+            empirical_policy: JSON.parse(JSON.stringify(stored.finalPolicy)),
+            state: { ...stored.state, timestamp: stored.state.timestamp.toISOString(), state_details: stored.storedDetails },
+            last_state_timestamp: stored.state.timestamp,
+            row_version: stored.version
+          } as RunStateRow & { readonly row_version: string })
+        }
         if (outcome.proposed !== null && validated !== null && input.afterStore) yield* input.afterStore(row, validated, initial)
         const queue = (row as { readonly work_queue_id?: string | null }).work_queue_id ?? null
         return { decision: outcome.decision, state: validated, initial, created: outcome.proposed !== null, queue }
@@ -361,6 +417,13 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
     ) {
       const lockFree = input.lockFree
       const unlocked = lockFree === undefined ? CHANGED : yield* Effect.gen(function* () {
+        const recent = recentRows.get(input.id) as (Row & { readonly row_version: string }) | undefined
+        if (recent !== undefined) {
+          recentRows.delete(input.id)
+          // Another process (or any write) may have moved the run on since: then it is read as below.
+          const kept = lockFree(recent) ? yield* decideAndStore(input, recent, recent.row_version) : CHANGED
+          if (kept !== CHANGED) return kept
+        }
         const read = yield* readForTransition<Row>(input, false)
         if (read.length === 0) return undefined
         const row = read[0]!

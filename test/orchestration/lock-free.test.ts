@@ -11,11 +11,12 @@ import { flowHoldsNoSlots } from "../../src/concurrency/rules.ts"
 import { StateCreate } from "../../src/domain/states.ts"
 import { decodePolicy } from "../../src/flow-runs/wire.ts"
 import { coreFlowPolicy } from "../../src/orchestration/flow-policy.ts"
-import { RunStatesRepo, type RunStateRow } from "../../src/orchestration/repo.ts"
-import { idOf, makeFlow, ok } from "../support/api.ts"
+import { RunStatesRepo, type RunStateRow, toState } from "../../src/orchestration/repo.ts"
+import { idOf, makeDeployment, makeFlow, ok } from "../support/api.ts"
 import { request, testServer } from "../support/server.ts"
 
 const pending = Schema.decodeUnknownSync(StateCreate)({ type: "PENDING" })
+const running = Schema.decodeUnknownSync(StateCreate)({ type: "RUNNING" })
 
 const scheduledRun = (name: string) =>
   Effect.gen(function* () {
@@ -23,11 +24,34 @@ const scheduledRun = (name: string) =>
     return idOf(ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, state: { type: "SCHEDULED" } } }), 201))
   })
 
-/** Proposes Pending to `id` through the core policy, lock-free, the rules seeing the run as `ruleRun` makes it. */
-const proposePending = <Row extends RunStateRow>(id: string, ruleRun: (row: Row) => Effect.Effect<unknown>) =>
+/** Proposes `proposed` to `id` through the core policy, lock-free, the rules seeing the run as `ruleRun` makes it. */
+const propose = <Row extends RunStateRow>(proposed: StateCreate, id: string, ruleRun: (row: Row) => Effect.Effect<unknown>) =>
   Effect.flatMap(RunStatesRepo, (repo) =>
-    repo.transition({ kind: "flow_run", id, proposed: pending, rules: coreFlowPolicy, lockFree: () => true, ruleRun: ruleRun as never })
+    repo.transition({ kind: "flow_run", id, proposed, rules: coreFlowPolicy, lockFree: () => true, ruleRun: ruleRun as never })
   )
+const proposePending = <Row extends RunStateRow>(id: string, ruleRun: (row: Row) => Effect.Effect<unknown>) =>
+  propose(pending, id, ruleRun)
+
+/** What the rules read of a run's row, as the transition's read gives it. */
+const ruleFacts = (row: RunStateRow & Record<string, unknown>) => ({
+  id: row.id,
+  state_id: row.state_id,
+  state_type: row.state_type,
+  state_name: row.state_name,
+  state_timestamp: row.state_timestamp,
+  start_time: row.start_time,
+  end_time: row.end_time,
+  run_count: row.run_count,
+  total_run_time: row.total_run_time,
+  expected_start_time: row.expected_start_time,
+  next_scheduled_start_time: row.next_scheduled_start_time,
+  updated: row.updated,
+  tags: row.tags,
+  empirical_policy: row.empirical_policy,
+  state: row.state === null ? null : toState(row.state),
+  last_state_timestamp: new Date(row.last_state_timestamp as string).getTime(),
+  row_version: row.row_version
+})
 
 /** The run as the flow rules see it. */
 const asRuleRun = (row: RunStateRow) => ({ ...row, empirical_policy: decodePolicy(row.empirical_policy ?? {}) })
@@ -54,6 +78,75 @@ describe("transitions without the lock", () => {
         const run = ok(yield* request("GET", `/flow_runs/${id}`), 200)
         expect(run.state_type).toBe("PENDING")
         expect(run.tags).toEqual(["changed"])
+      })
+    )
+
+    it.effect("the next transition of a run starts from the row its last one stored, as a read would give it", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const id = yield* scheduledRun("lock-free-kept")
+        expect((yield* proposePending(id, (row: RunStateRow) => Effect.succeed(asRuleRun(row))))?.status).toBe("ACCEPT")
+        // The row as a transition's read gives it, read in between (a read leaves its version as it is).
+        const [before] = yield* sql<RunStateRow & Record<string, unknown>>`
+          SELECT r.*, r.xmin::text AS row_version, (SELECT to_jsonb(s.*) FROM flow_run_state s WHERE s.id = r.state_id) AS state,
+            (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp
+          FROM flow_run r WHERE r.id = ${id}
+        `.pipe(Effect.orDie)
+        const given: Array<RunStateRow & Record<string, unknown>> = []
+        const result = yield* propose(running, id, (row: RunStateRow & Record<string, unknown>) =>
+          Effect.sync(() => {
+            given.push(row)
+            return asRuleRun(row)
+          }))
+        expect(result?.status).toBe("ACCEPT")
+        // Decided once: the row kept was the run's version.
+        expect(given).toHaveLength(1)
+        // Kept by the process, not read: a read's state carries its row's own columns too.
+        expect(given[0]!.state).not.toHaveProperty("flow_run_id")
+        expect(ruleFacts(given[0]!)).toEqual(ruleFacts(before!))
+        expect(before!.state_type).toBe("PENDING")
+      })
+    )
+
+    it.effect("a run another writer changed after its last transition is decided again from its newest row", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const id = yield* scheduledRun("lock-free-kept-changed")
+        expect((yield* proposePending(id, (row: RunStateRow) => Effect.succeed(asRuleRun(row))))?.status).toBe("ACCEPT")
+        yield* sql`UPDATE flow_run SET tags = '["later"]'::jsonb WHERE id = ${id}`.pipe(Effect.orDie)
+        const seen: Array<unknown> = []
+        const result = yield* propose(running, id, (row: RunStateRow & { readonly tags?: unknown }) =>
+          Effect.sync(() => {
+            seen.push(row.tags)
+            return asRuleRun(row)
+          }))
+        expect(result?.status).toBe("ACCEPT")
+        // The row kept is stale: its store finds another version and the run is read again.
+        expect(seen).toEqual([[], ["later"]])
+        const run = ok(yield* request("GET", `/flow_runs/${id}`), 200)
+        expect(run).toMatchObject({ state_type: "RUNNING", tags: ["later"], run_count: 1 })
+        const states = ok(yield* request("GET", `/flow_run_states/?flow_run_id=${id}`), 200) as unknown as Array<{ type: string }>
+        expect(states.map((s) => s.type)).toEqual(["SCHEDULED", "PENDING", "RUNNING"])
+      })
+    )
+
+    it.effect("a deployment given a concurrency limit after a run's transition: the run's next transition needs a slot", () =>
+      Effect.gen(function* () {
+        const flowId = yield* makeFlow("lock-free-limit-later")
+        const dep = yield* makeDeployment({ name: "later-limit", flow_id: flowId })
+        const runOf = Effect.map(request("POST", `/deployments/${dep.id}/create_flow_run`, { body: {} }), (res) => idOf(ok(res, 201)))
+        const setState = (run: string, type: string) =>
+          Effect.map(request("POST", `/flow_runs/${run}/set_state`, { body: { state: { type } } }), (res) => ok(res, 200, 201))
+        const first = yield* runOf
+        // Scheduled again (lock-free: no limit yet), so the process keeps its row.
+        expect((yield* setState(first, "SCHEDULED")).status).toBe("ACCEPT")
+        ok(yield* request("PATCH", `/deployments/${dep.id}`, { body: { concurrency_limit: 1 } }), 204)
+        const second = yield* runOf
+        expect((yield* setState(second, "PENDING")).status).toBe("ACCEPT")
+        // The only slot is the second run's: the first, kept from before the limit, must wait for one.
+        const refused = yield* setState(first, "PENDING")
+        expect(refused.status).toBe("REJECT")
+        expect(refused.state).toMatchObject({ type: "SCHEDULED", name: "AwaitingConcurrencySlot" })
       })
     )
 
