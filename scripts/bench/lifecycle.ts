@@ -244,13 +244,13 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * lifecycle: create (the deployment's record with its pool's job template and the named queue, then
  * one statement inserting the run, its first state and its event's note that answers the run's
  * record), poll (one statement: the pool with the named queues, the due runs with their records,
- * the queues' and deployments' last-polled bookkeeping),
- * three transitions (the run's row with its version for the first, then state + run + note if
- * the row is unchanged; the next transitions start from the version the store answered, as the
- * server keeps it). Beside them, as the server does it under load, whatever the rate: the relay every 100
- * ms (a transaction: the notes out, their runs' context, their events in with the run's flow,
- * deployment, queue and pool as related resources) and two consumers' looks every 100 ms. What the
- * baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay and the consumers.
+ * the queues' and deployments' last-polled bookkeeping), three transitions (the run's row with its
+ * version for the first, then state + run + note if the row is unchanged; the next transitions
+ * start from the version the store answered, as the server keeps it). Beside them, as the server does it under load, whatever the rate: the relay
+ * every 100 ms (a transaction: the notes out, their runs' context, their events in with the run's
+ * flow, deployment, queue and pool as related resources) and two consumers' looks every 100 ms.
+ * What the baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay and the
+ * consumers.
  * Its pool (`baselinePool`) prepares the statements on each connection as the server's does.
  */
 export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
