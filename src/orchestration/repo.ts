@@ -11,7 +11,7 @@ import { newId } from "../domain/ids.ts"
 import { defaultStateName, type State, type StateCreate, type StateType } from "../domain/states.ts"
 import { now } from "../domain/time.ts"
 import { sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
-import { afterCommit, transaction } from "../database/transactions.ts"
+import { afterCommit, inOpenTransaction, transaction } from "../database/transactions.ts"
 import { orchestrate, type Outcome, type Rule, type RuleRunBase, type RuleState } from "./engine.ts"
 import { applyGlobalPolicy, type RunClock, type RunLinks, stateLinks } from "./global-policy.ts"
 import { historyBuckets, type HistoryWindow } from "./history.ts"
@@ -378,8 +378,9 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
           )
         if (stored === undefined) return CHANGED
         const validated = stored === null ? initial : stored.state
-        // Stored lock-free, in a statement of its own: the row is now exactly this, at this version.
-        if (stored !== null && version !== undefined) {
+        // Stored lock-free by a statement that committed on its own: the row is now exactly this, at
+        // this version. In a caller's transaction a later write of that transaction keeps the version.
+        if (stored !== null && version !== undefined && !(yield* inOpenTransaction)) {
           const next = stored.next
           remember({
             ...row,

@@ -130,6 +130,26 @@ describe("transitions without the lock", () => {
       })
     )
 
+    it.effect("a transition in a caller's transaction keeps no row: a later write of that transaction keeps the version", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const id = yield* scheduledRun("lock-free-in-transaction")
+        yield* sql.withTransaction(Effect.gen(function* () {
+          expect((yield* proposePending(id, (row: RunStateRow) => Effect.succeed(asRuleRun(row))))?.status).toBe("ACCEPT")
+          yield* sql`UPDATE flow_run SET tags = '["in-transaction"]'::jsonb WHERE id = ${id}`
+        })).pipe(Effect.orDie)
+        const seen: Array<unknown> = []
+        const result = yield* propose(running, id, (row: RunStateRow & { readonly tags?: unknown }) =>
+          Effect.sync(() => {
+            seen.push(row.tags)
+            return asRuleRun(row)
+          }))
+        expect(result?.status).toBe("ACCEPT")
+        // Decided once, from the row as the transaction left it.
+        expect(seen).toEqual([["in-transaction"]])
+      })
+    )
+
     it.effect("a deployment given a concurrency limit after a run's transition: the run's next transition needs a slot", () =>
       Effect.gen(function* () {
         const flowId = yield* makeFlow("lock-free-limit-later")
