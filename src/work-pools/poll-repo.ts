@@ -56,20 +56,22 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
     // The poll's statements type their rows by hand, not through row schemas: the worker poll is on the hot path (the bench's run lifecycle).
 
     /**
-     * What a poll of the pool named `poolName` reads first, in one statement: the pool's id and its
-     * queues named in `queueNames` (all its queues when undefined), by id and name; none when there
-     * is no such pool.
+     * The query of what a poll of the pool named `poolName` reads first: the pool's id and its queues
+     * named in `queueNames` (all its queues when undefined), by id and name; no row when there is no
+     * such pool.
      */
+    const pollTargetQuery = (poolName: string, queueNames: ReadonlyArray<string> | undefined) => sql`
+      SELECT work_pool.id, coalesce((
+        SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
+        FROM work_queue WHERE work_queue.work_pool_id = work_pool.id
+          ${queueNames === undefined ? sql`` : sql`AND work_queue.name = ANY(${queueNames}::text[])`}
+      ), '[]'::jsonb) AS queues
+      FROM work_pool WHERE work_pool.name = ${poolName}`
+
+    /** pollTargetQuery as a statement of its own; none when there is no such pool. */
     const findPollTarget = (poolName: string, queueNames: ReadonlyArray<string> | undefined) =>
       Effect.map(
-        sql<{ id: string; queues: ReadonlyArray<{ id: string; name: string }> }>`
-          SELECT work_pool.id, coalesce((
-            SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
-            FROM work_queue WHERE work_queue.work_pool_id = work_pool.id
-              ${queueNames === undefined ? sql`` : sql`AND work_queue.name = ANY(${queueNames}::text[])`}
-          ), '[]'::jsonb) AS queues
-          FROM work_pool WHERE work_pool.name = ${poolName}
-        `,
+        sql<{ id: string; queues: ReadonlyArray<{ id: string; name: string }> }>`${pollTargetQuery(poolName, queueNames)}`,
         (rows) => Option.fromNullable(rows[0])
       )
 
@@ -180,20 +182,13 @@ export class PollRepo extends Effect.Service<PollRepo>()("baton/PollRepo", {
       options: Omit<PollOptions, "poolId" | "queueIds">,
       at: Date
     ) => {
-      const named = queueNames === undefined ? sql`` : sql`AND work_queue.name = ANY(${queueNames}::text[])`
       const complete = queueNames === undefined
         ? sql`TRUE`
         : sql`NOT EXISTS (SELECT 1 FROM unnest(${queueNames}::text[]) AS asked(name)
             WHERE asked.name NOT IN (SELECT elem ->> 'name' FROM target, jsonb_array_elements(target.queues) elem))`
       const along = {
         with: sql`
-          target AS (
-            SELECT work_pool.id, coalesce((
-              SELECT jsonb_agg(jsonb_build_object('id', work_queue.id, 'name', work_queue.name))
-              FROM work_queue WHERE work_queue.work_pool_id = work_pool.id ${named}
-            ), '[]'::jsonb) AS queues
-            FROM work_pool WHERE work_pool.name = ${poolName}
-          ),
+          target AS (${pollTargetQuery(poolName, queueNames)}),
           polled AS (
             SELECT (elem ->> 'id')::uuid AS id FROM target, jsonb_array_elements(target.queues) elem WHERE ${complete}
           ),

@@ -32,6 +32,18 @@ const propose = <Row extends RunStateRow>(proposed: StateCreate, id: string, rul
 const proposePending = <Row extends RunStateRow>(id: string, ruleRun: (row: Row) => Effect.Effect<unknown>) =>
   propose(pending, id, ruleRun)
 
+/** Proposes Running to `id` as `propose` does; with the run's tags as each decision saw them. */
+const proposeRunningSeeingTags = (id: string) =>
+  Effect.gen(function* () {
+    const seen: Array<unknown> = []
+    const result = yield* propose(running, id, (row: RunStateRow & { readonly tags?: unknown }) =>
+      Effect.sync(() => {
+        seen.push(row.tags)
+        return asRuleRun(row)
+      }))
+    return { result, seen }
+  })
+
 /** What the rules read of a run's row, as the transition's read gives it. */
 const ruleFacts = (row: RunStateRow & Record<string, unknown>) => ({
   id: row.id,
@@ -114,12 +126,7 @@ describe("transitions without the lock", () => {
         const id = yield* scheduledRun("lock-free-kept-changed")
         expect((yield* proposePending(id, (row: RunStateRow) => Effect.succeed(asRuleRun(row))))?.status).toBe("ACCEPT")
         yield* sql`UPDATE flow_run SET tags = '["later"]'::jsonb WHERE id = ${id}`.pipe(Effect.orDie)
-        const seen: Array<unknown> = []
-        const result = yield* propose(running, id, (row: RunStateRow & { readonly tags?: unknown }) =>
-          Effect.sync(() => {
-            seen.push(row.tags)
-            return asRuleRun(row)
-          }))
+        const { result, seen } = yield* proposeRunningSeeingTags(id)
         expect(result?.status).toBe("ACCEPT")
         // The row kept is stale: its store finds another version and the run is read again.
         expect(seen).toEqual([[], ["later"]])
@@ -138,12 +145,7 @@ describe("transitions without the lock", () => {
           expect((yield* proposePending(id, (row: RunStateRow) => Effect.succeed(asRuleRun(row))))?.status).toBe("ACCEPT")
           yield* sql`UPDATE flow_run SET tags = '["in-transaction"]'::jsonb WHERE id = ${id}`
         })).pipe(Effect.orDie)
-        const seen: Array<unknown> = []
-        const result = yield* propose(running, id, (row: RunStateRow & { readonly tags?: unknown }) =>
-          Effect.sync(() => {
-            seen.push(row.tags)
-            return asRuleRun(row)
-          }))
+        const { result, seen } = yield* proposeRunningSeeingTags(id)
         expect(result?.status).toBe("ACCEPT")
         // Decided once, from the row as the transaction left it.
         expect(seen).toEqual([["in-transaction"]])
