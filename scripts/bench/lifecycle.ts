@@ -130,16 +130,8 @@ const POLL = `WITH target AS (
   ORDER BY queues.priority, due.next_scheduled_start_time, due.id LIMIT LEAST($6, coalesce((SELECT room FROM pool_room), $6))
 ) listed JOIN flow_run ON flow_run.id = listed.id ${RUN_JOINS}) ON true ORDER BY listed.position`
 
-/** A transition's read: the run with its state, latest state timestamp, deployment's concurrency columns and row version. */
-const TRANSITION_READ = `SELECT r.*, r.xmin::text AS row_version,
-  (SELECT to_jsonb(s.*) FROM flow_run_state s WHERE s.id = r.state_id) AS state,
-  (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp,
-  (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id, 'concurrency_options', d.concurrency_options)
-    FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency
-  FROM flow_run r WHERE r.id = $1`
-
 /**
- * A transition's store: the run's columns if the row is the version read (or stored last) and its
+ * A transition's store: the run's columns if the row is the version inserted (or stored last) and its
  * deployment still has no limit, its state and its event's note; the row's new version.
  */
 const TRANSITION_STORE = `WITH run AS (
@@ -321,14 +313,14 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       let runCount = 0
       const note = (initial: NotedState | null): string =>
         JSON.stringify({ type: "bench", kind: "flow_run", run_id: runId, run_count: runCount, initial_state: initial, validated_state: state } satisfies Note)
-      await client.query(
+      const made = await client.query(
         `WITH run AS (
            INSERT INTO flow_run (id, created, updated, name, flow_id, parameters, context, empirical_policy, tags, labels,
              job_variables, deployment_id, work_queue_name, work_queue_id, state_id, state_type, state_name, state_timestamp,
              run_count, total_run_time, expected_start_time, next_scheduled_start_time)
            VALUES ($1, $2, $2, $3, $4, '{}'::jsonb, '{}'::jsonb, $11::jsonb, '[]'::jsonb, $12::jsonb, '{}'::jsonb, $5, $6, $7,
              $8, 'SCHEDULED', 'Scheduled', $2, 0, 0, $2, $2)
-           ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING *
+           ON CONFLICT (flow_id, idempotency_key) DO NOTHING RETURNING *, xmin::text AS row_version
          ), stored AS (
            INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, message, data, state_details)
            SELECT $8::uuid, $2::timestamptz, $2::timestamptz, $1::uuid, 'SCHEDULED', 'Scheduled', $2::timestamptz, NULL::text,
@@ -336,9 +328,11 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
          ), noted AS (
            INSERT INTO event_outbox (body) SELECT $10::jsonb FROM run
          )
-         SELECT run.*, to_jsonb(stored.*) AS state, work_queue.name AS queue_name, work_pool.id AS work_pool_id,
-           work_pool.name AS work_pool_name
-         FROM run LEFT JOIN stored ON stored.id = run.state_id LEFT JOIN work_queue ON work_queue.id = run.work_queue_id
+         SELECT r.*, to_jsonb(stored.*) AS state, work_queue.name AS queue_name, work_pool.id AS work_pool_id,
+           work_pool.name AS work_pool_name,
+           (SELECT jsonb_build_object('concurrency_limit_id', d.concurrency_limit_id, 'concurrency_options', d.concurrency_options)
+             FROM deployment d WHERE d.id = r.deployment_id) AS deployment_concurrency
+         FROM run r LEFT JOIN stored ON stored.id = r.state_id LEFT JOIN work_queue ON work_queue.id = r.work_queue_id
            LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id`,
         [runId, at, `sql-${runId.slice(-12)}`, setup.flowId, setup.deploymentId, queue.name, queue.id, state.id,
           stateDetails(runId, at), note(null), EMPIRICAL_POLICY,
@@ -349,13 +343,9 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
       const due = await client.query(POLL, [setup.pool, [queue.name], polledAt, polledAt.toISOString(), new Date(Date.now() + 5_000), 1])
       const id: string = due.rows[0]?.id
       if (id === undefined) throw new Error("the poll found no run")
-      // The run's version and latest state timestamp: read for the first transition, then as the last store left them.
-      let known: { readonly version: string; readonly latest: number } | undefined
+      // The run's version and latest state timestamp, as its insert and then each store left them (no read).
+      let known = { version: made.rows[0].row_version as string, latest: new Date(at).getTime() }
       for (const [type, name] of [["PENDING", "Pending"], ["RUNNING", "Running"], ["COMPLETED", "Completed"]] as const) {
-        if (known === undefined) {
-          const read = await client.query(TRANSITION_READ, [id])
-          known = { version: read.rows[0].row_version, latest: new Date(read.rows[0].last_state_timestamp).getTime() }
-        }
         const initial = state
         // Stamped after the run's latest state, as the server stamps it (two states of a run never share a timestamp).
         const latest = known.latest

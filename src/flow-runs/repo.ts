@@ -2,7 +2,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { isIntegrityViolation, sqlErrorAsDefect, sqlErrorsAsDefects } from "../database/errors.ts"
-import { ConcurrencyRules } from "../concurrency/rules.ts"
+import { ConcurrencyRules, deploymentConcurrencyColumn } from "../concurrency/rules.ts"
 import { queryCondition } from "../queries/query.ts"
 import { newId } from "../domain/ids.ts"
 import type { StateCreate, StateType } from "../domain/states.ts"
@@ -143,16 +143,16 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
             ${next.next_scheduled_start_time}
           )
           ON CONFLICT (flow_id, idempotency_key) DO NOTHING
-          RETURNING *
+          RETURNING *, xmin::text AS row_version
         ), stored AS (
           INSERT INTO flow_run_state (${plan.stateColumns}) SELECT ${plan.stateValues} FROM run RETURNING *
         ), noted AS (
           INSERT INTO event_outbox (body) SELECT ${JSON.stringify(transitionNote("flow_run", id, next.run_count, null, plan.state))}::jsonb FROM run
         )
-        SELECT run.*, to_jsonb(stored.*) AS state, work_queue.name AS queue_name, work_pool.id AS work_pool_id,
-          work_pool.name AS work_pool_name
-        FROM run LEFT JOIN stored ON stored.id = run.state_id
-          LEFT JOIN work_queue ON work_queue.id = run.work_queue_id
+        SELECT r.*, to_jsonb(stored.*) AS state, work_queue.name AS queue_name, work_pool.id AS work_pool_id,
+          work_pool.name AS work_pool_name ${sql.literal(deploymentConcurrencyColumn)}
+        FROM run r LEFT JOIN stored ON stored.id = r.state_id
+          LEFT JOIN work_queue ON work_queue.id = r.work_queue_id
           LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
       `
       if (inserted.length === 0) {
@@ -161,7 +161,13 @@ export class FlowRunsRepo extends Effect.Service<FlowRunsRepo>()("baton/FlowRuns
         `
         return { id: existing[0]!.id, created: false, state: undefined, run: undefined }
       }
-      return { id, created: true, state: plan.state, run: toFlowRun(inserted[0]!, yield* now) }
+      const { row_version, deployment_concurrency, ...row } = inserted[0]! as FlowRunRow & {
+        readonly row_version: string
+        readonly deployment_concurrency: unknown
+      }
+      // Its first transition starts from this row (RunStatesRepo.keepCreated), as from a read.
+      yield* states.keepCreated({ ...row, row_version, deployment_concurrency } as FlowRunRow & { readonly row_version: string })
+      return { id, created: true, state: plan.state, run: toFlowRun(row, yield* now) }
     }, (effect, input) =>
       Effect.tap(effect, (result) =>
         result.created ? states.published("flow_run", result.id, null, result.state!, input.work_queue_id ?? null) : Effect.void))

@@ -343,13 +343,26 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
      * Runs' rows as this process's last lock-free transition of each left them, with their version:
      * the next transition of the run starts from it instead of reading the row, and is stored only
      * if the row is still that version (else the row is read and the transition decided again).
-     * Taken out when used; the oldest forgotten beyond RECENT_ROWS.
+     * Taken out when used; the oldest forgotten beyond RECENT_ROWS. Without the run's parameters,
+     * context and job variables, which no transition reads (each may be hundreds of KiB).
      */
     const recentRows = new Map<string, RunStateRow & { readonly row_version: string }>()
     const remember = (row: RunStateRow & { readonly row_version: string }) => {
-      recentRows.set(row.id, row)
+      const { parameters: _p, context: _c, job_variables: _j, ...kept } = row as typeof row & Record<string, unknown>
+      recentRows.set(row.id, kept)
       if (recentRows.size > RECENT_ROWS) recentRows.delete(recentRows.keys().next().value!)
     }
+
+    /**
+     * Keeps the row of a run just inserted in its first state by a statement that committed on its
+     * own (with the row's `xmin` as `row_version`), as recentRows keeps a transition's: the run's
+     * first transition then needs no read. In a caller's transaction nothing is kept (a later write
+     * there keeps the version).
+     */
+    const keepCreated = (row: RunStateRow & { readonly row_version: string }) =>
+      Effect.map(inOpenTransaction, (open) => {
+        if (!open) remember({ ...row, last_state_timestamp: row.state === null ? null : row.state.timestamp })
+      })
 
     /** What the policy (and `secure`) decide for `row`, and the state it is in. */
     const decide = <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>, row: Row) =>
@@ -533,6 +546,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
       transition: <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>) =>
         sqlErrorAsDefect(transition<Row, Run>(input)),
       planFirstState,
+      keepCreated,
       published,
       // A fragment other statements embed, not a statement of its own.
       estimatedLateness

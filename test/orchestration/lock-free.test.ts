@@ -7,8 +7,9 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { flowHoldsNoSlots } from "../../src/concurrency/rules.ts"
+import { deploymentConcurrencyColumn, deploymentStillWithoutLimit, flowHoldsNoSlots } from "../../src/concurrency/rules.ts"
 import { StateCreate } from "../../src/domain/states.ts"
+import { FlowRunsRepo } from "../../src/flow-runs/repo.ts"
 import { decodePolicy } from "../../src/flow-runs/wire.ts"
 import { coreFlowPolicy } from "../../src/orchestration/flow-policy.ts"
 import { RunStatesRepo, type RunStateRow, toState } from "../../src/orchestration/repo.ts"
@@ -117,6 +118,76 @@ describe("transitions without the lock", () => {
         expect(given[0]!.state).not.toHaveProperty("flow_run_id")
         expect(ruleFacts(given[0]!)).toEqual(ruleFacts(before!))
         expect(before!.state_type).toBe("PENDING")
+      })
+    )
+
+    it.effect("a run's first transition starts from the row its create stored, as a read would give it", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const flowId = yield* makeFlow("lock-free-created")
+        const dep = yield* makeDeployment({ name: "created-kept", flow_id: flowId, parameters: { size: 3 } })
+        const created = [
+          idOf(ok(yield* request("POST", `/deployments/${dep.id}/create_flow_run`, { body: { parameters: { size: 4 } } }), 201)),
+          idOf(ok(yield* request("POST", "/flow_runs/", { body: { flow_id: flowId, parameters: { size: 5 }, state: { type: "SCHEDULED" } } }), 201))
+        ]
+        for (const id of created) {
+          const [before] = yield* sql<RunStateRow & Record<string, unknown>>`
+            SELECT r.*, r.xmin::text AS row_version, (SELECT to_jsonb(s.*) FROM flow_run_state s WHERE s.id = r.state_id) AS state,
+              (SELECT max(timestamp) FROM flow_run_state WHERE flow_run_id = r.id) AS last_state_timestamp
+              ${sql.literal(deploymentConcurrencyColumn)}
+            FROM flow_run r WHERE r.id = ${id}
+          `.pipe(Effect.orDie)
+          const given: Array<RunStateRow & Record<string, unknown>> = []
+          const result = yield* Effect.flatMap(RunStatesRepo, (repo) =>
+            repo.transition({
+              kind: "flow_run",
+              id,
+              proposed: pending,
+              rules: coreFlowPolicy,
+              columns: deploymentConcurrencyColumn,
+              lockFree: flowHoldsNoSlots as never,
+              lockFreeGuard: deploymentStillWithoutLimit,
+              ruleRun: ((row: RunStateRow & Record<string, unknown>) =>
+                Effect.sync(() => {
+                  given.push(row)
+                  return asRuleRun(row)
+                })) as never
+            }))
+          expect(result?.status).toBe("ACCEPT")
+          // Decided once, from the row the create kept: a read's row carries the run's parameters too.
+          expect(given).toHaveLength(1)
+          expect(given[0]).not.toHaveProperty("parameters")
+          expect(before!.parameters).toBeDefined()
+          expect(ruleFacts(given[0]!)).toEqual(ruleFacts(before!))
+          expect(given[0]!.deployment_concurrency).toEqual(before!.deployment_concurrency)
+        }
+      })
+    )
+
+    it.effect("a create in a caller's transaction keeps no row: a later write of that transaction keeps the version", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const runs = yield* FlowRunsRepo
+        const flowId = yield* makeFlow("lock-free-create-in-transaction")
+        const id = yield* sql.withTransaction(Effect.gen(function* () {
+          const made = yield* runs.create({
+            flow_id: flowId, name: "made-in-transaction", flow_version: null, parameters: {}, context: {},
+            parent_task_run_id: null, infrastructure_document_id: null, empirical_policy: decodePolicy({}), tags: [],
+            labels: {}, idempotency_key: null, work_queue_name: null, job_variables: null, deployment_id: null,
+            state: Schema.decodeUnknownSync(StateCreate)({ type: "SCHEDULED" })
+          })
+          yield* sql`UPDATE flow_run SET tags = '["in-transaction"]'::jsonb WHERE id = ${made.id}`
+          return made.id
+        })).pipe(Effect.orDie)
+        const seen: Array<unknown> = []
+        const result = yield* proposePending(id, (row: RunStateRow & { readonly tags?: unknown }) =>
+          Effect.sync(() => {
+            seen.push(row.tags)
+            return asRuleRun(row)
+          }))
+        expect(result?.status).toBe("ACCEPT")
+        // Decided once, from the row as the transaction left it.
+        expect(seen).toEqual([["in-transaction"]])
       })
     )
 
