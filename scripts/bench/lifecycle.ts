@@ -62,16 +62,15 @@ export const apiLifecycle = (api: JsonClient, setup: LifecycleSetup) => async (w
   }
 }
 
-const DEPLOYMENT_RECORD = `SELECT to_jsonb(deployment.*) || jsonb_build_object('labels', coalesce(deployment.labels, '{}'::jsonb),
-  'work_queue_name', coalesce(work_queue.name, deployment.work_queue_name), 'work_pool_name', work_pool.name,
-  'concurrency_limit', NULL, 'global_concurrency_limit', to_jsonb(gcl.*),
-  'schedules', coalesce((SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id) FROM deployment_schedule s
-    WHERE s.deployment_id = deployment.id), '[]'::jsonb)) AS record, work_pool.base_job_template AS job_template,
+const RUN_SOURCE = `SELECT deployment.id, deployment.flow_id, deployment.version, deployment.parameters,
+  deployment.enforce_parameter_schema, deployment.parameter_openapi_schema, deployment.job_variables,
+  deployment.infrastructure_document_id, deployment.tags, coalesce(deployment.labels, '{}'::jsonb) AS labels,
+  deployment.work_queue_id, coalesce(work_queue.name, deployment.work_queue_name) AS work_queue_name,
+  work_pool.name AS work_pool_name, work_pool.base_job_template AS job_template,
   (SELECT jsonb_build_object('id', named.id, 'name', named.name) FROM work_queue named
     WHERE named.work_pool_id = work_pool.id AND named.name = $2) AS named_queue
   FROM deployment LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
-  LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
-  LEFT JOIN concurrency_limit_v2 gcl ON gcl.id = deployment.concurrency_limit_id WHERE deployment.id = $1`
+  LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id WHERE deployment.id = $1`
 
 const RUN_COLUMNS = `flow_run.*, to_jsonb(flow_run_state.*) AS state, work_queue.name AS queue_name,
   work_pool.id AS work_pool_id, work_pool.name AS work_pool_name`
@@ -233,12 +232,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The statements Baton's database sees for its lifecycles, as the server sends them (same count,
  * same texts but for whitespace and literals, values of the same shapes: ids as UUIDv7, states'
  * details, notes and events as the server writes them), issued straight through `pg`. Each
- * lifecycle: create (the deployment's record with its pool's job template and the named queue, then
- * one statement inserting the run, its first state and its event's note that answers the run's
- * record), poll (one statement: the pool with the named queues, the due runs with their records,
- * the queues' and deployments' last-polled bookkeeping), three transitions (the run's row with its
- * version for the first, then state + run + note if the row is unchanged; the next transitions
- * start from the version the store answered, as the server keeps it). Beside them, as the server does it under load, whatever the rate: the relay
+ * lifecycle: create (the deployment's columns a run takes with its pool's job template and the
+ * named queue, then one statement inserting the run, its first state and its event's note that
+ * answers the run's record and version), poll (one statement: the pool with the named queues, the
+ * due runs with their records, the queues' and deployments' last-polled bookkeeping), three
+ * transitions (state + run + note if the row is still the version the insert or the last store
+ * answered, as the server keeps it: no read). Beside them, as the server does it under load, whatever the rate: the relay
  * every 100 ms (a transaction: the notes out, their runs' context, their events in with the run's
  * flow, deployment, queue and pool as related resources) and two consumers' looks every 100 ms.
  * What the baseline leaves out is HTTP, JSON and Baton's own code. `stop` ends the relay and the
@@ -307,7 +306,7 @@ export const sqlLifecycle = (pool: pg.Pool, setup: LifecycleSetup) => {
     const client = await pool.connect()
     try {
       const runId = uuidv7()
-      await client.query(DEPLOYMENT_RECORD, [setup.deploymentId, queue.name])
+      await client.query(RUN_SOURCE, [setup.deploymentId, queue.name])
       const at = new Date().toISOString()
       let state: NotedState = { id: uuidv7(), type: "SCHEDULED", name: "Scheduled", message: null, timestamp: at, pause_reschedule: false }
       let runCount = 0

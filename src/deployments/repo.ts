@@ -14,6 +14,19 @@ import { DeploymentConflict, deploymentNotFoundDot, ScheduleSlugTaken } from "./
 import type { Schedule } from "./schedules.ts"
 import { traced } from "../domain/traced.ts"
 
+/** A deployment's columns a run made from it takes (DeploymentRuns.createRun). */
+export type RunSource = Pick<
+  Deployment,
+  | "id" | "flow_id" | "version" | "parameters" | "enforce_parameter_schema" | "parameter_openapi_schema" | "job_variables"
+  | "infrastructure_document_id" | "tags" | "labels" | "work_queue_id" | "work_queue_name" | "work_pool_name"
+>
+
+/** A work queue named for a run, as its deployment's pool has it. */
+export interface NamedQueue {
+  readonly id: string
+  readonly name: string
+}
+
 /** The filters a deployment query combines: the deployments' own and those of related objects. */
 export type DeploymentQuery = Readonly<Record<string, unknown>>
 
@@ -47,13 +60,9 @@ export interface ScheduleChanges {
 
 /**
  * A deployment's record as answered, built in SQL as JSON (its timestamps ISO strings): the wire's
- * schema decodes it. With its pool's base job template when asked for.
+ * schema decodes it.
  */
-const RecordRow = Schema.Struct({
-  record: Deployment,
-  job_template: Schema.optional(Schema.NullOr(JsonObject)),
-  named_queue: Schema.optional(Schema.NullOr(Schema.Struct({ id: Schema.String, name: Schema.String })))
-})
+const RecordRow = Schema.Struct({ record: Deployment })
 
 /** The columns of a row of `deployment` the rules read before they write (no joins). */
 const DeploymentRulesRow = Schema.Struct({
@@ -92,9 +101,9 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
      * schedules (most recently updated first), its global concurrency limit.
      */
     const selectRows = SqlSchema.findAll({
-      Request: AsGiven<{ readonly condition: Statement.Fragment; readonly tail?: Statement.Fragment; readonly extra?: Statement.Fragment }>(),
+      Request: AsGiven<{ readonly condition: Statement.Fragment; readonly tail?: Statement.Fragment }>(),
       Result: RecordRow,
-      execute: ({ condition, extra, tail }) =>
+      execute: ({ condition, tail }) =>
         sql`
           SELECT to_jsonb(deployment.*) || jsonb_build_object(
             'labels', coalesce(deployment.labels, '{}'::jsonb),
@@ -105,7 +114,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
             'schedules', coalesce((
               SELECT jsonb_agg(to_jsonb(s.*) ORDER BY s.updated DESC, s.id)
               FROM deployment_schedule s WHERE s.deployment_id = deployment.id), '[]'::jsonb)
-          ) AS record ${extra ?? sql``}
+          ) AS record
           FROM deployment
             LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
             LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
@@ -121,23 +130,32 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
     const find = (id: string) => Effect.map(selectRecords(sql`deployment.id = ${id}`), (rows) => Option.fromNullable(rows[0]))
 
     /**
-     * A deployment with its work pool's base job template (undefined without a pool), in one query;
-     * with `queueName`, the queue of that name in its pool too (`namedQueue`, none when there is none).
+     * What runs are made from (`RunSource`): the deployment's columns a run takes, its pool's base
+     * job template (undefined without a pool) and, with `queueName`, the queue of that name in its
+     * pool (`namedQueue`, none when there is none), in one statement. Typed by hand, not decoded:
+     * the columns are the database's own (a schema's decode of the whole record cost more CPU than
+     * the statement, docs/performance.md "Sixteenth round").
      */
-    const findWithJobTemplate = (id: string, queueName?: string) =>
+    const findRunSource = (id: string, queueName?: string) =>
       Effect.map(
-        selectRows({
-          condition: sql`deployment.id = ${id}`,
-          extra: queueName === undefined
-            ? sql`, work_pool.base_job_template AS job_template`
-            : sql`, work_pool.base_job_template AS job_template, (SELECT jsonb_build_object('id', named.id, 'name', named.name)
-                FROM work_queue named WHERE named.work_pool_id = work_pool.id AND named.name = ${queueName}) AS named_queue`
-        }),
+        sql<RunSource & { readonly job_template: Record<string, unknown> | null; readonly named_queue?: NamedQueue | null }>`
+          SELECT deployment.id, deployment.flow_id, deployment.version, deployment.parameters,
+            deployment.enforce_parameter_schema, deployment.parameter_openapi_schema, deployment.job_variables,
+            deployment.infrastructure_document_id, deployment.tags, coalesce(deployment.labels, '{}'::jsonb) AS labels,
+            deployment.work_queue_id, coalesce(work_queue.name, deployment.work_queue_name) AS work_queue_name,
+            work_pool.name AS work_pool_name, work_pool.base_job_template AS job_template
+            ${queueName === undefined ? sql`` : sql`, (SELECT jsonb_build_object('id', named.id, 'name', named.name)
+              FROM work_queue named WHERE named.work_pool_id = work_pool.id AND named.name = ${queueName}) AS named_queue`}
+          FROM deployment
+            LEFT JOIN work_queue ON work_queue.id = deployment.work_queue_id
+            LEFT JOIN work_pool ON work_pool.id = work_queue.work_pool_id
+          WHERE deployment.id = ${id}
+        `,
         (rows) =>
-          Option.map(Option.fromNullable(rows[0]), (row) => ({
-            deployment: row.record,
-            jobTemplate: row.job_template ?? undefined,
-            ...(queueName === undefined ? {} : { namedQueue: { name: queueName, queue: Option.fromNullable(row.named_queue) } })
+          Option.map(Option.fromNullable(rows[0]), ({ job_template, named_queue, ...deployment }) => ({
+            deployment,
+            jobTemplate: job_template ?? undefined,
+            ...(queueName === undefined ? {} : { namedQueue: { name: queueName, queue: Option.fromNullable(named_queue) } })
           }))
       )
 
@@ -353,7 +371,7 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("baton/De
       find,
       findByName,
       findRow,
-      findWithJobTemplate,
+      findRunSource,
       filter,
       count,
       idsMatching,

@@ -18,10 +18,10 @@ import { Settings } from "../settings/settings.ts"
 import { type TemplateBudget, templateBudget } from "../domain/templates.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
-import { DeploymentsRepo } from "./repo.ts"
+import { DeploymentsRepo, type RunSource } from "./repo.ts"
 import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
-import type { Deployment, DeploymentFlowRunCreate } from "./schemas.ts"
+import type { DeploymentFlowRunCreate } from "./schemas.ts"
 import type { FlowRun } from "../flow-runs/schemas.ts"
 import {
   DeploymentConflict,
@@ -63,7 +63,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
      * request) and, when one is named, the queue of its pool a run goes to.
      */
     const readRunTarget = (id: string, queueName?: string) =>
-      repo.findWithJobTemplate(id, queueName).pipe(orFail(() => new DeploymentNotFound()))
+      repo.findRunSource(id, queueName).pipe(orFail(() => new DeploymentNotFound()))
 
     /**
      * Creates one run of the deployment; a problem with its parameters or queue is returned, not
@@ -71,7 +71,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
      */
     const createRun = (
       { deployment, jobTemplate, namedQueue }: {
-        readonly deployment: Deployment
+        readonly deployment: RunSource
         readonly jobTemplate: Record<string, unknown> | undefined
         /** The queue named for the run, when the deployment was read with it. */
         readonly namedQueue?: { readonly name: string; readonly queue: Option.Option<{ readonly id: string; readonly name: string }> }

@@ -70,7 +70,7 @@ export class FlowRuns extends Effect.Service<FlowRuns>()("baton/FlowRuns", {
         if (run.state.type !== "SCHEDULED") {
           return yield* new BadRequest({ detail: `Job variables for a flow run in state ${run.state.type} cannot be updated` })
         }
-        const found = run.deployment_id === null ? Option.none() : yield* deployments.findWithJobTemplate(run.deployment_id)
+        const found = run.deployment_id === null ? Option.none() : yield* deployments.findRunSource(run.deployment_id)
         if (Option.isNone(found)) return yield* new BadRequest({ detail: "A deployment for the flow run could not be found" })
         const target = found.value
         // The run is where job variables end up: over its deployment's, they must satisfy the
