@@ -49,6 +49,7 @@ const optionsOf = (onExcessProperty: Options["onExcessProperty"], exact: boolean
 const DEFAULTS = optionsOf("ignore", false)
 
 const always = (outcome: typeof UNSURE | typeof REFUSED): Decoder => () => outcome
+const asItIs: Decoder = (input) => input
 const unsure = always(UNSURE)
 
 /** The options object a node's own functions get, as the schema passes it. */
@@ -149,7 +150,7 @@ const compileKind = (ast: AST.AST, options: Options): Decoder => {
     }
     case "Transformation": {
       const from = compile(ast.from, options)
-      const to = compile(ast.to, options)
+      const to = structAfterProperties(ast, options) ?? compile(ast.to, options)
       const transform = transformation(ast, parseOptionsOf(options))
       return (input) => {
         const decoded = from(input)
@@ -197,6 +198,29 @@ const transformation = (ast: AST.Transformation, parseOptions: AST.ParseOptions)
         return output
       }
   }
+}
+
+/**
+ * The `to` side of a struct's property transformations (defaults, renames), checking only what they
+ * made. A property the `from` side decoded and the transformations left alone, whose type on the
+ * `to` side is its `from` type's type side (AST.typeAST), holds already: a decode's value is of
+ * its schema's type. It is taken as it is, where the schema checks it again (a `set_state` body's
+ * state and its details were checked twice). Undefined when that cannot be told: `to` decodes whole.
+ */
+const structAfterProperties = (ast: AST.Transformation, options: Options): Decoder | undefined => {
+  const kind = ast.transformation
+  const { from, to } = ast
+  if (kind._tag !== "TypeLiteralTransformation" || from._tag !== "TypeLiteral" || to._tag !== "TypeLiteral") return undefined
+  if (Option.isSome(AST.getParseOptionsAnnotation(to)) || Option.isSome(AST.getDecodingFallbackAnnotation(to))) return undefined
+  const made = new Set(kind.propertySignatureTransformations.flatMap((property) => [property.from, property.to]))
+  const decoded = new Map(from.propertySignatures.map((property) => [property.name, property]))
+  const asTheyAre = new Set<PropertyKey>()
+  for (const property of to.propertySignatures) {
+    const source = decoded.get(property.name)
+    if (made.has(property.name) || source === undefined || source.isOptional !== property.isOptional) continue
+    if (AST.typeAST(source.type) === property.type) asTheyAre.add(property.name)
+  }
+  return asTheyAre.size === 0 ? undefined : struct(to, options, asTheyAre)
 }
 
 /** The `typeof` of the values a keyword accepts as they are, for the keywords that are a `typeof` check. */
@@ -265,13 +289,13 @@ const array = (ast: AST.TupleType, options: Options): Decoder => {
  * V8 (one function for every struct read and wrote them all through one place, slowly: that was most
  * of this path's time).
  */
-const struct = (ast: AST.TypeLiteral, options: Options): Decoder => {
+const struct = (ast: AST.TypeLiteral, options: Options, asTheyAre?: ReadonlySet<PropertyKey>): Decoder => {
   if (ast.indexSignatures.some((signature) => signature.parameter._tag !== "StringKeyword")) return unsure
   if (ast.propertySignatures.some((property) => typeof property.name !== "string" || property.name === "__proto__")) return unsure
   const properties = ast.propertySignatures.map((property) => ({
     name: property.name as string,
     isOptional: property.isOptional,
-    decode: compile(property.type, options)
+    decode: asTheyAre?.has(property.name) ? asItIs : compile(property.type, options)
   }))
   const indexes = ast.indexSignatures.map((signature) => compile(signature.type, options))
   const expected = new Set<PropertyKey>(properties.map((property) => property.name))
