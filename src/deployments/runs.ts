@@ -18,7 +18,7 @@ import { Settings } from "../settings/settings.ts"
 import { type TemplateBudget, templateBudget } from "../domain/templates.ts"
 import { Hydration } from "../variables/hydration.ts"
 import { parameterSchemaProblem, parameterSizeProblem } from "../domain/parameters.ts"
-import { DeploymentsRepo, type RunSource } from "./repo.ts"
+import { DeploymentsRepo, type NamedQueue, type RunSource } from "./repo.ts"
 import { DeploymentScheduler, type WindowOptions } from "./scheduler.ts"
 import { deploymentRunLabels } from "./scheduling.ts"
 import type { DeploymentFlowRunCreate } from "./schemas.ts"
@@ -74,7 +74,7 @@ export class DeploymentRuns extends Effect.Service<DeploymentRuns>()("baton/Depl
         readonly deployment: RunSource
         readonly jobTemplate: Record<string, unknown> | undefined
         /** The queue named for the run, when the deployment was read with it. */
-        readonly namedQueue?: { readonly name: string; readonly queue: Option.Option<{ readonly id: string; readonly name: string }> }
+        readonly namedQueue?: { readonly name: string; readonly queue: Option.Option<NamedQueue> }
       },
       body: DeploymentFlowRunCreate,
       createdBy: FlowRun["created_by"] = null,

@@ -379,11 +379,20 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
 
     /**
      * Decides and stores a transition: `version` stores it only if the row is still that version
-     * (CHANGED when not), without it the caller holds the row's lock.
+     * (CHANGED when not), without it the caller holds the row's lock. `kept`: the row is one
+     * recentRows kept, not read.
      */
-    const decideAndStore = <Row extends RunStateRow, Run extends RuleRunBase>(input: TransitionInput<Row, Run>, row: Row, version?: string) =>
+    const decideAndStore = <Row extends RunStateRow, Run extends RuleRunBase>(
+      input: TransitionInput<Row, Run>,
+      row: Row,
+      version?: string,
+      kept = false
+    ) =>
       Effect.gen(function* () {
         const { initial, outcome } = yield* decide(input, row)
+        // A kept row may be older than the run (another process moved it on): a decision that
+        // stores nothing is not checked against the row's version, so it is made from a read.
+        if (kept && outcome.proposed === null) return CHANGED
         const stored = outcome.proposed === null
           ? null
           : yield* storeState(
@@ -435,7 +444,7 @@ export class RunStatesRepo extends Effect.Service<RunStatesRepo>()("baton/RunSta
         if (recent !== undefined) {
           recentRows.delete(input.id)
           // Another process (or any write) may have moved the run on since: then it is read as below.
-          const kept = lockFree(recent) ? yield* decideAndStore(input, recent, recent.row_version) : CHANGED
+          const kept = lockFree(recent) ? yield* decideAndStore(input, recent, recent.row_version, true) : CHANGED
           if (kept !== CHANGED) return kept
         }
         const read = yield* readForTransition<Row>(input, false)

@@ -208,6 +208,36 @@ describe("transitions without the lock", () => {
       })
     )
 
+    it.effect("a decision that stores nothing is not made from a kept row another writer has moved on", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const id = yield* scheduledRun("lock-free-kept-stale-refusal")
+        const completed = Schema.decodeUnknownSync(StateCreate)({ type: "COMPLETED" })
+        expect((yield* propose(completed, id, (row: RunStateRow) => Effect.succeed(asRuleRun(row))))?.status).toBe("ACCEPT")
+        // Another process schedules the run again (the process still keeps it Completed).
+        const stateId = crypto.randomUUID()
+        yield* sql`
+          WITH stored AS (
+            INSERT INTO flow_run_state (id, created, updated, flow_run_id, type, name, timestamp, state_details)
+            VALUES (${stateId}, now(), now(), ${id}, 'SCHEDULED', 'Scheduled', now() + interval '1 second', '{}'::jsonb)
+          )
+          UPDATE flow_run SET state_id = ${stateId}, state_type = 'SCHEDULED', state_name = 'Scheduled' WHERE id = ${id}
+        `.pipe(Effect.orDie)
+        const seen: Array<string | null> = []
+        const cancelling = Schema.decodeUnknownSync(StateCreate)({ type: "CANCELLING" })
+        const result = yield* propose(cancelling, id, (row: RunStateRow) =>
+          Effect.sync(() => {
+            seen.push(row.state_type)
+            return asRuleRun(row)
+          }))
+        // From the kept row it aborts (already in a terminal state); the Scheduled run, never started,
+        // is cancelled at once instead.
+        expect(seen).toEqual(["COMPLETED", "SCHEDULED"])
+        expect({ status: result?.status, state: result?.state?.type }).toEqual({ status: "REJECT", state: "CANCELLED" })
+        expect(ok(yield* request("GET", `/flow_runs/${id}`), 200).state_type).toBe("CANCELLED")
+      })
+    )
+
     it.effect("a transition in a caller's transaction keeps no row: a later write of that transaction keeps the version", () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
