@@ -98,6 +98,18 @@ export const launcherNodeArgs = (given: ReadonlyArray<string>): Array<string> =>
   return options.filter((option) => !theirs.some((arg) => arg.split("=")[0] === option.split("=")[0]))
 }
 
+/** The servers started and not yet exited: outside the bench's session, so a Ctrl-C does not reach them. */
+const running = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGTERM")
+})
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill("SIGTERM")
+    process.exit(128 + (signal === "SIGINT" ? 2 : 15))
+  })
+}
+
 /** Spawns `bin/baton.mjs server start` and resolves once /v2/api/health answers 200. */
 export const startServer = async (options: StartupOptions): Promise<StartedServer> => {
   const port = options.port ?? 4320
@@ -114,19 +126,26 @@ export const startServer = async (options: StartupOptions): Promise<StartedServe
   const started = performance.now()
   // As a user starts it: bin/baton.mjs run as a command (its launcher line sets the environment, then
   // execs node). With node options or another entry, node is started here with that same environment
-  // and the launcher's node options.
+  // and the launcher's node options. In a session of its own, as a service manager starts a server:
+  // where the kernel groups processes by session for its fair share (autogroup, on by default in many
+  // kernels), a server in the bench's session would share one group's share of the cores with the
+  // load that drives it, while each PostgreSQL backend has a group of its own (docs/performance.md,
+  // "Seventeenth round").
   const child =
     options.entry === undefined && (options.nodeArgs ?? []).length === 0
-      ? spawn(BIN, args, { cwd: ROOT, env, stdio: options.stdio ?? "ignore" })
+      ? spawn(BIN, args, { cwd: ROOT, env, stdio: options.stdio ?? "ignore", detached: true })
       : spawn(process.execPath, [...launcherNodeArgs(options.nodeArgs ?? []), ...(options.nodeArgs ?? []), options.entry ?? BIN, ...args], {
           cwd: ROOT,
           env: { ...launcherEnv(), ...env },
-          stdio: options.stdio ?? "ignore"
+          stdio: options.stdio ?? "ignore",
+          detached: true
         })
   let exited: number | null | undefined
+  running.add(child)
   const exit = new Promise<void>((resolve) =>
     child.once("exit", (code) => {
       exited = code
+      running.delete(child)
       resolve()
     })
   )
