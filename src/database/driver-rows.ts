@@ -61,10 +61,18 @@ export const installDriverRows = () => {
   const prototype = Result.prototype
   if (prototype[INSTALLED] === true) return
   const shapes = new Map<string, MakeRow>()
+  // A description given again (a kept statement's, ./prepared.ts) has its parsers and row function already.
+  const madeFor = new WeakMap<ReadonlyArray<Field>, { readonly types: TypeSource; readonly parsers: Array<Parser>; readonly makeRow: MakeRow }>()
 
   prototype.addFields = function(this: DriverResult, fields: ReadonlyArray<Field>) {
     this.fields = fields
     const types = this._types ?? pgTypes
+    const made = madeFor.get(fields)
+    if (made !== undefined && made.types === types) {
+      this._parsers = made.parsers
+      this.batonMakeRow = made.makeRow
+      return
+    }
     const parsers = new Array<Parser>(fields.length)
     let key = ""
     for (let i = 0; i < fields.length; i++) {
@@ -80,6 +88,7 @@ export const installDriverRows = () => {
       shapes.set(key, makeRow)
     }
     this.batonMakeRow = makeRow
+    madeFor.set(fields, { types, parsers, makeRow })
   }
 
   prototype.parseRow = function(this: DriverResult, values: ReadonlyArray<unknown>) {

@@ -19,8 +19,16 @@
  * not in a transaction (in one, the transaction has failed with it). A DEALLOCATE is sent only on
  * an idle connection outside a transaction, and what follows it waits for its answer, so no
  * statement is ever queued behind another on a connection.
+ *
+ * A kept statement's rows are described once a connection: node-postgres asks PostgreSQL to
+ * describe the rows of every execution (a Describe message, answered by a description of each
+ * column, parsed again each time: over forty columns for a run's row), where a prepared statement's
+ * columns cannot change (PostgreSQL refuses to run it once its plan's columns changed, and it is
+ * then prepared again). Its first execution on a connection keeps the description it was given;
+ * the next ones are sent without a Describe and read their rows by that description.
  */
 import { createHash } from "node:crypto"
+import { createRequire } from "node:module"
 import pg from "pg"
 
 /** The statement cache's size when neither setting says: asyncpg's default. */
@@ -51,6 +59,59 @@ interface ClientInternals {
 }
 
 type Callback = (error: Error | null, result?: unknown) => void
+
+/** What PostgreSQL answers a Describe with: its rows' columns (node-postgres's message). */
+interface RowDescription {
+  readonly fields: ReadonlyArray<unknown>
+}
+
+/** The parts of node-postgres's Query and connection that sending a statement without its Describe uses. */
+interface QueryInternals {
+  readonly name?: string
+  readonly portal: string
+  readonly values?: ReadonlyArray<unknown>
+  readonly binary?: boolean
+  readonly rows?: number
+  handleRowDescription(message: RowDescription): void
+  handleError(error: unknown, connection: unknown): void
+  _getRows(connection: unknown, rows: number | undefined): void
+}
+interface ConnectionInternals {
+  bind(config: object): void
+  close(config: object): void
+  sync(): void
+}
+
+/** node-postgres's conversion of a value for the wire (the one its own Query uses). */
+const prepareValue = (createRequire(createRequire(import.meta.url).resolve("pg/lib/query.js"))("./utils.js") as {
+  readonly prepareValue: (value: unknown) => unknown
+}).prepareValue
+
+/**
+ * A kept statement, parsed on the connection already, whose rows are known: sent as node-postgres
+ * sends it (Bind, Execute, Sync), without the Describe, and its rows read by `description` (null: it
+ * returns none).
+ */
+class DescribedQuery extends pg.Query {
+  constructor(text: string, values: ReadonlyArray<unknown>, callback: Callback, readonly description: RowDescription | null) {
+    super(text, values as Array<unknown>, callback as never)
+  }
+
+  prepare(connection: ConnectionInternals) {
+    const query = this as unknown as QueryInternals
+    try {
+      connection.bind({ portal: query.portal, statement: query.name, values: query.values, binary: query.binary, valueMapper: prepareValue })
+    } catch (error) {
+      // As node-postgres does when a value cannot be sent.
+      connection.close({ type: "S", name: query.name })
+      connection.sync()
+      query.handleError(error, connection)
+      return
+    }
+    if (this.description !== null) query.handleRowDescription(this.description)
+    query._getRows(connection, query.rows)
+  }
+}
 
 /** Statement names by text: one name for a text in every connection, the hash of the text. */
 const names = new Map<string, string>()
@@ -102,18 +163,38 @@ export const keepPreparedStatements = (client: pg.ClientBase, size: number): voi
    */
   const sendStatement = (name: string | undefined, text: string, values: ReadonlyArray<unknown>, rowMode: unknown, callback: Callback) => {
     if (rowMode !== undefined) return send({ ...(name === undefined ? {} : { name }), text, values, rowMode }, callback)
-    const query = new pg.Query(text, values as Array<unknown>, callback as never) as unknown as { name?: string }
-    if (name !== undefined) query.name = name
+    if (name === undefined) return prototype.query.call(client, new pg.Query(text, values as Array<unknown>, callback as never))
+    const known = described.get(name)
+    if (known !== undefined && internals.connection.parsedStatements[name] === text) {
+      const query = new DescribedQuery(text, values, callback, known) as unknown as { name?: string }
+      query.name = name
+      return prototype.query.call(client, query)
+    }
+    // Its first execution here: the description it is given is kept once it has answered.
+    let description: RowDescription | null = null
+    const query = new pg.Query(text, values as Array<unknown>, ((error: Error | null, result?: unknown) => {
+      if (error === null) described.set(name, description)
+      callback(error, result)
+    }) as never) as unknown as QueryInternals & { name?: string }
+    query.name = name
+    const handle = query.handleRowDescription
+    query.handleRowDescription = function(this: QueryInternals, message: RowDescription) {
+      description = message
+      handle.call(this, message)
+    }
     return prototype.query.call(client, query)
   }
   /** The names prepared on this session, least recently used first. */
   const kept = new Set<string>()
+  /** The rows' description of each kept statement that has answered on this session (null: no rows). */
+  const described = new Map<string, RowDescription | null>()
   /** Kept names PostgreSQL refused in a transaction: deallocated once outside one, sent unnamed till then. */
   const stale = new Set<string>()
   const busy = () => internals._activeQuery != null || (internals._queryQueue?.length ?? 0) > 0
   const outsideTransaction = () => internals._txStatus === "I"
   /** node-postgres told the statement is not on the session: it parses it again when next sent. */
   const unparsed = (name: string) => {
+    described.delete(name)
     delete internals.connection.parsedStatements[name]
     delete internals.connection.submittedNamedStatements[name]
   }

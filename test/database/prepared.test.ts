@@ -87,6 +87,40 @@ describe("prepared statements kept on each connection", () => {
       expect(kept.rows).toEqual([{ statement: text }])
     }))
 
+  it.scoped("a kept statement's rows are described once a connection: the next executions send no Describe and read the same rows", () =>
+    Effect.gen(function* () {
+      const database = yield* scopedDatabase({ migrated: false })
+      const context = yield* Layer.build(database.connect({ maxConnections: 1, statementCache: DEFAULT_STATEMENT_CACHE_SIZE }))
+      const pool = Context.get(context, DatabasePool).use as pg.Pool
+      const client = yield* Effect.acquireRelease(Effect.promise(() => pool.connect()), (client) => Effect.sync(() => client.release()))
+      const connection = (client as unknown as { connection: { describe: (...args: Array<unknown>) => unknown } }).connection
+      let describes = 0
+      const describe = connection.describe
+      connection.describe = function(this: unknown, ...args: Array<unknown>) {
+        describes++
+        return describe.apply(this, args)
+      }
+      const rows = (text: string, values: Array<unknown>) => Effect.map(Effect.promise(() => client.query(text, values)), (answer) => answer.rows)
+      yield* Effect.promise(() => client.query("CREATE TABLE described (id int PRIMARY KEY, at timestamptz, tags jsonb)"))
+      const insert = "INSERT INTO described VALUES ($1, $2, $3)"
+      const read = "SELECT id, at, tags, $2::text AS label FROM described WHERE id <= $1 ORDER BY id"
+      for (const id of [1, 2, 3]) expect(yield* rows(insert, [id, new Date(Date.UTC(2026, 0, id)), JSON.stringify([`t${id}`])])).toEqual([])
+      expect(describes).toBe(1)
+      for (const n of [1, 3, 2]) {
+        expect(yield* rows(read, [n, `n${n}`])).toEqual([1, 2, 3].slice(0, n).map((id) => ({
+          id,
+          at: new Date(Date.UTC(2026, 0, id)),
+          tags: [`t${id}`],
+          label: `n${n}`
+        })))
+      }
+      expect(describes).toBe(2)
+      // A value that cannot be sent fails that execution alone, as before.
+      const unsendable = { toPostgres: () => { throw new Error("not sendable") } }
+      expect(yield* Effect.flip(Effect.tryPromise(() => client.query(read, [unsendable, "x"])))).toBeDefined()
+      expect(yield* rows(read, [1, "again"])).toEqual([{ id: 1, at: new Date(Date.UTC(2026, 0, 1)), tags: ["t1"], label: "again" }])
+    }))
+
   it.scoped("at most the cache's size are kept: the least recently used is deallocated", () =>
     Effect.gen(function* () {
       const sql = yield* oneSession(2)
