@@ -43,7 +43,8 @@ import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"
 import { Readable } from "node:stream"
 import type { EdgeSteps } from "./edge.ts"
-import { readsSettingsOnly } from "./group.ts"
+import { Settings } from "../settings/settings.ts"
+import { endpointHandlersOf, readsSettingsOnly } from "./group.ts"
 import { NodeServer, serveInFront } from "./node-server.ts"
 import { readBody } from "./limits.ts"
 import { safeCause } from "./log-safe.ts"
@@ -174,11 +175,12 @@ interface Served {
 const serving = (
   route: HttpRouter.Route<unknown, unknown>,
   api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>,
-  needsScope: boolean
+  needsScope: boolean,
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown> | undefined
 ): Served => {
   // A client that goes away interrupts its request (the platform's way interrupts the route's
   // handler; here the whole fiber, with nothing left to answer), unless the route says otherwise.
-  const respond = Effect.flatMap(route.handler, HttpServerRespondable.toResponse) as HttpApp.Default<unknown>
+  const respond = Effect.flatMap(handler ?? route.handler, HttpServerRespondable.toResponse) as HttpApp.Default<unknown>
   return {
     route,
     app: api(route.uninterruptible ? Effect.uninterruptible(respond) : respond) as Effect.Effect<HttpServerResponse.HttpServerResponse>,
@@ -196,6 +198,13 @@ export interface ApiPathOptions {
    * `apiGroup` (./group.ts), whose handlers cannot.
    */
   readonly needsScope: (route: HttpRouter.Route<unknown, unknown>) => boolean
+  /**
+   * An endpoint's handler without its group's context (./endpoint-route.ts), for the endpoints of
+   * `apiGroup`'s groups; undefined runs the route's own.
+   */
+  readonly endpointHandler: (route: HttpRouter.Route<unknown, unknown>) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown> | undefined
+  /** What every request's context holds besides the request itself: the settings those handlers read. */
+  readonly requestContext: ReadonlyMap<string, unknown>
   /** The Api's middlewares and its encoding of errors, around a route's handler. */
   readonly api: (app: HttpApp.Default<unknown>) => HttpApp.Default<unknown>
   readonly edge: EdgeSteps
@@ -217,7 +226,9 @@ export const apiPath = (options: ApiPathOptions) =>
     // there; only the Api's endpoints have a handler here.
     const router = FindMyWay.make<Served | undefined>()
     for (const route of options.router.routes) {
-      const served = options.isEndpoint(route) ? serving(route, options.api, options.needsScope(route)) : undefined
+      const served = options.isEndpoint(route)
+        ? serving(route, options.api, options.needsScope(route), options.endpointHandler(route))
+        : undefined
       if (route.method === "*") router.all(route.path, served)
       else router.on(route.method, route.path, served)
     }
@@ -244,7 +255,7 @@ export const apiPath = (options: ApiPathOptions) =>
       // The steps read only the request, its route, its query and (when made) its scope from the fiber's
       // context: the middlewares and the handlers hold what they use (each group's handlers their
       // group's context).
-      const context = new Map<string, unknown>()
+      const context = new Map<string, unknown>(options.requestContext)
       context.set(HttpServerRequest.HttpServerRequest.key, request)
       context.set(HttpServerRequest.ParsedSearchParams.key, found.searchParams)
       context.set(HttpRouter.RouteContext.key, {
@@ -322,10 +333,14 @@ export const serveApiInFront = (api: HttpApi.HttpApi.Any, edge: EdgeSteps) =>
       }
     })
     const runtime = yield* Effect.runtime<never>()
+    const settings = yield* Settings
+    const handlers = endpointHandlersOf(yield* HttpApiBuilder.Router)
     const handler = yield* apiPath({
       router: router as HttpRouter.HttpRouter<unknown, unknown>,
       isEndpoint: (route) => endpoints.has(`${route.method} ${route.path}`),
       needsScope: (route) => !scopeless.has(`${route.method} ${route.path}`),
+      endpointHandler: (route) => (scopeless.has(`${route.method} ${route.path}`) ? handlers.get(`${route.method} ${route.path}`) : undefined),
+      requestContext: new Map([[Settings.key, settings]]),
       api: (app) => encodeErrors(middleware(app as HttpApp.Default) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>),
       edge,
       runtime
