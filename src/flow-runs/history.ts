@@ -187,7 +187,9 @@ const isoMicros = (us: number) => {
  * outside the window. For a count, and for a history where nothing is gained, the runs of the pieces
  * inside are read (`cutFrom`, `cutTo`: ranges already cut to the window and the filter, to the
  * microsecond). For a history, when the slot's largest piece inside is longer than the rest of the
- * slot, that piece is the slot's rollup row less the runs of the rest: only the rest is read
+ * slot (in the slot holding the time of the request, counting only their time up to then: the runs
+ * a busy server just made are all before it), that piece is the slot's rollup row less the runs of
+ * the rest: only the rest is read
  * (`pieceFrom`, `pieceTo`, with `pieceInside` for a piece that also counts in its own interval and
  * `pieceLess` the time in the largest piece whose interval it is taken from), and the slot's rollup row
  * counts at that time (`derivedSlots`, `derivedAt`). Its runs' numbers are final: taking them from the
@@ -220,6 +222,7 @@ export const rollupPlan = (options: {
   // In microseconds: before_ is inclusive.
   const high = Math.min((options.until ?? Infinity) * 1000, before !== undefined ? before * 1000 + 1 : Infinity)
   const cutSlots = [...cut].sort((a, b) => a - b)
+  const nowMicros = options.now === undefined ? undefined : options.now * 1000
   const pieces: Array<{ from: number; to: number; inside: boolean; less: number | undefined }> = []
   const derived: Array<{ slot: number; at: number }> = []
   /** Adds a piece to read, one range with the last when they meet and count alike. */
@@ -239,14 +242,21 @@ export const rollupPlan = (options: {
     const sorted = [...points].sort((a, b) => a - b)
     const split = sorted.slice(1).map((to, i) => ({ from: sorted[i]!, to, inside: sorted[i]! >= low * 1000 && to <= high }))
     const wanted = split.filter((piece) => piece.inside)
+    // How many runs a piece holds, as its time: in the slot holding the time of the request, its
+    // time up to then (runs are made expected to start at once, or scheduled a little ahead: a
+    // server that made thousands in the last minutes has them all before the time of the request).
+    const weight = nowMicros !== undefined && slotFrom < nowMicros && nowMicros < slotTo
+      ? (piece: { from: number; to: number }) => Math.max(0, Math.min(piece.to, nowMicros) - piece.from)
+      : (piece: { from: number; to: number }) => piece.to - piece.from
     const largest = wanted.reduce<(typeof split)[number] | undefined>(
-      (best, piece) => (best === undefined || piece.to - piece.from > best.to - best.from ? piece : best),
+      (best, piece) => (best === undefined || weight(piece) > weight(best) ? piece : best),
       undefined
     )
-    const wantedLength = wanted.reduce((sum, piece) => sum + piece.to - piece.from, 0)
-    if (largest !== undefined && slotTo - slotFrom - (largest.to - largest.from) < wantedLength) {
-      // In milliseconds: the largest piece's start, or the first millisecond inside it (it is longer
-      // than half a slot).
+    const wantedWeight = wanted.reduce((sum, piece) => sum + weight(piece), 0)
+    const slotWeight = weight({ from: slotFrom, to: slotTo })
+    // Derived from a piece that has a millisecond of its own to count the slot's row at.
+    if (largest !== undefined && Math.ceil(largest.from / 1000) * 1000 < largest.to && slotWeight - weight(largest) < wantedWeight) {
+      // In milliseconds: the largest piece's start, or the first millisecond inside it.
       const at = Math.ceil(largest.from / 1000)
       derived.push({ slot, at })
       for (const piece of split) if (piece !== largest) read(piece, at)
