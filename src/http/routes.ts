@@ -103,7 +103,7 @@ const safeDecodeURIComponent = (s: string) => {
 }
 
 /** The parameters `route` reads from `pathname`, or undefined when the route does not take that path. */
-const pathParams = (route: Route, pathname: string): Record<string, string> | undefined => {
+export const pathParams = (route: Route, pathname: string): Record<string, string> | undefined => {
   const m = route.pattern.exec(pathname)
   if (m === null) return undefined
   const params: Record<string, string> = {}
@@ -115,27 +115,38 @@ const pathParams = (route: Route, pathname: string): Record<string, string> | un
   return params
 }
 
-/** Each list of routes by method, in the order the list has them (made once per list). */
-const byMethod = new WeakMap<ReadonlyArray<Route>, ReadonlyMap<string, ReadonlyArray<Route>>>()
+/**
+ * Each list of routes by method and path shape (the number of segments and the first one), in the
+ * order the list has them, made once per list: a request tries the few routes of its shape, not
+ * every route of its method. A route whose first segment is a parameter is in every shape of its
+ * length.
+ */
+const byShape = new WeakMap<ReadonlyArray<Route>, Map<string, ReadonlyArray<Route>>>()
 
-const routesOfMethod = (routes: ReadonlyArray<Route>, method: string): ReadonlyArray<Route> => {
-  let index = byMethod.get(routes)
-  if (index === undefined) {
-    const made = new Map<string, Array<Route>>()
-    for (const route of routes) {
-      const list = made.get(route.method)
-      if (list === undefined) made.set(route.method, [route])
-      else list.push(route)
-    }
-    byMethod.set(routes, made)
-    index = made
+/** Shapes of requests' paths kept per list of routes (made from requests: bounded, so odd paths cannot grow it). */
+const MAX_SHAPES = 1_000
+
+const routesFor = (routes: ReadonlyArray<Route>, method: string, pathname: string): ReadonlyArray<Route> => {
+  let index = byShape.get(routes)
+  if (index === undefined) byShape.set(routes, index = new Map())
+  const segments = pathname.split("/")
+  const key = `${method} ${segments.length} ${segments[1] ?? ""}`
+  let found = index.get(key)
+  if (found === undefined) {
+    found = routes.filter((route) => {
+      if (route.method !== method) return false
+      const path = route.endpoint.path.split("/")
+      return path.length === segments.length && (path[1]?.startsWith(":") === true || path[1] === segments[1])
+    })
+    if (index.size >= MAX_SHAPES) index.clear()
+    index.set(key, found)
   }
-  return index.get(method) ?? []
+  return found
 }
 
 /** The route of `method` that takes `pathname`, with its path parameters. */
 export const matchRoute = (routes: ReadonlyArray<Route>, method: string, pathname: string): RouteMatch | undefined => {
-  for (const route of routesOfMethod(routes, method)) {
+  for (const route of routesFor(routes, method, pathname)) {
     const params = pathParams(route, pathname)
     if (params !== undefined) return { route, params }
   }

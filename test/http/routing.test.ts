@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { BatonApi } from "../../src/api.ts"
+import { matchRoute, pathParams, routesOf } from "../../src/http/routes.ts"
 import { request, testServer } from "../support/server.ts"
 
 const ID = "5b1e4c9e-7f0a-4b8e-9c1d-2f3a4b5c6d7e"
@@ -75,5 +77,38 @@ describe("routing as the reference's router routes", () => {
         expect(allowOf(get.headers)).toEqual(["POST"])
       })
     )
+  })
+})
+
+describe("a request's route among the Api's routes (routes.ts)", () => {
+  it("is the first route of its method, in the Api's order, that takes its path, whatever path it is", () => {
+    const routes = routesOf(BatonApi)
+    /** What the routes answer tried one by one, every route of the method. */
+    const everyRoute = (method: string, pathname: string) => {
+      for (const route of routes) {
+        if (route.method !== method) continue
+        if (pathParams(route, pathname) !== undefined) return route
+      }
+      return undefined
+    }
+    const paths = new Set<string>(["/", "/version", "/flows/", "/flows", "/flows/filter", "/no/such/path", "/flows//x", `/${ID}/x`])
+    for (const route of routes) {
+      const path = route.endpoint.path
+      paths.add(path.replace(/:[^/]+/g, ID))
+      paths.add(path.replace(/:[^/]+/g, "name"))
+      paths.add(path.replace(/:[^/]+/g, "a%20b"))
+      paths.add(`${path.replace(/:[^/]+/g, ID)}/extra`)
+    }
+    let matched = 0
+    for (const method of ["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD"]) {
+      for (const pathname of paths) {
+        const expected = everyRoute(method, pathname)
+        const found = matchRoute(routes, method, pathname)
+        expect([method, pathname, found?.route.endpoint.path]).toEqual([method, pathname, expected?.endpoint.path])
+        if (found !== undefined) matched++
+      }
+    }
+    // Every route takes its own path with UUIDs for parameters.
+    expect(matched).toBeGreaterThanOrEqual(routes.length)
   })
 })
