@@ -129,14 +129,22 @@ const MAX_SHAPES = 1_000
 const routesFor = (routes: ReadonlyArray<Route>, method: string, pathname: string): ReadonlyArray<Route> => {
   let index = byShape.get(routes)
   if (index === undefined) byShape.set(routes, index = new Map())
-  const segments = pathname.split("/")
-  const key = `${method} ${segments.length} ${segments[1] ?? ""}`
+  // The path's segments counted and its first one taken without splitting it.
+  let segments = 1
+  let firstEnd = -1
+  for (let i = 0; i < pathname.length; i++) {
+    if (pathname.charCodeAt(i) !== 47) continue
+    segments++
+    if (firstEnd === -1 && i > 0) firstEnd = i
+  }
+  const first = segments === 1 ? "" : pathname.slice(1, firstEnd === -1 ? pathname.length : firstEnd)
+  const key = `${method} ${segments} ${first}`
   let found = index.get(key)
   if (found === undefined) {
     found = routes.filter((route) => {
       if (route.method !== method) return false
       const path = route.endpoint.path.split("/")
-      return path.length === segments.length && (path[1]?.startsWith(":") === true || path[1] === segments[1])
+      return path.length === segments && (path[1]?.startsWith(":") === true || (path[1] ?? "") === first)
     })
     if (index.size >= MAX_SHAPES) index.clear()
     index.set(key, found)
