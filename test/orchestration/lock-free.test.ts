@@ -156,7 +156,7 @@ describe("transitions without the lock", () => {
           expect(result?.status).toBe("ACCEPT")
           // Decided once, from the row the create kept: a read's row carries the run's parameters too.
           expect(given).toHaveLength(1)
-          expect(given[0]).not.toHaveProperty("parameters")
+          expect(given[0]!.parameters).toBeUndefined()
           expect(before!.parameters).toBeDefined()
           expect(ruleFacts(given[0]!)).toEqual(ruleFacts(before!))
           expect(given[0]!.deployment_concurrency).toEqual(before!.deployment_concurrency)
