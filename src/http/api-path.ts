@@ -339,7 +339,7 @@ export const serveApiInFront = (api: HttpApi.HttpApi.Any, edge: EdgeSteps) =>
       router: router as HttpRouter.HttpRouter<unknown, unknown>,
       isEndpoint: (route) => endpoints.has(`${route.method} ${route.path}`),
       needsScope: (route) => !scopeless.has(`${route.method} ${route.path}`),
-      endpointHandler: (route) => (scopeless.has(`${route.method} ${route.path}`) ? handlers.get(`${route.method} ${route.path}`) : undefined),
+      endpointHandler: (route) => handlers.get(`${route.method} ${route.path}`),
       requestContext: new Map([[Settings.key, settings]]),
       api: (app) => encodeErrors(middleware(app as HttpApp.Default) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>),
       edge,

@@ -23,28 +23,22 @@ import {
   HttpRouter,
   HttpServerRequest,
   HttpServerResponse,
-  Multipart,
   UrlParams
 } from "@effect/platform"
 import { Context, Effect, Fiber, Option, ParseResult, Schema, type SchemaAST } from "effect"
 
 type Item = HttpApiBuilder.Handlers.Item<unknown, unknown>
 
-/** A request's payload as the platform reads it: the query for a method without a body, else by its Content-Type. */
-const requestPayload = (
-  request: HttpServerRequest.HttpServerRequest,
-  urlParams: ReadonlyRecord,
-  multipartLimits: Option.Option<Multipart.withLimits.Options>
-): Effect.Effect<unknown> => {
+/**
+ * A request's payload as the platform reads it: the query for a method without a body, else by its
+ * Content-Type (a multipart body without limits of the endpoint's: its endpoints run the platform's way).
+ */
+const requestPayload = (request: HttpServerRequest.HttpServerRequest, urlParams: ReadonlyRecord): Effect.Effect<unknown> => {
   if (!HttpMethod.hasBody(request.method)) return Effect.succeed(urlParams)
   const contentType = request.headers["content-type"] ? request.headers["content-type"].toLowerCase().trim() : "application/json"
   if (contentType.includes("application/json")) return Effect.orDie(request.json)
-  if (contentType.includes("multipart/form-data")) {
-    return Effect.orDie(Option.match(multipartLimits, {
-      onNone: () => request.multipart,
-      onSome: (limits) => Multipart.withLimits(request.multipart, limits)
-    })) as Effect.Effect<unknown>
-  }
+  // What it needs (a scope, a file system) is the request's context's, as on the platform's route.
+  if (contentType.includes("multipart/form-data")) return Effect.orDie(request.multipart) as Effect.Effect<unknown>
   if (contentType.includes("x-www-form-urlencoded")) return Effect.map(Effect.orDie(request.urlParamsBody), UrlParams.toRecord)
   if (contentType.startsWith("text/")) return Effect.orDie(request.text)
   return Effect.map(Effect.orDie(request.arrayBuffer), (buffer) => new Uint8Array(buffer))
@@ -156,7 +150,7 @@ export const endpointHandler = (
     const request: Record<string, unknown> = { request: httpRequest }
     if (decodePath._tag === "Some") request.path = yield* decodePath.value(routeContext.params)
     if (decodePayload._tag === "Some") {
-      request.payload = yield* Effect.flatMap(requestPayload(httpRequest, urlParams, Option.none()), decodePayload.value)
+      request.payload = yield* Effect.flatMap(requestPayload(httpRequest, urlParams), decodePayload.value)
     }
     if (decodeHeaders._tag === "Some") request.headers = yield* decodeHeaders.value(httpRequest.headers)
     if (urlParamsSchema._tag === "Some") {

@@ -92,6 +92,6 @@ export const apiGroup = <
       })
       const settings = Context.make(Settings, Context.get(context, Settings))
       yield* Effect.mapInputContext(Layer.buildWithMemoMap(group, memoMap, scope), () => settings)
-      registeredHere.add(api.groups[groupName] as unknown as HttpApiGroup.HttpApiGroup.Any)
+      registeredHere.add(apiGroupDef)
     })
   ) as never

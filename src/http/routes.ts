@@ -119,16 +119,34 @@ export const pathParams = (route: Route, pathname: string): Record<string, strin
  * Each list of routes by method and path shape (the number of segments and the first one), in the
  * order the list has them, made once per list: a request tries the few routes of its shape, not
  * every route of its method. A route whose first segment is a parameter is in every shape of its
- * length.
+ * length. Shapes are kept only for the routes' own first segments and lengths (a path longer than
+ * every route, or whose first segment no route names, has its shape's routes without a key of its
+ * own), so what requests send cannot grow the index.
  */
-const byShape = new WeakMap<ReadonlyArray<Route>, Map<string, ReadonlyArray<Route>>>()
+interface ShapeIndex {
+  /** The routes' first segments that are no parameter. */
+  readonly firsts: ReadonlySet<string>
+  /** The most segments a route has. */
+  readonly longest: number
+  readonly shapes: Map<string, ReadonlyArray<Route>>
+}
 
-/** Shapes of requests' paths kept per list of routes (made from requests: bounded, so odd paths cannot grow it). */
-const MAX_SHAPES = 1_000
+const byShape = new WeakMap<ReadonlyArray<Route>, ShapeIndex>()
+
+/** A first segment no route names: no path segment holds a "/". */
+const UNNAMED = "/"
 
 const routesFor = (routes: ReadonlyArray<Route>, method: string, pathname: string): ReadonlyArray<Route> => {
   let index = byShape.get(routes)
-  if (index === undefined) byShape.set(routes, index = new Map())
+  if (index === undefined) {
+    const paths = routes.map((route) => route.endpoint.path.split("/"))
+    index = {
+      firsts: new Set(paths.flatMap((path) => (path[1] === undefined || path[1].startsWith(":") ? [] : [path[1]]))),
+      longest: Math.max(0, ...paths.map((path) => path.length)),
+      shapes: new Map()
+    }
+    byShape.set(routes, index)
+  }
   // The path's segments counted and its first one taken without splitting it.
   let segments = 1
   let firstEnd = -1
@@ -137,17 +155,18 @@ const routesFor = (routes: ReadonlyArray<Route>, method: string, pathname: strin
     segments++
     if (firstEnd === -1 && i > 0) firstEnd = i
   }
-  const first = segments === 1 ? "" : pathname.slice(1, firstEnd === -1 ? pathname.length : firstEnd)
+  if (segments > index.longest) return []
+  const segment = segments === 1 ? "" : pathname.slice(1, firstEnd === -1 ? pathname.length : firstEnd)
+  const first = index.firsts.has(segment) ? segment : UNNAMED
   const key = `${method} ${segments} ${first}`
-  let found = index.get(key)
+  let found = index.shapes.get(key)
   if (found === undefined) {
     found = routes.filter((route) => {
       if (route.method !== method) return false
       const path = route.endpoint.path.split("/")
-      return path.length === segments && (path[1]?.startsWith(":") === true || (path[1] ?? "") === first)
+      return path.length === segments && (path[1]?.startsWith(":") === true || path[1] === first)
     })
-    if (index.size >= MAX_SHAPES) index.clear()
-    index.set(key, found)
+    index.shapes.set(key, found)
   }
   return found
 }
