@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_-32768}"; case "$NODE_OPTIONS" in *--max-semi-space-size*) exec node "$0" "$@";; esac; exec node --max-semi-space-size=64 "$0" "$@"
+":" //; case "$BATON_SERVER_DATABASE_CONNECTION_URL$BATON_SERVER_DATABASE_HOST" in "") export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_-32768}";; esac; case "$NODE_OPTIONS" in *--max-semi-space-size*) exec node "$0" "$@";; esac; exec node --max-semi-space-size=64 "$0" "$@"
 // The `baton` command. Runs the bundle dist/main.js (built by `npm run build`, which `npm start`
 // runs first) when it is newer than every source it was built from; otherwise loads the TypeScript
 // entry point through tsx, so `baton` works straight after `npm install` and a stale bundle is never
@@ -14,8 +14,11 @@
 // compiler takes while it compiles the embedded database's WebAssembly (32KB each, tens of MB for its
 // largest function) are mapped one by one and given back to the system when freed, instead of
 // staying in the allocator's arenas: about 40MB less resident, idle and under load
-// (docs/performance.md, "Memory and start-up"). A threshold set in the environment is kept;
-// `node bin/baton.mjs` runs without one unless it is set.
+// (docs/performance.md, "Memory and start-up"). Only for the embedded database: with a PostgreSQL
+// server set in the environment (its URL or host) there is no WebAssembly to compile, and each block
+// the compiler takes for the server's own code would be a mapping made and unmapped, with its pages
+// faulted in afresh (docs/performance.md, "Eighteenth round"). A threshold set in the environment is
+// kept; `node bin/baton.mjs` runs without one unless it is set.
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"

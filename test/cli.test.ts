@@ -94,20 +94,30 @@ describe.concurrent("the baton command", () => {
     60_000
   )
 
-  it.live("run as a command, sets MALLOC_MMAP_THRESHOLD_ (unless set) and runs node on itself with its arguments and a 64MB semi-space (unless NODE_OPTIONS sets one)", () =>
+  it.live("run as a command, sets MALLOC_MMAP_THRESHOLD_ (unless set, or a PostgreSQL server is) and runs node on itself with its arguments and a 64MB semi-space (unless NODE_OPTIONS sets one)", () =>
     Effect.sync(() => {
       // A `node` that says what it was given, found first on PATH as sh looks it up.
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "baton-launcher-"))
       try {
         fs.writeFileSync(path.join(dir, "node"), '#!/bin/sh\nprintf "%s\\n" "threshold=$MALLOC_MMAP_THRESHOLD_" "$@"\n', { mode: 0o755 })
         const run = (env: Record<string, string>) => {
-          const { MALLOC_MMAP_THRESHOLD_: _, NODE_OPTIONS: __, ...inherited } = process.env
+          const {
+            MALLOC_MMAP_THRESHOLD_: _,
+            NODE_OPTIONS: __,
+            BATON_SERVER_DATABASE_CONNECTION_URL: ___,
+            BATON_SERVER_DATABASE_HOST: ____,
+            ...inherited
+          } = process.env
           const result = spawnSync(BIN, ["server", "start", "--host", "a b"], { env: { ...inherited, PATH: `${dir}:${process.env.PATH}`, ...env }, encoding: "utf8" })
           expect(result.status, result.stderr).toBe(0)
           return result.stdout.split("\n").slice(0, -1)
         }
         expect(run({})).toEqual(["threshold=32768", "--max-semi-space-size=64", BIN, "server", "start", "--host", "a b"])
         expect(run({ MALLOC_MMAP_THRESHOLD_: "65536" })[0]).toBe("threshold=65536")
+        // On a PostgreSQL server there is no WebAssembly to compile: the allocator keeps its own threshold.
+        expect(run({ BATON_SERVER_DATABASE_CONNECTION_URL: "postgresql://db/baton" })).toEqual(["threshold=", "--max-semi-space-size=64", BIN, "server", "start", "--host", "a b"])
+        expect(run({ BATON_SERVER_DATABASE_HOST: "db" })[0]).toBe("threshold=")
+        expect(run({ BATON_SERVER_DATABASE_HOST: "db", MALLOC_MMAP_THRESHOLD_: "65536" })[0]).toBe("threshold=65536")
         // A size the operator gives in NODE_OPTIONS is theirs.
         expect(run({ NODE_OPTIONS: "--max-semi-space-size=8" })).toEqual(["threshold=32768", BIN, "server", "start", "--host", "a b"])
       } finally {

@@ -49,10 +49,18 @@ export const cannon = async (options: CannonOptions): Promise<LoadResult> => {
   }
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 512 })
+/** A keep-alive agent for `jsonClient`s. */
+export const keepAliveAgent = () => new http.Agent({ keepAlive: true, maxSockets: 512 })
 
-/** A minimal JSON client on a keep-alive agent (lighter on the shared CPU than fetch). */
-export const jsonClient = (base: string) => {
+const sharedAgent = keepAliveAgent()
+
+/**
+ * A minimal JSON client on a keep-alive agent (lighter on the shared CPU than fetch), the clients'
+ * shared one unless given its own: a server whose processes share the port gets a connection where
+ * its primary hands it out, so an agent whose sockets were opened before all of them served would
+ * keep sending to the first.
+ */
+export const jsonClient = (base: string, agent: http.Agent = sharedAgent) => {
   const send = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body)

@@ -38,7 +38,7 @@ import { queryCases } from "./flow-run-queries.ts"
 import { backgroundTaskDelivery } from "./background-tasks.ts"
 import { embeddedBench, embeddedRows } from "./embedded.ts"
 import { apiLifecycle, baselinePool, pgBossLifecycle, setUpLifecycle, sqlLifecycle } from "./lifecycle.ts"
-import { cannon, closedLoop, joinRounds, jsonClient, type JsonClient, type LoadResult, percentile, sleep } from "./load.ts"
+import { cannon, closedLoop, joinRounds, jsonClient, type JsonClient, keepAliveAgent, type LoadResult, percentile, sleep } from "./load.ts"
 import { machine, type Row, save, table } from "./report.ts"
 import { seedRuns } from "./seed.ts"
 import { type CpuSplit, joinSplits, splitSince, startSplit } from "./cpu-split.ts"
@@ -209,14 +209,42 @@ const secondServer = (name: string) =>
 /** Rounds of the API's lifecycle and of its SQL, in turns. */
 const LIFECYCLE_ROUNDS = 3
 
+/** Lifecycles each server process serves before a lifecycle row is measured, and the warm-up's window. */
+const WARM_LIFECYCLES = quick ? 1000 : 5000
+const WARM_WINDOW_SECONDS = 5
+
+/**
+ * Drives `operation` for at least `least` seconds and until `processes` server processes have
+ * served WARM_LIFECYCLES lifecycles each (the load split evenly between them), for at most `most`
+ * seconds. A server's CPU per lifecycle falls for its first few thousand lifecycles (its optimising
+ * compiler works through the code as it gets hot, its heap's generations grow to their sizes): a
+ * minute or more on a 2-core machine, which a fixed warm-up of 15 s did not give it there, and the
+ * rows are about a server that has been up a while. Counted in lifecycles, as the compiler counts
+ * calls, not in seconds, which differ from machine to machine. Says how long it took and the CPU
+ * per lifecycle (of the processes `cpu` reads) of its windows, for the row's note.
+ */
+const warmUp = async (operation: (worker: number) => Promise<void>, cpu: () => number, processes: number, least: number, most: number) => {
+  const started = performance.now()
+  const elapsed = () => (performance.now() - started) / 1000
+  let served = 0
+  const windows: Array<string> = []
+  while (elapsed() < least || (served < WARM_LIFECYCLES * processes && elapsed() + WARM_WINDOW_SECONDS <= most)) {
+    const before = cpu()
+    const window = await closedLoop(options.workers, WARM_WINDOW_SECONDS, operation)
+    served += window.count
+    windows.push(((cpu() - before) / Math.max(1, window.count)).toFixed(1))
+  }
+  return `warmed ${served} lifecycles in ${elapsed().toFixed(0)} s (CPU ms/op of each 5 s: ${windows.join(", ")})`
+}
+
 /** The run lifecycle with N workers: Baton's API, the same SQL through pg, and pg-boss. */
 const lifecycle = async (server: StartedServer, api: JsonClient) => {
   const setup = await setUpLifecycle(api, options.workers)
   const seconds = options.seconds * 1.5
-  // Warmed up as long as it is measured: the server's CPU per lifecycle goes on falling for tens of
-  // seconds after the load starts (its compiler and young generation settling, the new tables' first
-  // statistics), and a server that has been up a while is what the row is about.
-  await closedLoop(options.workers, seconds, apiLifecycle(api, setup))
+  // Warmed up for its first few thousand lifecycles (and at least as long as it is measured): its CPU
+  // per lifecycle falls until then (its compiler and young generation settling, the new tables'
+  // first statistics), and a server that has been up a while is what the row is about.
+  const warm = await warmUp(apiLifecycle(api, setup), () => cpuTime(server.pid), 1, seconds, 150)
   const sqlSetup = options.embedded ? await postgresSetup() : setup
   // The lifecycles' clients, and the relay's and two consumers' beside them.
   const pool = baselinePool(databaseUrl, options.workers + 3)
@@ -288,7 +316,7 @@ const lifecycle = async (server: StartedServer, api: JsonClient) => {
     ...target(ratio >= 0.6, ">= 60% of SQL"),
     note: `${((baton.throughput / bossResult.throughput) * 100).toFixed(0)}% of pg-boss (target > pg-boss ${
       baton.throughput > bossResult.throughput ? "met" : "NOT MET"
-    }); create, poll, Pending, Running, Completed = 5 requests; the rounds against their SQL's: ${roundRatios.join(", ")}`
+    }); create, poll, Pending, Running, Completed = 5 requests; the rounds against their SQL's: ${roundRatios.join(", ")}; ${warm}`
   })
   if (!options.embedded) await twoReplicas(baton.throughput, setup, server)
   if (!options.embedded) await twoWorkers(baton.throughput, setup)
@@ -334,17 +362,26 @@ const parentOf = (pid: number): number | undefined => {
 }
 
 /**
- * Runs the lifecycle through `clients` (worker i through clients[i % n]) after a warm-up as long as
- * the one-process row's (each process compiles its own code, on half the requests); the CPU of
- * `pids` per lifecycle.
+ * Runs the lifecycle through `clients` (worker i through clients[i % n]) after a warm-up as the
+ * one-process row's, until their CPU per lifecycle settles (each process compiles its own code, on
+ * its share of the requests); the CPU of `pids` per lifecycle.
  */
-const measuredLifecycle = async (clients: ReadonlyArray<JsonClient>, setup: Awaited<ReturnType<typeof setUpLifecycle>>, pids: () => ReadonlyArray<number>) => {
+const measuredLifecycle = async (
+  clients: ReadonlyArray<JsonClient>,
+  setup: Awaited<ReturnType<typeof setUpLifecycle>>,
+  pids: () => ReadonlyArray<number>,
+  processes: number
+) => {
   const drive = (worker: number) => apiLifecycle(clients[worker % clients.length]!, setup)(worker)
-  await closedLoop(options.workers, options.seconds * 1.5, drive)
   const cpu = () => pids().reduce((sum, pid) => sum + cpuTime(pid), 0)
-  const before = cpu()
+  const warm = await warmUp(drive, cpu, processes, options.seconds * 1.5, 150 * processes)
+  const measured = pids()
+  const before = measured.map(cpuTime)
   const result = await closedLoop(options.workers, options.seconds * 1.5, drive)
-  return { result, cpuMsPerOp: (cpu() - before) / result.count }
+  const used = measured.map((pid, i) => cpuTime(pid) - before[i]!)
+  // Each process's share, for the note: a process that served little shows.
+  const each = used.map((ms) => (ms / result.count).toFixed(2)).join(" + ")
+  return { result, cpuMsPerOp: used.reduce((sum, ms) => sum + ms, 0) / result.count, warm: `${warm}; CPU ms/op ${each}` }
 }
 
 /** The same lifecycle through two full servers on the same PostgreSQL, the workers split between them. */
@@ -352,7 +389,7 @@ const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof 
   const second = await secondServer("replica")
   try {
     const clients = [jsonClient(`http://127.0.0.1:${options.port}/v2/api`), jsonClient(`http://127.0.0.1:${secondPort}/v2/api`)]
-    const { result: both, cpuMsPerOp } = await measuredLifecycle(clients, setup, () => [first.pid, second.pid])
+    const { result: both, cpuMsPerOp, warm } = await measuredLifecycle(clients, setup, () => [first.pid, second.pid], 2)
     record({
       scenario: `run lifecycle via API, 2 replicas (${options.workers} workers)`,
       throughput: both.throughput,
@@ -362,7 +399,7 @@ const twoReplicas = async (oneReplica: number, setup: Awaited<ReturnType<typeof 
       cpuMsPerOp,
       versus: "1 replica",
       ratio: both.throughput / oneReplica,
-      note: "two full servers on one PostgreSQL, each worker through one of them; CPU of both"
+      note: `two full servers on one PostgreSQL, each worker through one of them; CPU of both; ${warm}`
     })
   } finally {
     await second.stop()
@@ -397,7 +434,14 @@ const twoWorkers = async (oneWorker: number, setup: Awaited<ReturnType<typeof se
       pids = await workers()
     }
     if (pids.length < 2) throw new Error(`--workers 2: ${pids.length} worker(s) listed after 60 s`)
-    const { result, cpuMsPerOp } = await measuredLifecycle([api], setup, () => [cluster.pid, ...pids])
+    // The load's connections opened now that both workers serve, so the primary hands them out to both.
+    const agent = keepAliveAgent()
+    const { result, cpuMsPerOp, warm } = await measuredLifecycle(
+      [jsonClient(`http://127.0.0.1:${port}/v2/api`, agent)],
+      setup,
+      () => [cluster.pid, ...pids],
+      2
+    ).finally(() => agent.destroy())
     record({
       scenario: `run lifecycle via API, --workers 2 (${options.workers} workers)`,
       throughput: result.throughput,
@@ -407,7 +451,7 @@ const twoWorkers = async (oneWorker: number, setup: Awaited<ReturnType<typeof se
       cpuMsPerOp,
       versus: "--workers 1",
       ratio: result.throughput / oneWorker,
-      note: "one server of two worker processes sharing the port, on one PostgreSQL; CPU of the primary and both workers"
+      note: `one server of two worker processes sharing the port, on one PostgreSQL; CPU of the primary and both workers; ${warm}`
     })
   } finally {
     await cluster.stop()

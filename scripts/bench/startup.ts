@@ -75,13 +75,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * The environment bin/baton.mjs's launcher line (`export NAME="${NAME-value}"`, read by sh when the
- * file runs as a command) gives node, for a server started with node directly; a variable set in
- * this process's environment is kept, as the launcher keeps it.
+ * file runs as a command) gives node, for a server started with node directly with `env`; a variable
+ * set in `env` is kept, as the launcher keeps it. The launcher sets the allocator's threshold for the
+ * embedded database only: not when `env` names a PostgreSQL server (its URL or host).
  */
-export const launcherEnv = (): Record<string, string> => {
+export const launcherEnv = (env: Record<string, string | undefined>): Record<string, string> => {
   const launcher = fs.readFileSync(BIN, "utf8").split("\n")[1] ?? ""
+  const databaseServer = `${env.BATON_SERVER_DATABASE_CONNECTION_URL ?? ""}${env.BATON_SERVER_DATABASE_HOST ?? ""}` !== ""
   return Object.fromEntries(
-    [...launcher.matchAll(/export (\w+)="\$\{\w+-([^}]*)\}"/g)].map(([, name, value]) => [name!, process.env[name!] ?? value!])
+    [...launcher.matchAll(/export (\w+)="\$\{\w+-([^}]*)\}"/g)]
+      .filter(([, name]) => !(databaseServer && name === "MALLOC_MMAP_THRESHOLD_"))
+      .map(([, name, value]) => [name!, env[name!] ?? value!])
   )
 }
 
@@ -136,7 +140,7 @@ export const startServer = async (options: StartupOptions): Promise<StartedServe
       ? spawn(BIN, args, { cwd: ROOT, env, stdio: options.stdio ?? "ignore", detached: true })
       : spawn(process.execPath, [...launcherNodeArgs(options.nodeArgs ?? []), ...(options.nodeArgs ?? []), options.entry ?? BIN, ...args], {
           cwd: ROOT,
-          env: { ...launcherEnv(), ...env },
+          env: { ...launcherEnv(env), ...env },
           stdio: options.stdio ?? "ignore",
           detached: true
         })
