@@ -234,7 +234,7 @@ const warmUp = async (operation: (worker: number) => Promise<void>, cpu: () => n
     served += window.count
     windows.push(((cpu() - before) / Math.max(1, window.count)).toFixed(1))
   }
-  return `warmed ${served} lifecycles in ${elapsed().toFixed(0)} s (CPU ms/op of each 5 s: ${windows.join(", ")})`
+  return `warmed ${served} lifecycles in ${elapsed().toFixed(0)} s (CPU ms/op of each ${WARM_WINDOW_SECONDS} s: ${windows.join(", ")})`
 }
 
 /** The run lifecycle with N workers: Baton's API, the same SQL through pg, and pg-boss. */

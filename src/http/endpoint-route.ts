@@ -139,7 +139,10 @@ export const endpointHandler = (
     ? Option.none()
     : Option.map(endpoint.payloadSchema, (schema) => Schema.decodeUnknown(schema as Schema.Schema<unknown, unknown>))
   const decodeHeaders = Option.map(endpoint.headersSchema, (schema) => Schema.decodeUnknown(schema as Schema.Schema<unknown, unknown>))
-  const urlParamsSchema = endpoint.urlParamsSchema as Option.Option<Schema.Schema<unknown, unknown>>
+  const decodeUrlParams = Option.map(endpoint.urlParamsSchema as Option.Option<Schema.Schema<unknown, unknown>>, (schema) => {
+    const decode = Schema.decodeUnknown(schema)
+    return (params: ReadonlyRecord) => decode(normalizeUrlParams(params, schema.ast))
+  })
   const encodeSuccess = Schema.encode(successSchema(endpoint.successSchema))
   const handler = item.handler as (request: Record<string, unknown>) => Effect.Effect<unknown, unknown, unknown>
   return Effect.gen(function*() {
@@ -153,10 +156,7 @@ export const endpointHandler = (
       request.payload = yield* Effect.flatMap(requestPayload(httpRequest, urlParams), decodePayload.value)
     }
     if (decodeHeaders._tag === "Some") request.headers = yield* decodeHeaders.value(httpRequest.headers)
-    if (urlParamsSchema._tag === "Some") {
-      const schema = urlParamsSchema.value
-      request.urlParams = yield* Schema.decodeUnknown(schema)(normalizeUrlParams(urlParams, schema.ast))
-    }
+    if (decodeUrlParams._tag === "Some") request.urlParams = yield* decodeUrlParams.value(urlParams)
     const response = yield* handler(request)
     return HttpServerResponse.isServerResponse(response) ? response : yield* encodeSuccess(response)
   }).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiError.HttpApiDecodeError.refailParseError)) as Effect.Effect<

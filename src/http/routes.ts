@@ -124,6 +124,8 @@ export const pathParams = (route: Route, pathname: string): Record<string, strin
  * own), so what requests send cannot grow the index.
  */
 interface ShapeIndex {
+  /** Each route's path split at "/", in the list's order. */
+  readonly paths: ReadonlyArray<ReadonlyArray<string>>
   /** The routes' first segments that are no parameter. */
   readonly firsts: ReadonlySet<string>
   /** The most segments a route has. */
@@ -141,6 +143,7 @@ const routesFor = (routes: ReadonlyArray<Route>, method: string, pathname: strin
   if (index === undefined) {
     const paths = routes.map((route) => route.endpoint.path.split("/"))
     index = {
+      paths,
       firsts: new Set(paths.flatMap((path) => (path[1] === undefined || path[1].startsWith(":") ? [] : [path[1]]))),
       longest: Math.max(0, ...paths.map((path) => path.length)),
       shapes: new Map()
@@ -161,10 +164,10 @@ const routesFor = (routes: ReadonlyArray<Route>, method: string, pathname: strin
   const key = `${method} ${segments} ${first}`
   let found = index.shapes.get(key)
   if (found === undefined) {
-    found = routes.filter((route) => {
-      if (route.method !== method) return false
-      const path = route.endpoint.path.split("/")
-      return path.length === segments && (path[1]?.startsWith(":") === true || path[1] === first)
+    const paths = index.paths
+    found = routes.filter((route, i) => {
+      const path = paths[i]!
+      return route.method === method && path.length === segments && (path[1]?.startsWith(":") === true || path[1] === first)
     })
     index.shapes.set(key, found)
   }
